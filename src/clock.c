@@ -1,0 +1,64 @@
+/* clock.c -- monotonic milliseconds and deadline conversions. */
+#include "nm.h"
+
+#include <errno.h>
+
+#include "clock.h"
+
+static int64_t timespec_ms(const struct timespec *ts)
+{
+    return (int64_t)ts->tv_sec * 1000 + ts->tv_nsec / 1000000;
+}
+
+int64_t nm_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return timespec_ms(&ts);
+}
+
+int nm_deadline_from_abstime(clockid_t clockid, const struct timespec *abstime,
+                             int64_t *deadline)
+{
+    struct timespec now;
+
+    if (abstime == NULL || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)
+        return EINVAL;
+    if (clockid != CLOCK_REALTIME && clockid != CLOCK_MONOTONIC)
+        return EINVAL;
+    if (abstime->tv_sec > INT64_MAX / 1000 - 1) {
+        *deadline = NM_FOREVER;
+        return 0;
+    }
+    clock_gettime(clockid, &now);
+    /* Round the remaining time up: waking a little late is allowed,
+     * returning ETIMEDOUT before the caller's deadline is not. */
+    int64_t left_ns = ((int64_t)abstime->tv_sec - now.tv_sec) * 1000000000LL +
+                      (abstime->tv_nsec - now.tv_nsec);
+    int64_t left_ms = left_ns <= 0 ? 0 : (left_ns + 999999) / 1000000;
+    *deadline = nm_now_ms() + left_ms;
+    return 0;
+}
+
+int64_t nm_remaining_ms(int64_t deadline)
+{
+    if (deadline == NM_FOREVER)
+        return NM_FOREVER;
+    int64_t left = deadline - nm_now_ms();
+    return left > 0 ? left : 0;
+}
+
+struct timespec nm_deadline_timespec(int64_t deadline)
+{
+    struct timespec ts;
+    ts.tv_sec = (time_t)(deadline / 1000);
+    ts.tv_nsec = (long)(deadline % 1000) * 1000000L;
+    return ts;
+}
+
+void nm_sleep_ms(int64_t ms)
+{
+    struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}

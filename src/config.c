@@ -1,0 +1,430 @@
+/*
+ * config.c -- URL and environment parsing, and the current configuration.
+ *
+ * The parser is strict on purpose: a typo in a URL should fail loudly at
+ * netmutex_configure() with EINVAL, not turn into a lock that silently talks
+ * to the wrong server or database.
+ */
+#include "nm.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+
+#include "config.h"
+
+/* ---- small string helpers ------------------------------------------ */
+
+static char *dup_range(const char *s, size_t len)
+{
+    char *p = malloc(len + 1);
+    if (p) {
+        memcpy(p, s, len);
+        p[len] = '\0';
+    }
+    return p;
+}
+
+/* Parses all of [S, S+LEN) as a decimal number in [MIN, MAX]. */
+static int parse_uint_range(const char *s, size_t len, long min, long max, long *out)
+{
+    long v = 0;
+    if (len == 0 || len > 10)
+        return EINVAL;
+    for (size_t i = 0; i < len; i++) {
+        if (!isdigit((unsigned char)s[i]))
+            return EINVAL;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v < min || v > max)
+        return EINVAL;
+    *out = v;
+    return 0;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = (char)tolower((unsigned char)c);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* %XX-decodes [S, S+LEN) into a new string.  A decoded NUL is refused: it
+ * would silently truncate a password. */
+static int percent_decode(const char *s, size_t len, char **out)
+{
+    char *p = malloc(len + 1), *w = p;
+    if (!p)
+        return ENOMEM;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] != '%') {
+            *w++ = s[i];
+            continue;
+        }
+        int hi = i + 2 < len ? hexval(s[i + 1]) : -1;
+        int lo = i + 2 < len ? hexval(s[i + 2]) : -1;
+        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+            free(p);
+            return EINVAL;
+        }
+        *w++ = (char)(hi * 16 + lo);
+        i += 2;
+    }
+    *w = '\0';
+    *out = p;
+    return 0;
+}
+
+/* ---- one URL ---------------------------------------------------------- */
+
+/* "user:password" or ":password" (no ACL user).  Anything else is refused
+ * rather than guessed at. */
+static int parse_userinfo(const char *s, size_t len, nm_server_t *srv)
+{
+    const char *colon = memchr(s, ':', len);
+    if (!colon)
+        return EINVAL;
+    size_t ulen = (size_t)(colon - s);
+    int err = percent_decode(colon + 1, len - ulen - 1, &srv->password);
+    if (!err && ulen > 0)
+        err = percent_decode(s, ulen, &srv->user);
+    return err;
+}
+
+static int valid_host_char(char c, int bracketed)
+{
+    if (isalnum((unsigned char)c) || c == '.' || c == '-' || c == '_')
+        return 1;
+    return bracketed && (c == ':' || c == '%');
+}
+
+/* host[:port][/db], host being a name, IPv4 or [IPv6]. */
+static int parse_hostport(const char *s, size_t len, nm_server_t *srv)
+{
+    const char *end = s + len, *host = s, *p;
+    int bracketed = len > 0 && s[0] == '[';
+    size_t hlen;
+    long v;
+
+    if (bracketed) {
+        const char *close = memchr(s, ']', len);
+        if (!close)
+            return EINVAL;
+        host = s + 1;
+        hlen = (size_t)(close - host);
+        p = close + 1;
+    } else {
+        p = s;
+        while (p < end && *p != ':' && *p != '/')
+            p++;
+        hlen = (size_t)(p - s);
+    }
+    if (hlen == 0)
+        return EINVAL;
+    for (size_t i = 0; i < hlen; i++)
+        if (!valid_host_char(host[i], bracketed))
+            return EINVAL;
+    srv->port = 6379;
+    if (p < end && *p == ':') {
+        const char *port = ++p;
+        while (p < end && *p != '/')
+            p++;
+        if (parse_uint_range(port, (size_t)(p - port), 1, 65535, &v))
+            return EINVAL;
+        srv->port = (int)v;
+    }
+    if (p < end && *p == '/') {
+        p++;
+        if (p < end) {
+            if (parse_uint_range(p, (size_t)(end - p), 0, INT_MAX, &v))
+                return EINVAL;
+            srv->db = (int)v;
+        }
+        p = end;
+    }
+    if (p != end)
+        return EINVAL;
+    srv->host = dup_range(host, hlen);
+    return srv->host ? 0 : ENOMEM;
+}
+
+/* /absolute/path[?db=N] */
+static int parse_unix_path(const char *s, size_t len, nm_server_t *srv)
+{
+    const char *q = memchr(s, '?', len);
+    size_t plen = q ? (size_t)(q - s) : len;
+    long v;
+
+    if (plen < 2 || s[0] != '/' || plen >= sizeof(((struct sockaddr_un *)0)->sun_path))
+        return EINVAL;
+    if (q) {
+        size_t qlen = len - plen - 1;
+        if (qlen < 3 || memcmp(q + 1, "db=", 3) != 0 ||
+            parse_uint_range(q + 4, qlen - 3, 0, INT_MAX, &v))
+            return EINVAL;
+        srv->db = (int)v;
+    }
+    srv->path = dup_range(s, plen);
+    return srv->path ? 0 : ENOMEM;
+}
+
+static int has_prefix(const char *s, size_t len, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return len >= n && memcmp(s, prefix, n) == 0;
+}
+
+static int parse_url(const char *s, size_t len, nm_server_t *srv)
+{
+    int is_unix = has_prefix(s, len, "unix://");
+    size_t skip;
+    int err;
+
+    memset(srv, 0, sizeof *srv);
+    if (len > NM_URL_MAX || memchr(s, '\0', len))
+        return EINVAL;
+    if (is_unix)
+        skip = strlen("unix://");
+    else if (has_prefix(s, len, "redis://"))
+        skip = strlen("redis://");
+    else
+        return EINVAL;
+    s += skip;
+    len -= skip;
+    for (size_t i = 0; i < len; i++)
+        if (isspace((unsigned char)s[i]) || iscntrl((unsigned char)s[i]))
+            return EINVAL;
+
+    /* Credentials end at the last '@' before the host or path: a password
+     * may hold a raw '@', a host or db never does, and a socket path (which
+     * may) starts with the first '/'. */
+    size_t scan = len;
+    if (is_unix) {
+        const char *slash = memchr(s, '/', len);
+        scan = slash ? (size_t)(slash - s) : len;
+    }
+    const char *at = NULL;
+    for (size_t i = scan; i-- > 0;)
+        if (s[i] == '@') {
+            at = s + i;
+            break;
+        }
+    if (at) {
+        err = parse_userinfo(s, (size_t)(at - s), srv);
+        if (err)
+            return err;
+        len -= (size_t)(at + 1 - s);
+        s = at + 1;
+    }
+    srv->is_unix = is_unix;
+    return is_unix ? parse_unix_path(s, len, srv) : parse_hostport(s, len, srv);
+}
+
+static void server_clear(nm_server_t *srv)
+{
+    free(srv->host);
+    free(srv->path);
+    free(srv->user);
+    free(srv->password);
+    memset(srv, 0, sizeof *srv);
+}
+
+void nm_servers_free(nm_server_t *servers, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        server_clear(&servers[i]);
+    free(servers);
+}
+
+int nm_config_parse_urls(const char *urls, nm_server_t **servers, size_t *n)
+{
+    size_t count = 1, i = 0;
+    int err = 0;
+
+    if (urls == NULL || *urls == '\0')
+        return EINVAL;
+    for (const char *p = urls; *p; p++)
+        count += *p == ',';
+    if (count > 64 || strlen(urls) > 64 * NM_URL_MAX)
+        return EINVAL;
+    nm_server_t *list = calloc(count, sizeof *list);
+    if (!list)
+        return ENOMEM;
+    for (const char *p = urls; i < count && !err; i++) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        err = parse_url(p, len, &list[i]);
+        p += len + 1;
+    }
+    if (err) {
+        nm_servers_free(list, count);
+        return err;
+    }
+    *servers = list;
+    *n = count;
+    return 0;
+}
+
+/* ---- building a configuration ---------------------------------------- */
+
+/* The API value when given, else the environment variable, else DEFAULT.
+ * A variable that is set must be valid: EINVAL, never a silent default. */
+static int pick_uint(unsigned int api, const char *env, unsigned int dflt,
+                     unsigned int min, unsigned int max, unsigned int *out)
+{
+    const char *s = getenv(env);
+    long v;
+
+    if (api != 0) {
+        *out = api;
+    } else if (s != NULL && *s != '\0') {
+        if (parse_uint_range(s, strlen(s), min, max, &v))
+            return EINVAL;
+        *out = (unsigned int)v;
+    } else {
+        *out = dflt;
+    }
+    return *out >= min && *out <= max ? 0 : EINVAL;
+}
+
+static const char *pick_str(const char *api, const char *env, const char *dflt)
+{
+    const char *s = getenv(env);
+    if (api != NULL)
+        return api;
+    return s != NULL && *s != '\0' ? s : dflt;
+}
+
+static int valid_prefix(const char *prefix)
+{
+    size_t len = strnlen(prefix, NM_PREFIX_MAX + 1);
+    /* Braces would move the {name} hash tag that keeps a mutex's keys in
+     * one cluster slot. */
+    return len <= NM_PREFIX_MAX && !strpbrk(prefix, "{}");
+}
+
+static int fill_config(const netmutex_config_t *u, nm_config_t *cfg)
+{
+    static const netmutex_config_t none;
+    const char *prefix;
+    int err;
+
+    if (u == NULL)
+        u = &none;
+    err = nm_config_parse_urls(pick_str(u->url, "NETMUTEX_URL", NM_DEFAULT_URL),
+                               &cfg->servers, &cfg->nservers);
+    if (err)
+        return err;
+    prefix = pick_str(u->key_prefix, "NETMUTEX_PREFIX", NM_DEFAULT_PREFIX);
+    if (!valid_prefix(prefix))
+        return EINVAL;
+    err = pick_uint(u->connect_timeout_ms, "NETMUTEX_CONNECT_TIMEOUT_MS",
+                    NM_DEFAULT_CONNECT_TIMEOUT_MS, 1, NM_TIMEOUT_MAX_MS,
+                    &cfg->connect_timeout_ms);
+    if (!err)
+        err = pick_uint(u->io_timeout_ms, "NETMUTEX_IO_TIMEOUT_MS",
+                        NM_DEFAULT_IO_TIMEOUT_MS, 1, NM_TIMEOUT_MAX_MS,
+                        &cfg->io_timeout_ms);
+    if (!err)
+        err = pick_uint(u->lease_ms, "NETMUTEX_LEASE_MS", NM_DEFAULT_LEASE_MS,
+                        NETMUTEX_LEASE_MIN_MS, NETMUTEX_LEASE_MAX_MS, &cfg->lease_ms);
+    if (err)
+        return err;
+    /* Quorum mode (several independent masters) is parsed but not served
+     * yet: refusing it beats silently using only the first server. */
+    if (cfg->nservers > 1)
+        return ENOTSUP;
+    cfg->prefix_len = strlen(prefix);
+    cfg->prefix = dup_range(prefix, cfg->prefix_len);
+    return cfg->prefix ? 0 : ENOMEM;
+}
+
+static void config_free(nm_config_t *cfg)
+{
+    nm_servers_free(cfg->servers, cfg->nservers);
+    free(cfg->prefix);
+    free(cfg);
+}
+
+int nm_config_build(const netmutex_config_t *user, nm_config_t **out)
+{
+    static uint64_t next_generation; /* atomic */
+    nm_config_t *cfg = calloc(1, sizeof *cfg);
+    if (!cfg)
+        return ENOMEM;
+    int err = fill_config(user, cfg);
+    if (err) {
+        config_free(cfg);
+        return err;
+    }
+    cfg->refs = 1;
+    cfg->generation = __atomic_add_fetch(&next_generation, 1, __ATOMIC_RELAXED);
+    *out = cfg;
+    return 0;
+}
+
+nm_config_t *nm_config_ref(nm_config_t *cfg)
+{
+    __atomic_add_fetch(&cfg->refs, 1, __ATOMIC_RELAXED);
+    return cfg;
+}
+
+void nm_config_unref(nm_config_t *cfg)
+{
+    if (cfg && __atomic_sub_fetch(&cfg->refs, 1, __ATOMIC_ACQ_REL) == 0)
+        config_free(cfg);
+}
+
+/* ---- the current configuration ---------------------------------------- */
+
+static pthread_mutex_t current_lock = PTHREAD_MUTEX_INITIALIZER;
+static nm_config_t *current;          /* guarded by current_lock */
+static uint64_t current_generation;   /* atomic copy of current->generation */
+
+static void set_current(nm_config_t *cfg)
+{
+    current = cfg;
+    __atomic_store_n(&current_generation, cfg ? cfg->generation : 0, __ATOMIC_RELEASE);
+}
+
+int nm_config_current(nm_config_t **out)
+{
+    int err = 0;
+    pthread_mutex_lock(&current_lock);
+    if (current == NULL) {
+        nm_config_t *cfg;
+        err = nm_config_build(NULL, &cfg);
+        if (!err)
+            set_current(cfg);
+    }
+    if (!err)
+        *out = nm_config_ref(current);
+    pthread_mutex_unlock(&current_lock);
+    return err;
+}
+
+uint64_t nm_config_current_generation(void)
+{
+    return __atomic_load_n(&current_generation, __ATOMIC_ACQUIRE);
+}
+
+int nm_config_replace(nm_config_t *cfg, int (*busy)(void))
+{
+    nm_config_t *old;
+    pthread_mutex_lock(&current_lock);
+    if (busy()) {
+        pthread_mutex_unlock(&current_lock);
+        nm_config_unref(cfg);
+        return EBUSY;
+    }
+    old = current;
+    set_current(cfg);
+    pthread_mutex_unlock(&current_lock);
+    nm_config_unref(old);
+    return 0;
+}

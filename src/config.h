@@ -1,0 +1,73 @@
+/*
+ * config.h -- the process-wide configuration: where the servers are, how
+ * long to wait for them, the lease and the key prefix.
+ *
+ * A configuration is immutable once built and reference counted: a thread
+ * that dialed with it, and a lock acquired under it, keep their reference,
+ * so netmutex_configure() can replace the current one without pulling it
+ * from under anybody.
+ */
+#ifndef NM_CONFIG_H
+#define NM_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "netmutex.h"
+
+#define NM_DEFAULT_URL "redis://127.0.0.1:6379"
+#define NM_DEFAULT_PREFIX "netmutex:"
+#define NM_DEFAULT_CONNECT_TIMEOUT_MS 2000u
+#define NM_DEFAULT_IO_TIMEOUT_MS 2000u
+#define NM_DEFAULT_LEASE_MS 30000u
+#define NM_PREFIX_MAX 256u
+#define NM_TIMEOUT_MAX_MS 3600000u
+#define NM_URL_MAX 4096u
+
+typedef struct nm_server {
+    int is_unix;
+    char *host;     /* TCP: name or address, without IPv6 brackets */
+    int port;       /* TCP only */
+    char *path;     /* unix only */
+    char *user;     /* NULL: no ACL user (AUTH password) */
+    char *password; /* NULL: no AUTH */
+    int db;         /* SELECT db when not 0 */
+} nm_server_t;
+
+typedef struct nm_config {
+    int refs;                 /* atomic */
+    nm_server_t *servers;
+    size_t nservers;
+    char *prefix;
+    size_t prefix_len;
+    unsigned int connect_timeout_ms;
+    unsigned int io_timeout_ms;
+    unsigned int lease_ms;
+    uint64_t generation;      /* unique per built configuration */
+} nm_config_t;
+
+/* Parses a comma-separated URL list (see netmutex_config_t.url) into
+ * *SERVERS / *N.  EINVAL for anything malformed, ENOMEM. */
+int nm_config_parse_urls(const char *urls, nm_server_t **servers, size_t *n);
+void nm_servers_free(nm_server_t *servers, size_t n);
+
+/* Builds a configuration from USER (may be NULL), falling back to the
+ * environment and the defaults.  EINVAL, ENOTSUP (several servers), ENOMEM. */
+int nm_config_build(const netmutex_config_t *user, nm_config_t **out);
+
+nm_config_t *nm_config_ref(nm_config_t *cfg);
+void nm_config_unref(nm_config_t *cfg);
+
+/* A new reference to the current configuration, built from the environment
+ * on first use.  Errors of nm_config_build. */
+int nm_config_current(nm_config_t **out);
+
+/* The generation of the current configuration, 0 if there is none yet: a
+ * cheap way for a thread to notice that its connections are stale. */
+uint64_t nm_config_current_generation(void);
+
+/* Makes CFG (consumed; NULL to forget) the current configuration, unless
+ * BUSY(), called under the same lock, says a lock is held: then EBUSY. */
+int nm_config_replace(nm_config_t *cfg, int (*busy)(void));
+
+#endif /* NM_CONFIG_H */

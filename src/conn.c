@@ -1,0 +1,203 @@
+/* conn.c -- the thread-local connection cache. */
+#include "nm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "clock.h"
+#include "conn.h"
+#include "reply.h"
+
+typedef struct conn_slot {
+    redisContext *ctx;
+    int64_t timeout_ms; /* what the socket's timeout is set to now */
+} conn_slot_t;
+
+typedef struct conn_cache {
+    nm_config_t *cfg;     /* reference: the configuration dialed for */
+    conn_slot_t *slots;   /* cfg->nservers of them */
+    unsigned long epoch;  /* fork_epoch when the slots were dialed */
+} conn_cache_t;
+
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+/* Bumped in every forked child; a cache of an older epoch holds the
+ * parent's sockets. */
+static unsigned long fork_epoch;
+
+static struct timeval ms_timeval(int64_t ms)
+{
+    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
+    return tv;
+}
+
+static void cache_clear(conn_cache_t *cache)
+{
+    if (cache->cfg) {
+        for (size_t i = 0; i < cache->cfg->nservers; i++)
+            if (cache->slots[i].ctx)
+                redisFree(cache->slots[i].ctx);
+        nm_config_unref(cache->cfg);
+    }
+    free(cache->slots);
+    cache->slots = NULL;
+    cache->cfg = NULL;
+}
+
+static void cache_destroy(void *p)
+{
+    conn_cache_t *cache = p;
+    cache_clear(cache);
+    free(cache);
+}
+
+static void make_key(void)
+{
+    pthread_key_create(&cache_key, cache_destroy);
+}
+
+static conn_cache_t *thread_cache(int create)
+{
+    pthread_once(&cache_once, make_key);
+    conn_cache_t *cache = pthread_getspecific(cache_key);
+    if (cache == NULL && create) {
+        cache = calloc(1, sizeof *cache);
+        if (cache && pthread_setspecific(cache_key, cache) != 0) {
+            free(cache);
+            cache = NULL;
+        }
+    }
+    return cache;
+}
+
+/* Points CACHE at CFG, closing connections made for anything else. */
+static int cache_bind(conn_cache_t *cache, nm_config_t *cfg)
+{
+    if (cache->epoch != fork_epoch) {
+        /* Inherited from the parent: redisFree only closes our copy of the
+         * descriptor, it sends nothing, so the parent's session is intact. */
+        cache_clear(cache);
+        cache->epoch = fork_epoch;
+    }
+    if (cache->cfg == cfg)
+        return 0;
+    cache_clear(cache);
+    cache->slots = calloc(cfg->nservers, sizeof *cache->slots);
+    if (!cache->slots)
+        return ENOMEM;
+    cache->cfg = nm_config_ref(cfg);
+    return 0;
+}
+
+/* AUTH and SELECT, in that order, as the server requires. */
+static int handshake(redisContext *c, const nm_server_t *srv)
+{
+    redisReply *r;
+    char db[16];
+    int err = 0;
+
+    if (srv->password) {
+        const char *argv[3] = { "AUTH", srv->user, srv->password };
+        if (!srv->user)
+            argv[1] = srv->password;
+        err = nm_call(c, srv->user ? 3 : 2, argv, NULL, &r);
+        if (!err) {
+            err = nm_reply_expect_status(r, "OK");
+            freeReplyObject(r);
+        }
+    }
+    if (!err && srv->db != 0) {
+        snprintf(db, sizeof db, "%d", srv->db);
+        const char *argv[2] = { "SELECT", db };
+        err = nm_call(c, 2, argv, NULL, &r);
+        if (!err) {
+            err = nm_reply_expect_status(r, "OK");
+            freeReplyObject(r);
+        }
+    }
+    return err;
+}
+
+static int dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadline,
+                redisContext **out)
+{
+    int64_t budget = NM_MIN((int64_t)cfg->connect_timeout_ms, nm_remaining_ms(deadline));
+    struct timeval tv = ms_timeval(NM_MAX(budget, 1));
+    redisContext *c = srv->is_unix ? redisConnectUnixWithTimeout(srv->path, tv)
+                                   : redisConnectWithTimeout(srv->host, srv->port, tv);
+    if (c == NULL)
+        return ENOMEM;
+    if (c->err) {
+        redisFree(c);
+        return NM_ECONN;
+    }
+    /* A program that runs children (the CLI runs a command under a lock)
+     * must not hand them our sockets. */
+    fcntl(c->fd, F_SETFD, fcntl(c->fd, F_GETFD) | FD_CLOEXEC);
+    if (!srv->is_unix)
+        redisEnableKeepAlive(c);
+    redisSetTimeout(c, tv);
+    int err = handshake(c, srv);
+    if (err) {
+        redisFree(c);
+        return err;
+    }
+    *out = c;
+    return 0;
+}
+
+static void slot_set_timeout(conn_slot_t *slot, const nm_config_t *cfg, int64_t deadline)
+{
+    int64_t want = NM_MAX(NM_MIN((int64_t)cfg->io_timeout_ms, nm_remaining_ms(deadline)), 1);
+    /* setsockopt costs two system calls: skip it when nothing changes, which
+     * is the common case of calls without a deadline. */
+    if (want != slot->timeout_ms) {
+        redisSetTimeout(slot->ctx, ms_timeval(want));
+        slot->timeout_ms = want;
+    }
+}
+
+int nm_conn_get(nm_config_t *cfg, size_t i, int64_t deadline, redisContext **out)
+{
+    conn_cache_t *cache = thread_cache(1);
+    if (!cache)
+        return ENOMEM;
+    int err = cache_bind(cache, cfg);
+    if (err)
+        return err;
+    conn_slot_t *slot = &cache->slots[i];
+    if (slot->ctx == NULL) {
+        err = dial(cfg, &cfg->servers[i], deadline, &slot->ctx);
+        if (err)
+            return err;
+        slot->timeout_ms = -1;
+    }
+    slot_set_timeout(slot, cfg, deadline);
+    *out = slot->ctx;
+    return 0;
+}
+
+void nm_conn_drop(size_t i)
+{
+    conn_cache_t *cache = thread_cache(0);
+    if (cache && cache->cfg && i < cache->cfg->nservers && cache->slots[i].ctx) {
+        redisFree(cache->slots[i].ctx);
+        cache->slots[i].ctx = NULL;
+    }
+}
+
+void nm_conn_close_thread(void)
+{
+    conn_cache_t *cache = thread_cache(0);
+    if (cache)
+        cache_clear(cache);
+}
+
+void nm_conn_after_fork_child(void)
+{
+    fork_epoch++;
+}

@@ -1,0 +1,40 @@
+/*
+ * conn.h -- every thread's own Redis connections.
+ *
+ * Each thread lazily dials one hiredis context per configured server and
+ * keeps it in a pthread key; the key's destructor closes them when the
+ * thread exits.  A thread never uses another thread's context, so no
+ * context is ever shared and none needs a lock.
+ *
+ * The cache follows the configuration it was dialed for: a call made under
+ * another configuration (netmutex_configure ran) closes and re-dials.  After
+ * fork() the child closes its inherited copies without writing to them, so
+ * nothing the child does can reach the parent's connections.
+ */
+#ifndef NM_CONN_H
+#define NM_CONN_H
+
+#include <hiredis/hiredis.h>
+#include <stdint.h>
+
+#include "config.h"
+
+/* The calling thread's connection to server I of CFG, dialed (connect, AUTH,
+ * SELECT) if needed.  Its I/O timeout is set to the smaller of the configured
+ * one and the time left before DEADLINE (a monotonic ms deadline, or
+ * NM_FOREVER), so no call overruns the caller's deadline by much.
+ * 0, NM_ECONN (unreachable), EACCES (credentials or db refused), EPROTO,
+ * ENOMEM. */
+int nm_conn_get(nm_config_t *cfg, size_t i, int64_t deadline, redisContext **out);
+
+/* Closes the calling thread's connection to server I: it failed, and the
+ * next nm_conn_get re-dials. */
+void nm_conn_drop(size_t i);
+
+/* Closes every connection of the calling thread. */
+void nm_conn_close_thread(void);
+
+/* Called in the child after fork(): forget every inherited connection. */
+void nm_conn_after_fork_child(void);
+
+#endif /* NM_CONN_H */

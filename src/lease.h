@@ -1,0 +1,51 @@
+/*
+ * lease.h -- one acquisition of a mutex on the server: the Redis side of a
+ * lock, without any of its process-local bookkeeping.
+ *
+ * A lease is the lock key holding our fresh token with an expiry.  Getting
+ * it runs the acquire script until it succeeds, the caller's deadline
+ * passes, or an error retrying cannot fix; giving it back runs the
+ * owner-checked release script.  Neither ever touches a key that holds
+ * another token.
+ */
+#ifndef NM_LEASE_H
+#define NM_LEASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "token.h"
+
+typedef struct nm_lease {
+    nm_config_t *cfg;           /* reference: where the lease lives */
+    char token[NM_TOKEN_LEN + 1];
+    char *key;                  /* <prefix>{<name>} */
+    size_t key_len;
+    unsigned int lease_ms;
+    long long fence;            /* from the acquire script */
+    int owner_died;             /* the previous holder's lease expired */
+} nm_lease_t;
+
+typedef enum nm_wait {
+    NM_NOWAIT,  /* trylock: one attempt (a few if the connection breaks) */
+    NM_WAIT     /* until DEADLINE (NM_FOREVER: through outages too) */
+} nm_wait_t;
+
+/* Acquires NAME for LEASE_MS (0: the configured lease) under the current
+ * configuration.  On success *L holds the lease.
+ * EBUSY (NM_NOWAIT, held elsewhere), EAGAIN (NM_NOWAIT, unreachable),
+ * ETIMEDOUT (the deadline passed), EACCES, EPROTO, ENOMEM, EINVAL. */
+int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
+                     unsigned int lease_ms, nm_wait_t wait, int64_t deadline);
+
+/* Gives the lease back and frees what *L owns.
+ * 0, ENOLCK (it was lost: expired or taken over; nothing deleted),
+ * EIO (the server could not be reached; the key expires by itself). */
+int nm_lease_release(nm_lease_t *l);
+
+/* Frees what *L owns without telling the server: after fork(), in the
+ * child, which must leave the parent's lock alone. */
+void nm_lease_forget(nm_lease_t *l);
+
+#endif /* NM_LEASE_H */

@@ -1,0 +1,340 @@
+/*
+ * mutex.c -- the public netmutex_* calls: argument checks, the process-local
+ * state machine of a mutex, and the hand-over to the server side (lease.c).
+ *
+ * State of a name in this process (registry entry, guarded by its mutex):
+ *
+ *   idle --lock--> busy (one thread talks to Redis) --granted--> held
+ *     ^                 |                                          |
+ *     +----failed-------+                      unlock: busy, release on the
+ *     +----------------------------------------server, then idle ---+
+ *
+ * Only one thread per name talks to Redis at a time; other local threads
+ * wait on the entry's condition variable until it goes idle.  Ownership is
+ * per thread, as with pthread mutexes: only the thread that locked may
+ * unlock.
+ */
+#include "nm.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "clock.h"
+#include "config.h"
+#include "conn.h"
+#include "lease.h"
+#include "registry.h"
+
+#define ATTR_MAGIC 0x6e6d6174u   /* "nmat" */
+#define STATE_STATIC 1u          /* NETMUTEX_INITIALIZER, not used yet */
+#define STATE_LIVE 0x6e6d7478u   /* "nmtx": netmutex_init ran */
+
+/* ---- process-wide hooks ------------------------------------------------ */
+
+static void before_fork(void) { nm_registry_before_fork(); }
+static void after_fork_parent(void) { nm_registry_after_fork_parent(); }
+static void after_fork_child(void)
+{
+    nm_registry_after_fork_child();
+    nm_conn_after_fork_child();
+}
+
+static void install_fork_handlers(void)
+{
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
+
+static void library_init(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, install_fork_handlers);
+}
+
+/* ---- attributes ------------------------------------------------------- */
+
+static int valid_type(int type)
+{
+    return type == NETMUTEX_NORMAL || type == NETMUTEX_ERRORCHECK ||
+           type == NETMUTEX_RECURSIVE;
+}
+
+static int valid_lease(unsigned int ms)
+{
+    return ms == 0 || (ms >= NETMUTEX_LEASE_MIN_MS && ms <= NETMUTEX_LEASE_MAX_MS);
+}
+
+static int attr_ok(const netmutex_attr_t *attr)
+{
+    return attr && attr->nm_magic == ATTR_MAGIC;
+}
+
+int netmutex_attr_init(netmutex_attr_t *attr)
+{
+    if (!attr)
+        return EINVAL;
+    attr->nm_magic = ATTR_MAGIC;
+    attr->nm_type = NETMUTEX_DEFAULT;
+    attr->nm_lease_ms = 0;
+    return 0;
+}
+
+int netmutex_attr_destroy(netmutex_attr_t *attr)
+{
+    if (!attr_ok(attr))
+        return EINVAL;
+    attr->nm_magic = 0;
+    return 0;
+}
+
+int netmutex_attr_settype(netmutex_attr_t *attr, int type)
+{
+    if (!attr_ok(attr) || !valid_type(type))
+        return EINVAL;
+    attr->nm_type = type;
+    return 0;
+}
+
+int netmutex_attr_gettype(const netmutex_attr_t *attr, int *type)
+{
+    if (!attr_ok(attr) || !type)
+        return EINVAL;
+    *type = attr->nm_type;
+    return 0;
+}
+
+int netmutex_attr_setlease(netmutex_attr_t *attr, unsigned int ms)
+{
+    if (!attr_ok(attr) || !valid_lease(ms))
+        return EINVAL;
+    attr->nm_lease_ms = ms;
+    return 0;
+}
+
+int netmutex_attr_getlease(const netmutex_attr_t *attr, unsigned int *ms)
+{
+    if (!attr_ok(attr) || !ms)
+        return EINVAL;
+    *ms = attr->nm_lease_ms;
+    return 0;
+}
+
+/* ---- handles ------------------------------------------------------------ */
+
+static int valid_name(const char *name, size_t *len)
+{
+    if (!name)
+        return 0;
+    *len = strnlen(name, NETMUTEX_NAME_MAX + 1);
+    return *len > 0 && *len <= NETMUTEX_NAME_MAX;
+}
+
+/* The registry entry behind M, created on first use for a statically
+ * initialized mutex.  Threads racing to create it agree through one
+ * compare-and-swap; the loser drops its reference. */
+static int handle_entry(netmutex_t *m, nm_entry_t **out)
+{
+    size_t len;
+    if (!m || (m->nm_state != STATE_LIVE && m->nm_state != STATE_STATIC))
+        return EINVAL;
+    nm_entry_t *e = __atomic_load_n((nm_entry_t **)&m->nm_handle, __ATOMIC_ACQUIRE);
+    if (!e) {
+        if (m->nm_state != STATE_STATIC || !valid_name(m->nm_name, &len) ||
+            !valid_type(m->nm_type) || !valid_lease(m->nm_lease_ms))
+            return EINVAL;
+        library_init();
+        nm_entry_t *fresh = nm_registry_get(m->nm_name, len), *expected = NULL;
+        if (!fresh)
+            return ENOMEM;
+        if (__atomic_compare_exchange_n((nm_entry_t **)&m->nm_handle, &expected, fresh,
+                                        0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            e = fresh;
+        } else {
+            nm_registry_put(fresh);
+            e = expected;
+        }
+    }
+    *out = e;
+    return 0;
+}
+
+int netmutex_init(netmutex_t *m, const char *name, const netmutex_attr_t *attr)
+{
+    size_t len;
+    if (!m || !valid_name(name, &len) || (attr && !attr_ok(attr)))
+        return EINVAL;
+    library_init();
+    nm_entry_t *e = nm_registry_get(name, len);
+    if (!e)
+        return ENOMEM;
+    m->nm_name = NULL; /* the entry keeps the name */
+    m->nm_type = attr ? attr->nm_type : NETMUTEX_DEFAULT;
+    m->nm_lease_ms = attr ? attr->nm_lease_ms : 0;
+    m->nm_handle = e;
+    m->nm_state = STATE_LIVE;
+    return 0;
+}
+
+int netmutex_destroy(netmutex_t *m)
+{
+    nm_entry_t *e;
+    int err = handle_entry(m, &e);
+    if (err)
+        return err;
+    pthread_mutex_lock(&e->mu);
+    int held_here = e->held && e->owner_handle == m;
+    pthread_mutex_unlock(&e->mu);
+    if (held_here)
+        return EBUSY;
+    nm_registry_put(e);
+    memset(m, 0, sizeof *m);
+    return 0;
+}
+
+/* ---- locking -------------------------------------------------------------- */
+
+/* The calling thread already holds E: pthread's answers per type. */
+static int relock(nm_entry_t *e, const netmutex_t *m, nm_wait_t wait)
+{
+    if (m->nm_type == NETMUTEX_RECURSIVE) {
+        if (e->depth == UINT_MAX)
+            return EAGAIN;
+        e->depth++;
+        return 0;
+    }
+    return wait == NM_NOWAIT ? EBUSY : EDEADLK;
+}
+
+/* Waits, under e->mu, until no other local thread holds or is acquiring E. */
+static int wait_local_turn(nm_entry_t *e, nm_wait_t wait, int64_t deadline)
+{
+    while (e->busy) {
+        if (wait == NM_NOWAIT)
+            return EBUSY;
+        if (deadline == NM_FOREVER) {
+            pthread_cond_wait(&e->cv, &e->mu);
+        } else {
+            struct timespec ts = nm_deadline_timespec(deadline);
+            if (pthread_cond_timedwait(&e->cv, &e->mu, &ts) == ETIMEDOUT && e->busy)
+                return ETIMEDOUT;
+        }
+    }
+    return 0;
+}
+
+static int acquire(netmutex_t *m, nm_wait_t wait, int64_t deadline)
+{
+    nm_entry_t *e;
+    nm_lease_t lease;
+    int err = handle_entry(m, &e);
+    if (err)
+        return err;
+    pthread_t self = pthread_self();
+
+    pthread_mutex_lock(&e->mu);
+    if (e->held && pthread_equal(e->owner, self)) {
+        err = relock(e, m, wait);
+        pthread_mutex_unlock(&e->mu);
+        return err;
+    }
+    err = wait_local_turn(e, wait, deadline);
+    if (err) {
+        pthread_mutex_unlock(&e->mu);
+        return err;
+    }
+    e->busy = 1;
+    pthread_mutex_unlock(&e->mu);
+
+    err = nm_lease_acquire(&lease, e->name, e->name_len, m->nm_lease_ms, wait, deadline);
+
+    pthread_mutex_lock(&e->mu);
+    if (err) {
+        e->busy = 0;
+        pthread_cond_signal(&e->cv);
+    } else {
+        e->lease = lease;
+        e->held = 1;
+        e->owner = self;
+        e->owner_handle = m;
+        e->depth = 1;
+        nm_registry_note_held(1);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return err;
+}
+
+int netmutex_lock(netmutex_t *m)
+{
+    return acquire(m, NM_WAIT, NM_FOREVER);
+}
+
+int netmutex_trylock(netmutex_t *m)
+{
+    return acquire(m, NM_NOWAIT, NM_FOREVER);
+}
+
+int netmutex_clocklock(netmutex_t *m, clockid_t clockid, const struct timespec *abstime)
+{
+    int64_t deadline;
+    int err = nm_deadline_from_abstime(clockid, abstime, &deadline);
+    return err ? err : acquire(m, NM_WAIT, deadline);
+}
+
+int netmutex_timedlock(netmutex_t *m, const struct timespec *abstime)
+{
+    return netmutex_clocklock(m, CLOCK_REALTIME, abstime);
+}
+
+int netmutex_unlock(netmutex_t *m)
+{
+    nm_entry_t *e;
+    nm_lease_t lease;
+    int err = handle_entry(m, &e);
+    if (err)
+        return err;
+
+    pthread_mutex_lock(&e->mu);
+    if (!e->held || !pthread_equal(e->owner, pthread_self())) {
+        pthread_mutex_unlock(&e->mu);
+        return EPERM;
+    }
+    if (--e->depth > 0) {
+        pthread_mutex_unlock(&e->mu);
+        return 0;
+    }
+    /* Still busy while the release is under way, so no local thread
+     * starts a Redis round trip that can only find the key still set. */
+    lease = e->lease;
+    memset(&e->lease, 0, sizeof e->lease);
+    e->held = 0;
+    e->owner_handle = NULL;
+    pthread_mutex_unlock(&e->mu);
+
+    err = nm_lease_release(&lease);
+
+    pthread_mutex_lock(&e->mu);
+    e->busy = 0;
+    nm_registry_note_held(-1);
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    return err;
+}
+
+/* ---- configuration ------------------------------------------------------- */
+
+int netmutex_configure(const netmutex_config_t *cfg)
+{
+    nm_config_t *built;
+    library_init();
+    int err = nm_config_build(cfg, &built);
+    return err ? err : nm_config_replace(built, nm_registry_any_held);
+}
+
+int netmutex_shutdown(void)
+{
+    int err = nm_config_replace(NULL, nm_registry_any_held);
+    if (!err)
+        nm_conn_close_thread();
+    return err;
+}

@@ -1,0 +1,180 @@
+/* registry.c -- the per-name hash table of process-local mutex state. */
+#include "nm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry.h"
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static nm_entry_t **buckets;   /* registry lock */
+static size_t nbuckets;        /* a power of two, or 0 */
+static size_t nentries;
+static int held_total;         /* atomic */
+
+/* FNV-1a: short, decent on the short ASCII names mutexes tend to have. */
+static size_t hash_name(const char *name, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)name[i];
+        h *= 1099511628211ULL;
+    }
+    return (size_t)h;
+}
+
+/* Keeps chains short as the table fills; on failure the table stays as it
+ * is, only slower. */
+static void grow(void)
+{
+    size_t n = nbuckets ? nbuckets * 2 : 64;
+    nm_entry_t **fresh = calloc(n, sizeof *fresh);
+    if (!fresh)
+        return;
+    for (size_t i = 0; i < nbuckets; i++) {
+        nm_entry_t *e = buckets[i], *next;
+        for (; e; e = next) {
+            next = e->next;
+            size_t b = hash_name(e->name, e->name_len) & (n - 1);
+            e->next = fresh[b];
+            fresh[b] = e;
+        }
+    }
+    free(buckets);
+    buckets = fresh;
+    nbuckets = n;
+}
+
+/* Deadlines are monotonic: a wall-clock step must not move them. */
+static void cond_init_monotonic(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+static nm_entry_t *entry_new(const char *name, size_t len)
+{
+    nm_entry_t *e = calloc(1, sizeof *e);
+    if (!e || !(e->name = malloc(len + 1))) {
+        free(e);
+        return NULL;
+    }
+    memcpy(e->name, name, len);
+    e->name[len] = '\0';
+    e->name_len = len;
+    pthread_mutex_init(&e->mu, NULL);
+    cond_init_monotonic(&e->cv);
+    return e;
+}
+
+static void entry_free(nm_entry_t *e)
+{
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    free(e->name);
+    free(e);
+}
+
+static nm_entry_t **find_slot(const char *name, size_t len)
+{
+    nm_entry_t **p = &buckets[hash_name(name, len) & (nbuckets - 1)];
+    for (; *p; p = &(*p)->next)
+        if ((*p)->name_len == len && memcmp((*p)->name, name, len) == 0)
+            break;
+    return p;
+}
+
+nm_entry_t *nm_registry_get(const char *name, size_t len)
+{
+    nm_entry_t *e = NULL;
+    pthread_mutex_lock(&registry_lock);
+    if (nentries >= nbuckets)
+        grow();
+    if (nbuckets) {
+        nm_entry_t **slot = find_slot(name, len);
+        e = *slot;
+        if (!e && (e = entry_new(name, len)) != NULL) {
+            *slot = e;
+            nentries++;
+        }
+        if (e)
+            e->refs++;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return e;
+}
+
+void nm_registry_put(nm_entry_t *e)
+{
+    pthread_mutex_lock(&registry_lock);
+    if (--e->refs == 0) {
+        nm_entry_t **slot = find_slot(e->name, e->name_len);
+        *slot = e->next;
+        nentries--;
+    } else {
+        e = NULL;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    if (e)
+        entry_free(e);
+}
+
+void nm_registry_note_held(int delta)
+{
+    __atomic_add_fetch(&held_total, delta, __ATOMIC_ACQ_REL);
+}
+
+int nm_registry_any_held(void)
+{
+    return __atomic_load_n(&held_total, __ATOMIC_ACQUIRE) > 0;
+}
+
+/* ---- fork ------------------------------------------------------------- */
+
+static void for_each_entry(void (*fn)(nm_entry_t *))
+{
+    for (size_t i = 0; i < nbuckets; i++)
+        for (nm_entry_t *e = buckets[i]; e; e = e->next)
+            fn(e);
+}
+
+static void entry_lock(nm_entry_t *e) { pthread_mutex_lock(&e->mu); }
+static void entry_unlock(nm_entry_t *e) { pthread_mutex_unlock(&e->mu); }
+
+/* In the child: the parent's locks are the parent's.  Whatever a thread of
+ * the parent held or was waiting for, the child holds nothing and nobody
+ * waits (the only thread left is the one that forked). */
+static void entry_reset_in_child(nm_entry_t *e)
+{
+    if (e->held)
+        nm_lease_forget(&e->lease);
+    e->busy = 0;
+    e->held = 0;
+    e->depth = 0;
+    e->owner_handle = NULL;
+    pthread_mutex_unlock(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    cond_init_monotonic(&e->cv);
+}
+
+void nm_registry_before_fork(void)
+{
+    pthread_mutex_lock(&registry_lock);
+    for_each_entry(entry_lock);
+}
+
+void nm_registry_after_fork_parent(void)
+{
+    for_each_entry(entry_unlock);
+    pthread_mutex_unlock(&registry_lock);
+}
+
+void nm_registry_after_fork_child(void)
+{
+    for_each_entry(entry_reset_in_child);
+    held_total = 0;
+    pthread_mutex_unlock(&registry_lock);
+}

@@ -1,0 +1,54 @@
+/*
+ * registry.h -- one process-local entry per mutex name.
+ *
+ * Every netmutex_t of a name in this process points at the same entry, so
+ * two handles of one name exclude each other locally the way they exclude
+ * other processes, and only one thread per name talks to Redis at a time:
+ * the others wait on the entry's condition variable.
+ */
+#ifndef NM_REGISTRY_H
+#define NM_REGISTRY_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "lease.h"
+#include "netmutex.h"
+
+typedef struct nm_entry {
+    struct nm_entry *next;    /* hash chain; registry lock */
+    size_t refs;              /* handles pointing here; registry lock */
+    char *name;               /* NUL-terminated copy */
+    size_t name_len;
+
+    pthread_mutex_t mu;       /* guards every field below */
+    pthread_cond_t cv;        /* CLOCK_MONOTONIC; signalled when busy clears */
+    int busy;                 /* a local thread holds the lock or is getting
+                                 or giving it back on the server */
+    int held;                 /* a local thread holds it */
+    pthread_t owner;          /* that thread, when held */
+    const netmutex_t *owner_handle; /* and the handle it locked */
+    unsigned int depth;       /* recursion depth, when held */
+    nm_lease_t lease;         /* the server-side acquisition, when held */
+} nm_entry_t;
+
+/* The entry for NAME, created if needed, with one more reference; NULL when
+ * out of memory. */
+nm_entry_t *nm_registry_get(const char *name, size_t len);
+
+/* Drops a reference; the last one frees the entry. */
+void nm_registry_put(nm_entry_t *e);
+
+/* Bookkeeping of how many entries are held, for netmutex_configure and
+ * netmutex_shutdown, which refuse to pull the configuration from under a
+ * held lock. */
+void nm_registry_note_held(int delta);
+int nm_registry_any_held(void);
+
+/* pthread_atfork hooks: quiesce every entry before fork(); afterwards the
+ * parent carries on, and the child starts with nothing held. */
+void nm_registry_before_fork(void);
+void nm_registry_after_fork_parent(void);
+void nm_registry_after_fork_child(void);
+
+#endif /* NM_REGISTRY_H */

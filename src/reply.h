@@ -1,0 +1,37 @@
+/*
+ * reply.h -- one helper per shape of Redis reply, so no caller inspects a
+ * redisReply by hand, and every error reply maps to an errno in one place.
+ */
+#ifndef NM_REPLY_H
+#define NM_REPLY_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+
+/* Errors a call that talks to Redis can return (besides NM_ECONN):
+ *   EACCES  NOAUTH / WRONGPASS / NOPERM: credentials or ACL refused;
+ *   ENOENT  NOSCRIPT: the server lost our script (re-load and retry);
+ *   EPROTO  any other error reply, or a reply of an unexpected shape. */
+
+/* Runs one command (argv form: binary-safe) and checks it: 0 with *OUT set
+ * (free it with freeReplyObject), or NM_ECONN when the connection failed (the
+ * context is unusable afterwards), or one of the errors above. */
+int nm_call(redisContext *c, int argc, const char **argv, const size_t *lens,
+            redisReply **out);
+
+/* The reply is the status SERVER_STATUS ("OK"). */
+int nm_reply_expect_status(const redisReply *r, const char *status);
+
+/* The reply is an integer. */
+int nm_reply_integer(const redisReply *r, long long *out);
+
+/* The reply is an array of at least N integers: copies the first N. */
+int nm_reply_integers(const redisReply *r, long long *out, size_t n);
+
+/* The reply is a bulk or status string: a pointer into the reply. */
+int nm_reply_string(const redisReply *r, const char **str, size_t *len);
+
+/* The errno for an error reply (see above). */
+int nm_reply_error_errno(const redisReply *r);
+
+#endif /* NM_REPLY_H */

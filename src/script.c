@@ -1,0 +1,92 @@
+/* script.c -- loading and calling the embedded Lua scripts. */
+#include "nm.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lua_scripts.h"
+#include "reply.h"
+#include "script.h"
+
+#define SHA_LEN 40
+
+static const char *const sources[NM_SCRIPT_COUNT] = {
+    [NM_SCRIPT_ACQUIRE] = nm_lua_acquire,
+    [NM_SCRIPT_RELEASE] = nm_lua_release,
+};
+
+/* The SHA1 of each script, learned from the first SCRIPT LOAD.  It depends
+ * on the text only, so it is the same on every server and connection. */
+static char shas[NM_SCRIPT_COUNT][SHA_LEN + 1];
+static int sha_known[NM_SCRIPT_COUNT]; /* atomic; set after shas[] is */
+static pthread_mutex_t sha_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int load(redisContext *c, nm_script_t id)
+{
+    const char *argv[3] = { "SCRIPT", "LOAD", sources[id] };
+    const char *sha;
+    size_t len;
+    redisReply *r;
+
+    int err = nm_call(c, 3, argv, NULL, &r);
+    if (err)
+        return err;
+    err = nm_reply_string(r, &sha, &len);
+    if (!err && len != SHA_LEN)
+        err = EPROTO;
+    if (!err && !__atomic_load_n(&sha_known[id], __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&sha_lock);
+        if (!sha_known[id]) {
+            memcpy(shas[id], sha, SHA_LEN);
+            __atomic_store_n(&sha_known[id], 1, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&sha_lock);
+    }
+    freeReplyObject(r);
+    return err;
+}
+
+static int evalsha(redisContext *c, nm_script_t id, int nkeys, int nargs,
+                   const char **argv, const size_t *lens, redisReply **out)
+{
+    const char *full[NM_SCRIPT_MAX_ARGS + 3];
+    size_t full_lens[NM_SCRIPT_MAX_ARGS + 3];
+    char nkeys_str[8];
+
+    snprintf(nkeys_str, sizeof nkeys_str, "%d", nkeys);
+    full[0] = "EVALSHA";
+    full[1] = shas[id];
+    full[2] = nkeys_str;
+    full_lens[0] = 7;
+    full_lens[1] = SHA_LEN;
+    full_lens[2] = strlen(nkeys_str);
+    for (int i = 0; i < nargs; i++) {
+        full[i + 3] = argv[i];
+        full_lens[i + 3] = lens[i];
+    }
+    return nm_call(c, nargs + 3, full, full_lens, out);
+}
+
+int nm_script_run(redisContext *c, nm_script_t id, int nkeys, int nargs,
+                  const char **argv, const size_t *lens, redisReply **out)
+{
+    int err;
+    if (nargs > NM_SCRIPT_MAX_ARGS || nkeys > nargs)
+        return EINVAL;
+    if (!__atomic_load_n(&sha_known[id], __ATOMIC_ACQUIRE)) {
+        err = load(c, id);
+        if (err)
+            return err;
+    }
+    err = evalsha(c, id, nkeys, nargs, argv, lens, out);
+    if (err == ENOENT) {
+        err = load(c, id);
+        if (!err)
+            err = evalsha(c, id, nkeys, nargs, argv, lens, out);
+        if (err == ENOENT) /* lost again at once: not a server we understand */
+            err = EPROTO;
+    }
+    return err;
+}
