@@ -52,10 +52,18 @@ enum {
 
 /* ---- attributes ------------------------------------------------------ */
 
+/* Called once, from the library's background thread, when a lease this
+ * process held was lost (see netmutex_attr_setlostfn).  It must return
+ * quickly and must not call netmutex functions on the same mutex. */
+typedef void (*netmutex_lost_fn)(const char *name, void *arg);
+
 typedef struct netmutex_attr {
     unsigned int nm_magic;    /* private: set by netmutex_attr_init */
     int nm_type;              /* private: use the accessors */
     unsigned int nm_lease_ms; /* private: 0 means the configured default */
+    unsigned int nm_flags;    /* private */
+    netmutex_lost_fn nm_lost; /* private */
+    void *nm_lost_arg;        /* private */
 } netmutex_attr_t;
 
 NETMUTEX_API int netmutex_attr_init(netmutex_attr_t *attr);
@@ -71,6 +79,27 @@ NETMUTEX_API int netmutex_attr_gettype(const netmutex_attr_t *attr, int *type);
 NETMUTEX_API int netmutex_attr_setlease(netmutex_attr_t *attr, unsigned int ms);
 NETMUTEX_API int netmutex_attr_getlease(const netmutex_attr_t *attr, unsigned int *ms);
 
+/* Robustness, as pthread_mutexattr_setrobust(3).
+ * NETMUTEX_STALLED (default): when the previous holder's lease expired
+ *   instead of being released, the next locker simply gets the mutex (0).
+ *   (pthread would block forever; a lease makes that unnecessary.)
+ * NETMUTEX_ROBUST: that locker gets EOWNERDEAD, owning the mutex; see
+ *   netmutex_consistent().  EINVAL for another value. */
+enum { NETMUTEX_STALLED = 0, NETMUTEX_ROBUST = 1 };
+NETMUTEX_API int netmutex_attr_setrobust(netmutex_attr_t *attr, int robust);
+NETMUTEX_API int netmutex_attr_getrobust(const netmutex_attr_t *attr, int *robust);
+
+/* Automatic renewal by the watchdog (default 1: on).  With 0 the lease
+ * runs out LEASE ms after the acquisition unless netmutex_extend() pushes
+ * it further. */
+NETMUTEX_API int netmutex_attr_setautorenew(netmutex_attr_t *attr, int on);
+NETMUTEX_API int netmutex_attr_getautorenew(const netmutex_attr_t *attr, int *on);
+
+/* The callback for a lost lease of mutexes made with ATTR (FN NULL: the
+ * global one of netmutex_config_t, if any). */
+NETMUTEX_API int netmutex_attr_setlostfn(netmutex_attr_t *attr, netmutex_lost_fn fn,
+                                         void *arg);
+
 /* ---- the mutex ------------------------------------------------------- */
 
 /* Treat every field as private.  The struct is public only so that
@@ -81,13 +110,16 @@ typedef struct netmutex {
     unsigned int nm_lease_ms;
     void *nm_handle;         /* process-local state, created on first use */
     unsigned int nm_state;   /* private lifecycle marker */
+    unsigned int nm_flags;
+    netmutex_lost_fn nm_lost;
+    void *nm_lost_arg;
 } netmutex_t;
 
 /* Static initializer for globals: the process-local state behind it is
  * created lazily and thread-safely by the first call that uses it.  NAME must
  * stay valid for as long as the mutex is used (a string literal is typical). */
-#define NETMUTEX_INITIALIZER(name) { (name), NETMUTEX_DEFAULT, 0u, NULL, 1u }
-#define NETMUTEX_INITIALIZER_TYPE(name, type) { (name), (type), 0u, NULL, 1u }
+#define NETMUTEX_INITIALIZER(name) { (name), NETMUTEX_DEFAULT, 0u, NULL, 1u, 0u, NULL, NULL }
+#define NETMUTEX_INITIALIZER_TYPE(name, type) { (name), (type), 0u, NULL, 1u, 0u, NULL, NULL }
 
 /* NAME is copied.  Mutexes of the same name in one process share one
  * process-wide lock state: they exclude each other exactly as they exclude
@@ -99,9 +131,17 @@ NETMUTEX_API int netmutex_init(netmutex_t *m, const char *name,
 NETMUTEX_API int netmutex_destroy(netmutex_t *m);
 
 /* Blocks until the mutex is ours.  While Redis is unreachable it keeps
- * retrying until the connection returns.
+ * retrying until the connection returns.  A waiter sleeps until a release
+ * is published (or the holder's lease would have run out); it never polls
+ * at a fixed interval while the server is reachable.
  * EDEADLK: the calling thread already holds it (not RECURSIVE).
- * EAGAIN:  RECURSIVE depth would overflow. */
+ * EAGAIN:  RECURSIVE depth would overflow.
+ * EOWNERDEAD: (ROBUST only) the mutex is ours, but its previous holder's
+ *          lease expired while it held it; call netmutex_consistent() once
+ *          the protected state is repaired, before unlocking.
+ * ENOTRECOVERABLE: a robust holder unlocked after EOWNERDEAD without
+ *          netmutex_consistent(); only netmutex_break() clears that.
+ * The last two apply to trylock, timedlock and clocklock as well. */
 NETMUTEX_API int netmutex_lock(netmutex_t *m);
 
 /* Never waits for another holder.
@@ -129,6 +169,42 @@ NETMUTEX_API int netmutex_clocklock(netmutex_t *m, clockid_t clockid,
  * EPERM, where it never did), and nothing that is not ours is ever deleted. */
 NETMUTEX_API int netmutex_unlock(netmutex_t *m);
 
+/* ---- robustness, leases and fences -------------------------------------- */
+
+/* After EOWNERDEAD: the protected state is consistent again.  EPERM if the
+ * caller does not hold M, EINVAL if M is not in the EOWNERDEAD state. */
+NETMUTEX_API int netmutex_consistent(netmutex_t *m);
+
+/* The fencing token of the caller's current hold of M: strictly greater
+ * than that of every earlier acquisition of the name, in any process, kept
+ * in Redis and never reset.  Hand it to the protected resource so it can
+ * reject a writer whose lease has ended (a paused process, say).
+ * Acquisitions handed from thread to thread inside one process without a
+ * round trip (see netmutex_config_t.cohort_max) share one token.
+ * EPERM if the caller does not hold M. */
+NETMUTEX_API int netmutex_fence(netmutex_t *m, uint64_t *token);
+
+/* Before a critical side effect: is M still ours, and for how long at
+ * least?  *MS_LEFT is the time until the lease could end at the server, by
+ * this host's monotonic clock, minus a safety margin (5% + 2 ms).  Purely
+ * local: no round trip.
+ * ENOLCK: the lease was lost (the lost-lease callback has run or is about
+ * to); EPERM: the caller does not hold M. */
+NETMUTEX_API int netmutex_validity(netmutex_t *m, uint64_t *ms_left);
+
+/* Sets the lease of the caller's hold of M to MS from now, if it is still
+ * ours at the server (for mutexes without automatic renewal, but allowed
+ * on any).  EINVAL for MS outside the lease range, EPERM if the caller does
+ * not hold M, ENOLCK if the lease was lost, EIO if the server could not be
+ * reached. */
+NETMUTEX_API int netmutex_extend(netmutex_t *m, unsigned int ms);
+
+/* Administrator's tool: frees NAME whoever holds it (the holder's unlock
+ * will return ENOLCK) and clears ENOTRECOVERABLE; the fence is kept.
+ * 0 when it was held or marked, ENOENT when there was nothing to free,
+ * EINVAL, EAGAIN (server unreachable), EACCES. */
+NETMUTEX_API int netmutex_break(const char *name);
+
 /* ---- global configuration -------------------------------------------- */
 
 /* Fields left 0 or NULL fall back to the environment variable named beside
@@ -146,6 +222,12 @@ typedef struct netmutex_config {
     unsigned int connect_timeout_ms; /* NETMUTEX_CONNECT_TIMEOUT_MS, 2000 */
     unsigned int io_timeout_ms;      /* NETMUTEX_IO_TIMEOUT_MS, 2000 */
     unsigned int lease_ms;           /* NETMUTEX_LEASE_MS, 30000 */
+    /* How far into a lease the watchdog renews it, in percent.
+     * NETMUTEX_RENEW_PERCENT, 33; 5 to 80. */
+    unsigned int renew_percent;
+    /* Lost-lease callback for mutexes whose attributes name none. */
+    netmutex_lost_fn on_lost;
+    void *on_lost_arg;
 } netmutex_config_t;
 
 /* Sets the process-wide configuration.  CFG may be NULL: environment and
@@ -156,8 +238,9 @@ typedef struct netmutex_config {
  * EBUSY:   some netmutex is held by this process. */
 NETMUTEX_API int netmutex_configure(const netmutex_config_t *cfg);
 
-/* Closes the calling thread's connections and forgets the configuration, so
- * the next call configures again from the environment.
+/* Stops the background thread, closes the calling thread's connections and
+ * forgets the configuration, so the next call configures again from the
+ * environment.  Nothing needs it at exit: the thread is stopped then too.
  * EBUSY: some netmutex is held by this process. */
 NETMUTEX_API int netmutex_shutdown(void);
 

@@ -17,26 +17,31 @@ int64_t nm_now_ms(void)
     return timespec_ms(&ts);
 }
 
+static int64_t timespec_ns(const struct timespec *ts)
+{
+    return (int64_t)ts->tv_sec * 1000000000LL + ts->tv_nsec;
+}
+
 int nm_deadline_from_abstime(clockid_t clockid, const struct timespec *abstime,
                              int64_t *deadline)
 {
-    struct timespec now;
+    struct timespec now, mono;
 
     if (abstime == NULL || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)
         return EINVAL;
     if (clockid != CLOCK_REALTIME && clockid != CLOCK_MONOTONIC)
         return EINVAL;
-    if (abstime->tv_sec > INT64_MAX / 1000 - 1) {
+    if (abstime->tv_sec > INT64_MAX / 1000000000LL - 1) {
         *deadline = NM_FOREVER;
         return 0;
     }
     clock_gettime(clockid, &now);
-    /* Round the remaining time up: waking a little late is allowed,
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    int64_t left_ns = timespec_ns(abstime) - timespec_ns(&now);
+    /* Rounded up to whole milliseconds: waking a little late is allowed,
      * returning ETIMEDOUT before the caller's deadline is not. */
-    int64_t left_ns = ((int64_t)abstime->tv_sec - now.tv_sec) * 1000000000LL +
-                      (abstime->tv_nsec - now.tv_nsec);
-    int64_t left_ms = left_ns <= 0 ? 0 : (left_ns + 999999) / 1000000;
-    *deadline = nm_now_ms() + left_ms;
+    int64_t end_ns = timespec_ns(&mono) + (left_ns > 0 ? left_ns : 0);
+    *deadline = (end_ns + 999999) / 1000000;
     return 0;
 }
 
@@ -61,4 +66,13 @@ void nm_sleep_ms(int64_t ms)
     struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
     while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
         ;
+}
+
+void nm_cond_init_monotonic(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
 }

@@ -26,6 +26,10 @@ int64_t nm_remaining_ms(int64_t deadline);
 /* The timespec (CLOCK_MONOTONIC) for DEADLINE, for pthread_cond_timedwait. */
 struct timespec nm_deadline_timespec(int64_t deadline);
 
+/* Initializes CV to measure timed waits on CLOCK_MONOTONIC. */
+#include <pthread.h>
+void nm_cond_init_monotonic(pthread_cond_t *cv);
+
 /* Sleeps MS milliseconds, resuming after signals. */
 void nm_sleep_ms(int64_t ms);
 

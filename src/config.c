@@ -333,8 +333,13 @@ static int fill_config(const netmutex_config_t *u, nm_config_t *cfg)
     if (!err)
         err = pick_uint(u->lease_ms, "NETMUTEX_LEASE_MS", NM_DEFAULT_LEASE_MS,
                         NETMUTEX_LEASE_MIN_MS, NETMUTEX_LEASE_MAX_MS, &cfg->lease_ms);
+    if (!err)
+        err = pick_uint(u->renew_percent, "NETMUTEX_RENEW_PERCENT", NM_DEFAULT_RENEW_PERCENT,
+                        5, 80, &cfg->renew_percent);
     if (err)
         return err;
+    cfg->on_lost = u->on_lost;
+    cfg->on_lost_arg = u->on_lost_arg;
     /* Quorum mode (several independent masters) is parsed but not served
      * yet: refusing it beats silently using only the first server. */
     if (cfg->nservers > 1)

@@ -12,6 +12,8 @@
 #include "conn.h"
 #include "reply.h"
 
+#define MIN_REPLY_WAIT_MS 10
+
 typedef struct conn_slot {
     redisContext *ctx;
     int64_t timeout_ms; /* what the socket's timeout is set to now */
@@ -122,8 +124,8 @@ static int handshake(redisContext *c, const nm_server_t *srv)
     return err;
 }
 
-static int dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadline,
-                redisContext **out)
+int nm_conn_dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadline,
+                 redisContext **out)
 {
     int64_t budget = NM_MIN((int64_t)cfg->connect_timeout_ms, nm_remaining_ms(deadline));
     struct timeval tv = ms_timeval(NM_MAX(budget, 1));
@@ -152,7 +154,10 @@ static int dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadline
 
 static void slot_set_timeout(conn_slot_t *slot, const nm_config_t *cfg, int64_t deadline)
 {
-    int64_t want = NM_MAX(NM_MIN((int64_t)cfg->io_timeout_ms, nm_remaining_ms(deadline)), 1);
+    /* A request made at the deadline still gets a few milliseconds for its
+     * answer: giving up mid-reply would cost the connection. */
+    int64_t floor = NM_MIN((int64_t)cfg->io_timeout_ms, MIN_REPLY_WAIT_MS);
+    int64_t want = NM_MAX(NM_MIN((int64_t)cfg->io_timeout_ms, nm_remaining_ms(deadline)), floor);
     /* setsockopt costs two system calls: skip it when nothing changes, which
      * is the common case of calls without a deadline. */
     if (want != slot->timeout_ms) {
@@ -171,7 +176,7 @@ int nm_conn_get(nm_config_t *cfg, size_t i, int64_t deadline, redisContext **out
         return err;
     conn_slot_t *slot = &cache->slots[i];
     if (slot->ctx == NULL) {
-        err = dial(cfg, &cfg->servers[i], deadline, &slot->ctx);
+        err = nm_conn_dial(cfg, &cfg->servers[i], deadline, &slot->ctx);
         if (err)
             return err;
         slot->timeout_ms = -1;

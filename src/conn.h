@@ -27,6 +27,11 @@
  * ENOMEM. */
 int nm_conn_get(nm_config_t *cfg, size_t i, int64_t deadline, redisContext **out);
 
+/* Dials SRV of CFG (connect, AUTH, SELECT) for a caller that keeps the
+ * context itself: the watchdog's own connections.  Same errors. */
+int nm_conn_dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadline,
+                 redisContext **out);
+
 /* Closes the calling thread's connection to server I: it failed, and the
  * next nm_conn_get re-dials. */
 void nm_conn_drop(size_t i);

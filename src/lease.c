@@ -1,12 +1,16 @@
 /*
  * lease.c -- acquiring and releasing one lock on the server.
  *
- * Waiting, in this version, is honest polling: a waiter that finds the lock
- * taken sleeps until the holder's key would expire or for a short back-off
- * (1 ms doubling to 64 ms), whichever is sooner, and tries again.  Only one
- * thread per name and process does this (the others wait locally on the
- * registry entry), so the polling load is one request per back-off per
- * process.  Waking on release via pub/sub replaces this sleep.
+ * Waiting.  The first attempt is made without ceremony (the uncontended
+ * case costs one round trip).  When it finds the lock taken, the waiter
+ * subscribes to the lock's channel through the background thread, waits
+ * for the subscription to be confirmed, and only then tries again: from
+ * that moment any release is published to us, and a release between an
+ * attempt and the sleep after it changes the channel's sequence number, so
+ * the sleep does not start.  The sleep also ends when the holder's lease
+ * would have run out (the acquire script returns its PTTL), so a crashed
+ * holder never strands a waiter.  Only while the subscriber is down does a
+ * waiter fall back to polling with a back-off (1 ms doubling to 64 ms).
  */
 #include "nm.h"
 
@@ -22,12 +26,15 @@
 #include "lease.h"
 #include "reply.h"
 #include "script.h"
+#include "wake.h"
 
 /* trylock's bound on dialing: the first failure may be a stale connection
  * (server restarted), the second means the server is not there. */
 #define NOWAIT_CONN_TRIES 2
 #define BUSY_BACKOFF_MAX_MS 64
 #define CONN_BACKOFF_MAX_MS 500
+/* A holder whose key never expires (set by hand): look again now and then. */
+#define SUBSCRIBED_MAX_SLEEP_MS 1000
 #define META_SUFFIX ":m"
 
 /* <prefix>{<name>}:m in one buffer: the lock key is its first key_len
@@ -65,10 +72,10 @@ static size_t holder_text(char *buf, size_t size)
 
 /* Runs the release script once.  *SENT tells whether a failed call may
  * still have reached the server. */
-static int release_once(nm_lease_t *l, long long *result, int *sent)
+static int release_once(nm_lease_t *l, int unrecoverable, long long *result, int *sent)
 {
-    const char *argv[3] = { l->key, l->key, l->token };
-    size_t lens[3] = { l->key_len, l->key_len + strlen(META_SUFFIX), NM_TOKEN_LEN };
+    const char *argv[4] = { l->key, l->key, l->token, unrecoverable ? "1" : "0" };
+    size_t lens[4] = { l->key_len, l->key_len + strlen(META_SUFFIX), NM_TOKEN_LEN, 1 };
     redisContext *c;
     redisReply *r;
 
@@ -77,7 +84,7 @@ static int release_once(nm_lease_t *l, long long *result, int *sent)
     if (err)
         return err;
     *sent = 1;
-    err = nm_script_run(c, NM_SCRIPT_RELEASE, 2, 3, argv, lens, &r);
+    err = nm_script_run(c, NM_SCRIPT_RELEASE, 2, 4, argv, lens, &r);
     if (err == NM_ECONN)
         nm_conn_drop(0);
     if (err)
@@ -106,6 +113,7 @@ static int acquire_once(nm_lease_t *l, int64_t deadline, long long *pttl, int *s
     if (err)
         return err;
     *sent = 1;
+    int64_t sent_at = nm_now_ms();
     err = nm_script_run(c, NM_SCRIPT_ACQUIRE, 2, 5, argv, lens, &r);
     if (err == NM_ECONN)
         nm_conn_drop(0);
@@ -115,10 +123,13 @@ static int acquire_once(nm_lease_t *l, int64_t deadline, long long *pttl, int *s
     freeReplyObject(r);
     if (err)
         return err;
+    if (v[0] == -1)
+        return ENOTRECOVERABLE;
     if (v[0] != 1) {
         *pttl = v[1];
         return EBUSY;
     }
+    l->sent_at = sent_at;
     l->fence = v[1];
     l->owner_died = v[2] != 0;
     return 0;
@@ -131,10 +142,13 @@ void nm_lease_forget(nm_lease_t *l)
     memset(l, 0, sizeof *l);
 }
 
-/* How long to sleep before the next attempt, and the back-off after it. */
-static int64_t next_pause(int err, long long pttl, int64_t *backoff)
+/* How long to sleep before the next attempt, and the back-off after it.
+ * Subscribed, a waiter sleeps until a release or the holder's expiry. */
+static int64_t next_pause(int err, long long pttl, int subscribed, int64_t *backoff)
 {
     int64_t pause = *backoff;
+    if (err == EBUSY && subscribed)
+        return pttl >= 0 ? pttl + 1 : SUBSCRIBED_MAX_SLEEP_MS;
     if (err == EBUSY) {
         if (pttl >= 0)
             pause = NM_MIN(pause, (int64_t)pttl + 1);
@@ -145,31 +159,53 @@ static int64_t next_pause(int err, long long pttl, int64_t *backoff)
     return pause;
 }
 
+/* Sleeps up to PAUSE (never past DEADLINE), or until CH moves past SEQ. */
+static void pause_until(nm_chan_t *ch, uint64_t seq, int64_t pause, int64_t deadline)
+{
+    int64_t until = nm_now_ms() + NM_MIN(pause, nm_remaining_ms(deadline));
+    if (ch)
+        nm_wake_wait(ch, seq, until);
+    else
+        nm_sleep_ms(until - nm_now_ms());
+}
+
 /* Attempts until success, a final error, or the deadline. */
 static int acquire_loop(nm_lease_t *l, nm_wait_t wait, int64_t deadline, int *maybe_applied)
 {
+    nm_chan_t *ch = NULL;
     int64_t backoff = 1;
-    int conn_failures = 0;
+    int conn_failures = 0, subscribed = 0, err;
 
     for (;;) {
+        uint64_t seq = ch ? nm_wake_seq(ch) : 0;
         long long pttl = -1;
         int sent;
-        int err = acquire_once(l, deadline, &pttl, &sent);
+        err = acquire_once(l, deadline, &pttl, &sent);
         if (err == NM_ECONN) {
             /* A request that timed out may still have been applied. */
             *maybe_applied |= sent;
-            if (wait == NM_NOWAIT && ++conn_failures >= NOWAIT_CONN_TRIES)
-                return EAGAIN;
+            if (wait == NM_NOWAIT && ++conn_failures >= NOWAIT_CONN_TRIES) {
+                err = EAGAIN;
+                break;
+            }
             if (wait == NM_NOWAIT)
                 continue;
         } else if (err != EBUSY || wait == NM_NOWAIT) {
-            return err;
+            break;
+        } else if (!ch && (ch = nm_wake_listen(l->key, l->key_len)) != NULL) {
+            int64_t until = NM_MIN(deadline, nm_now_ms() + (int64_t)l->cfg->io_timeout_ms);
+            subscribed = nm_wake_ready(ch, until) == 0;
+            continue; /* subscribed first, now try again */
         }
-        int64_t left = nm_remaining_ms(deadline);
-        if (left == 0)
-            return ETIMEDOUT;
-        nm_sleep_ms(NM_MIN(next_pause(err, pttl, &backoff), left));
+        if (nm_remaining_ms(deadline) == 0) {
+            err = ETIMEDOUT;
+            break;
+        }
+        pause_until(ch, seq, next_pause(err, pttl, subscribed, &backoff), deadline);
     }
+    if (ch)
+        nm_wake_unlisten(ch);
+    return err;
 }
 
 int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
@@ -194,28 +230,85 @@ int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
         long long ignored;
         int sent;
         if (maybe_applied)
-            release_once(l, &ignored, &sent);
+            release_once(l, 0, &ignored, &sent);
         nm_lease_forget(l);
     }
     return err;
 }
 
-int nm_lease_release(nm_lease_t *l)
+int nm_lease_release(nm_lease_t *l, int unrecoverable)
 {
-    int maybe_applied = 0, sent, err = NM_ECONN;
+    int sent, err = NM_ECONN;
     long long result = 0;
 
     /* One redial: the cached connection may be stale (server restarted,
-     * CLIENT KILL); a second failure means the server is not there. */
-    for (int i = 0; i < 2 && err == NM_ECONN; i++) {
-        err = release_once(l, &result, &sent);
-        if (err == NM_ECONN)
-            maybe_applied |= sent;
-    }
+     * CLIENT KILL); a second failure means the server is not there.  The
+     * script itself tells whether a first attempt, whose reply was lost,
+     * did release the lock (result 2). */
+    for (int i = 0; i < 2 && err == NM_ECONN; i++)
+        err = release_once(l, unrecoverable, &result, &sent);
     nm_lease_forget(l);
     if (err)
         return EIO;
-    if (result == 1 || (result == 0 && maybe_applied))
-        return 0; /* released now, or by the attempt whose reply was lost */
-    return ENOLCK;
+    return result == 1 || result == 2 ? 0 : ENOLCK;
+}
+
+int nm_lease_extend(nm_lease_t *l, unsigned int ms, int64_t *sent_at)
+{
+    char lease[16];
+    snprintf(lease, sizeof lease, "%u", ms);
+    const char *argv[3] = { l->key, l->token, lease };
+    size_t lens[3] = { l->key_len, NM_TOKEN_LEN, strlen(lease) };
+    redisContext *c;
+    redisReply *r;
+    int err = NM_ECONN;
+
+    for (int i = 0; i < 2 && err == NM_ECONN; i++) {
+        err = nm_conn_get(l->cfg, 0, NM_FOREVER, &c);
+        if (err)
+            continue;
+        *sent_at = nm_now_ms();
+        err = nm_script_run(c, NM_SCRIPT_RENEW, 1, 3, argv, lens, &r);
+        if (err == NM_ECONN)
+            nm_conn_drop(0);
+    }
+    if (err)
+        return err == NM_ECONN ? EIO : err;
+    long long v = 0;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 || nm_reply_integer(r->element[0], &v))
+        err = EPROTO;
+    freeReplyObject(r);
+    return err ? err : v == 1 ? 0 : ENOLCK;
+}
+
+int nm_lease_break(const char *name, size_t name_len)
+{
+    nm_lease_t l;
+    redisContext *c;
+    redisReply *r;
+    long long held = 0;
+
+    memset(&l, 0, sizeof l);
+    int err = nm_config_current(&l.cfg);
+    if (!err)
+        err = build_key(&l, name, name_len);
+    for (int i = 0; i < 2 && !err; i++) {
+        err = nm_conn_get(l.cfg, 0, NM_FOREVER, &c);
+        if (!err) {
+            const char *argv[2] = { l.key, l.key };
+            size_t lens[2] = { l.key_len, l.key_len + strlen(META_SUFFIX) };
+            err = nm_script_run(c, NM_SCRIPT_BREAK, 2, 2, argv, lens, &r);
+        }
+        if (err != NM_ECONN)
+            break;
+        nm_conn_drop(0);
+    }
+    if (!err) {
+        err = nm_reply_integer(r, &held);
+        freeReplyObject(r);
+    }
+    nm_lease_forget(&l);
+    if (err)
+        return err == NM_ECONN ? EAGAIN : err;
+    return held ? 0 : ENOENT;
 }

@@ -24,6 +24,8 @@ typedef struct nm_lease {
     size_t key_len;
     unsigned int lease_ms;
     long long fence;            /* from the acquire script */
+    int64_t sent_at;            /* monotonic ms the granted request left */
+    struct nm_watch *watch;     /* the watchdog's record, once tracked */
     int owner_died;             /* the previous holder's lease expired */
 } nm_lease_t;
 
@@ -35,14 +37,24 @@ typedef enum nm_wait {
 /* Acquires NAME for LEASE_MS (0: the configured lease) under the current
  * configuration.  On success *L holds the lease.
  * EBUSY (NM_NOWAIT, held elsewhere), EAGAIN (NM_NOWAIT, unreachable),
- * ETIMEDOUT (the deadline passed), EACCES, EPROTO, ENOMEM, EINVAL. */
+ * ETIMEDOUT (the deadline passed), ENOTRECOVERABLE, EACCES, EPROTO, ENOMEM,
+ * EINVAL. */
 int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
                      unsigned int lease_ms, nm_wait_t wait, int64_t deadline);
 
-/* Gives the lease back and frees what *L owns.
+/* Gives the lease back and frees what *L owns.  UNRECOVERABLE marks the
+ * mutex ENOTRECOVERABLE (a robust holder unlocked without repairing).
  * 0, ENOLCK (it was lost: expired or taken over; nothing deleted),
  * EIO (the server could not be reached; the key expires by itself). */
-int nm_lease_release(nm_lease_t *l);
+int nm_lease_release(nm_lease_t *l, int unrecoverable);
+
+/* Sets the lease's expiry to MS from now if it is still ours; *SENT_AT is
+ * when the request left.  0, ENOLCK, EIO, EACCES, EPROTO. */
+int nm_lease_extend(nm_lease_t *l, unsigned int ms, int64_t *sent_at);
+
+/* Deletes NAME's lock whoever holds it and clears its robust state.
+ * 0 (it was held), ENOENT (it was not), EAGAIN, EACCES, EPROTO, ENOMEM. */
+int nm_lease_break(const char *name, size_t name_len);
 
 /* Frees what *L owns without telling the server: after fork(), in the
  * child, which must leave the parent's lock alone. */

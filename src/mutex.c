@@ -26,17 +26,39 @@
 #include "conn.h"
 #include "lease.h"
 #include "registry.h"
+#include "wake.h"
+#include "watchdog.h"
 
 #define ATTR_MAGIC 0x6e6d6174u   /* "nmat" */
 #define STATE_STATIC 1u          /* NETMUTEX_INITIALIZER, not used yet */
 #define STATE_LIVE 0x6e6d7478u   /* "nmtx": netmutex_init ran */
+#define FLAG_ROBUST 1u
+#define FLAG_NO_RENEW 2u
 
 /* ---- process-wide hooks ------------------------------------------------ */
 
-static void before_fork(void) { nm_registry_before_fork(); }
-static void after_fork_parent(void) { nm_registry_after_fork_parent(); }
+/* Lock order: registry (then each entry), wake, watchdog.  No path takes
+ * them in another order, so quiescing all three cannot deadlock. */
+static void before_fork(void)
+{
+    nm_registry_before_fork();
+    nm_wake_before_fork();
+    nm_watchdog_before_fork();
+}
+
+static void after_fork_parent(void)
+{
+    nm_watchdog_after_fork_parent();
+    nm_wake_after_fork_parent();
+    nm_registry_after_fork_parent();
+}
+
+/* The child holds nothing, waits for nothing, has no background thread and
+ * uses none of the parent's sockets; it builds its own on first use. */
 static void after_fork_child(void)
 {
+    nm_watchdog_after_fork_child();
+    nm_wake_after_fork_child();
     nm_registry_after_fork_child();
     nm_conn_after_fork_child();
 }
@@ -77,6 +99,9 @@ int netmutex_attr_init(netmutex_attr_t *attr)
     attr->nm_magic = ATTR_MAGIC;
     attr->nm_type = NETMUTEX_DEFAULT;
     attr->nm_lease_ms = 0;
+    attr->nm_flags = 0;
+    attr->nm_lost = NULL;
+    attr->nm_lost_arg = NULL;
     return 0;
 }
 
@@ -117,6 +142,53 @@ int netmutex_attr_getlease(const netmutex_attr_t *attr, unsigned int *ms)
     if (!attr_ok(attr) || !ms)
         return EINVAL;
     *ms = attr->nm_lease_ms;
+    return 0;
+}
+
+static int set_flag(netmutex_attr_t *attr, unsigned int flag, int on)
+{
+    if (!attr_ok(attr))
+        return EINVAL;
+    attr->nm_flags = on ? attr->nm_flags | flag : attr->nm_flags & ~flag;
+    return 0;
+}
+
+int netmutex_attr_setrobust(netmutex_attr_t *attr, int robust)
+{
+    if (robust != NETMUTEX_STALLED && robust != NETMUTEX_ROBUST)
+        return EINVAL;
+    return set_flag(attr, FLAG_ROBUST, robust == NETMUTEX_ROBUST);
+}
+
+int netmutex_attr_getrobust(const netmutex_attr_t *attr, int *robust)
+{
+    if (!attr_ok(attr) || !robust)
+        return EINVAL;
+    *robust = attr->nm_flags & FLAG_ROBUST ? NETMUTEX_ROBUST : NETMUTEX_STALLED;
+    return 0;
+}
+
+int netmutex_attr_setautorenew(netmutex_attr_t *attr, int on)
+{
+    if (on != 0 && on != 1)
+        return EINVAL;
+    return set_flag(attr, FLAG_NO_RENEW, !on);
+}
+
+int netmutex_attr_getautorenew(const netmutex_attr_t *attr, int *on)
+{
+    if (!attr_ok(attr) || !on)
+        return EINVAL;
+    *on = !(attr->nm_flags & FLAG_NO_RENEW);
+    return 0;
+}
+
+int netmutex_attr_setlostfn(netmutex_attr_t *attr, netmutex_lost_fn fn, void *arg)
+{
+    if (!attr_ok(attr))
+        return EINVAL;
+    attr->nm_lost = fn;
+    attr->nm_lost_arg = arg;
     return 0;
 }
 
@@ -171,6 +243,9 @@ int netmutex_init(netmutex_t *m, const char *name, const netmutex_attr_t *attr)
     m->nm_name = NULL; /* the entry keeps the name */
     m->nm_type = attr ? attr->nm_type : NETMUTEX_DEFAULT;
     m->nm_lease_ms = attr ? attr->nm_lease_ms : 0;
+    m->nm_flags = attr ? attr->nm_flags : 0;
+    m->nm_lost = attr ? attr->nm_lost : NULL;
+    m->nm_lost_arg = attr ? attr->nm_lost_arg : NULL;
     m->nm_handle = e;
     m->nm_state = STATE_LIVE;
     return 0;
@@ -204,6 +279,21 @@ static int relock(nm_entry_t *e, const netmutex_t *m, nm_wait_t wait)
         return 0;
     }
     return wait == NM_NOWAIT ? EBUSY : EDEADLK;
+}
+
+/* Hands a fresh lease to the watchdog; if it cannot take it, the lock is
+ * given back rather than held unwatched. */
+static int start_watching(const netmutex_t *m, nm_entry_t *e, nm_lease_t *lease)
+{
+    nm_watch_opts_t opts = {
+        .autorenew = !(m->nm_flags & FLAG_NO_RENEW),
+        .lost = m->nm_lost ? m->nm_lost : lease->cfg->on_lost,
+        .lost_arg = m->nm_lost ? m->nm_lost_arg : lease->cfg->on_lost_arg,
+    };
+    int err = nm_watchdog_track(lease, e->name, &opts);
+    if (err)
+        nm_lease_release(lease, 0);
+    return err;
 }
 
 /* Waits, under e->mu, until no other local thread holds or is acquiring E. */
@@ -247,6 +337,8 @@ static int acquire(netmutex_t *m, nm_wait_t wait, int64_t deadline)
     pthread_mutex_unlock(&e->mu);
 
     err = nm_lease_acquire(&lease, e->name, e->name_len, m->nm_lease_ms, wait, deadline);
+    if (!err)
+        err = start_watching(m, e, &lease);
 
     pthread_mutex_lock(&e->mu);
     if (err) {
@@ -258,6 +350,10 @@ static int acquire(netmutex_t *m, nm_wait_t wait, int64_t deadline)
         e->owner = self;
         e->owner_handle = m;
         e->depth = 1;
+        /* pthread robust semantics: the previous holder died holding it. */
+        e->inconsistent = lease.owner_died && (m->nm_flags & FLAG_ROBUST);
+        if (e->inconsistent)
+            err = EOWNERDEAD;
         nm_registry_note_held(1);
     }
     pthread_mutex_unlock(&e->mu);
@@ -307,11 +403,20 @@ int netmutex_unlock(netmutex_t *m)
      * starts a Redis round trip that can only find the key still set. */
     lease = e->lease;
     memset(&e->lease, 0, sizeof e->lease);
+    int unrecoverable = e->inconsistent;
     e->held = 0;
+    e->inconsistent = 0;
     e->owner_handle = NULL;
     pthread_mutex_unlock(&e->mu);
 
-    err = nm_lease_release(&lease);
+    int lost = nm_watchdog_lost(&lease);
+    nm_watchdog_untrack(&lease);
+    /* A lease declared lost by the clock may still be ours at the server
+     * (it was paused, not expired): the owner-checked release deletes it
+     * then, and nothing otherwise.  Either way the caller learns ENOLCK. */
+    err = nm_lease_release(&lease, unrecoverable);
+    if (lost && err == 0)
+        err = ENOLCK;
 
     pthread_mutex_lock(&e->mu);
     e->busy = 0;
@@ -319,6 +424,98 @@ int netmutex_unlock(netmutex_t *m)
     pthread_cond_signal(&e->cv);
     pthread_mutex_unlock(&e->mu);
     return err;
+}
+
+/* ---- robustness, leases and fences ---------------------------------------- */
+
+/* Locks E's mutex if the calling thread holds E: 0, or EPERM unlocked. */
+static int lock_if_owner(netmutex_t *m, nm_entry_t **out)
+{
+    nm_entry_t *e;
+    int err = handle_entry(m, &e);
+    if (err)
+        return err;
+    pthread_mutex_lock(&e->mu);
+    if (!e->held || !pthread_equal(e->owner, pthread_self())) {
+        pthread_mutex_unlock(&e->mu);
+        return EPERM;
+    }
+    *out = e;
+    return 0;
+}
+
+int netmutex_consistent(netmutex_t *m)
+{
+    nm_entry_t *e;
+    int err = lock_if_owner(m, &e);
+    if (err)
+        return err;
+    if (!e->inconsistent)
+        err = EINVAL;
+    e->inconsistent = 0;
+    pthread_mutex_unlock(&e->mu);
+    return err;
+}
+
+int netmutex_fence(netmutex_t *m, uint64_t *token)
+{
+    nm_entry_t *e;
+    if (!token)
+        return EINVAL;
+    int err = lock_if_owner(m, &e);
+    if (err)
+        return err;
+    *token = (uint64_t)e->lease.fence;
+    pthread_mutex_unlock(&e->mu);
+    return 0;
+}
+
+int netmutex_validity(netmutex_t *m, uint64_t *ms_left)
+{
+    nm_entry_t *e;
+    if (!ms_left)
+        return EINVAL;
+    int err = lock_if_owner(m, &e);
+    if (err)
+        return err;
+    if (nm_watchdog_lost(&e->lease)) {
+        err = ENOLCK;
+    } else {
+        *ms_left = (uint64_t)nm_watchdog_valid_ms(&e->lease);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return err;
+}
+
+int netmutex_extend(netmutex_t *m, unsigned int ms)
+{
+    nm_entry_t *e;
+    int64_t sent_at;
+    if (ms < NETMUTEX_LEASE_MIN_MS || ms > NETMUTEX_LEASE_MAX_MS)
+        return EINVAL;
+    int err = lock_if_owner(m, &e);
+    if (err)
+        return err;
+    /* The owner's own lease cannot go away under it: only its unlock, on
+     * this very thread, ends it.  So the entry lock need not be held over
+     * the round trip. */
+    nm_lease_t *lease = &e->lease;
+    pthread_mutex_unlock(&e->mu);
+    if (nm_watchdog_lost(lease))
+        return ENOLCK;
+    err = nm_lease_extend(lease, ms, &sent_at);
+    if (!err)
+        nm_watchdog_extended(lease, sent_at, ms);
+    return err;
+}
+
+int netmutex_break(const char *name)
+{
+    size_t len;
+    if (!valid_name(name, &len))
+        return EINVAL;
+    library_init();
+    return nm_lease_break(name, len);
 }
 
 /* ---- configuration ------------------------------------------------------- */
@@ -334,7 +531,9 @@ int netmutex_configure(const netmutex_config_t *cfg)
 int netmutex_shutdown(void)
 {
     int err = nm_config_replace(NULL, nm_registry_any_held);
-    if (!err)
+    if (!err) {
+        nm_watchdog_stop();
         nm_conn_close_thread();
+    }
     return err;
 }

@@ -7,7 +7,7 @@
 #ifndef NM_H
 #define NM_H
 
-#include <config.h>
+#include <ac_config.h>
 
 #include <stddef.h>
 #include <stdint.h>

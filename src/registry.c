@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "registry.h"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -45,16 +46,6 @@ static void grow(void)
     nbuckets = n;
 }
 
-/* Deadlines are monotonic: a wall-clock step must not move them. */
-static void cond_init_monotonic(pthread_cond_t *cv)
-{
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(cv, &ca);
-    pthread_condattr_destroy(&ca);
-}
-
 static nm_entry_t *entry_new(const char *name, size_t len)
 {
     nm_entry_t *e = calloc(1, sizeof *e);
@@ -66,7 +57,7 @@ static nm_entry_t *entry_new(const char *name, size_t len)
     e->name[len] = '\0';
     e->name_len = len;
     pthread_mutex_init(&e->mu, NULL);
-    cond_init_monotonic(&e->cv);
+    nm_cond_init_monotonic(&e->cv);
     return e;
 }
 
@@ -154,10 +145,13 @@ static void entry_reset_in_child(nm_entry_t *e)
     e->busy = 0;
     e->held = 0;
     e->depth = 0;
+    e->inconsistent = 0;
     e->owner_handle = NULL;
     pthread_mutex_unlock(&e->mu);
-    pthread_cond_destroy(&e->cv);
-    cond_init_monotonic(&e->cv);
+    /* Not pthread_cond_destroy: glibc's waits for the condition's waiters,
+     * and those were threads of the parent, which never come back. */
+    memset(&e->cv, 0, sizeof e->cv);
+    nm_cond_init_monotonic(&e->cv);
 }
 
 void nm_registry_before_fork(void)

@@ -29,6 +29,7 @@ typedef struct nm_entry {
     pthread_t owner;          /* that thread, when held */
     const netmutex_t *owner_handle; /* and the handle it locked */
     unsigned int depth;       /* recursion depth, when held */
+    int inconsistent;         /* robust: EOWNERDEAD given, not repaired yet */
     nm_lease_t lease;         /* the server-side acquisition, when held */
 } nm_entry_t;
 

@@ -31,12 +31,12 @@ int nm_reply_error_errno(const redisReply *r)
     return EPROTO;
 }
 
-int nm_call(redisContext *c, int argc, const char **argv, const size_t *lens,
-            redisReply **out)
+int nm_get_reply(redisContext *c, redisReply **out)
 {
-    redisReply *r = redisCommandArgv(c, argc, argv, lens);
-    if (r == NULL)
+    void *raw = NULL;
+    if (redisGetReply(c, &raw) != REDIS_OK || raw == NULL)
         return c->err == REDIS_ERR_OOM ? ENOMEM : NM_ECONN;
+    redisReply *r = raw;
     if (r->type == REDIS_REPLY_ERROR) {
         int err = nm_reply_error_errno(r);
         freeReplyObject(r);
@@ -44,6 +44,14 @@ int nm_call(redisContext *c, int argc, const char **argv, const size_t *lens,
     }
     *out = r;
     return 0;
+}
+
+int nm_call(redisContext *c, int argc, const char **argv, const size_t *lens,
+            redisReply **out)
+{
+    if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK)
+        return c->err == REDIS_ERR_OOM ? ENOMEM : NM_ECONN;
+    return nm_get_reply(c, out);
 }
 
 int nm_reply_expect_status(const redisReply *r, const char *status)

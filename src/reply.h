@@ -19,6 +19,9 @@
 int nm_call(redisContext *c, int argc, const char **argv, const size_t *lens,
             redisReply **out);
 
+/* Reads the next reply of a pipeline, checked as nm_call() does. */
+int nm_get_reply(redisContext *c, redisReply **out);
+
 /* The reply is the status SERVER_STATUS ("OK"). */
 int nm_reply_expect_status(const redisReply *r, const char *status);
 

@@ -15,6 +15,8 @@
 static const char *const sources[NM_SCRIPT_COUNT] = {
     [NM_SCRIPT_ACQUIRE] = nm_lua_acquire,
     [NM_SCRIPT_RELEASE] = nm_lua_release,
+    [NM_SCRIPT_RENEW] = nm_lua_renew,
+    [NM_SCRIPT_BREAK] = nm_lua_break,
 };
 
 /* The SHA1 of each script, learned from the first SCRIPT LOAD.  It depends
@@ -48,33 +50,62 @@ static int load(redisContext *c, nm_script_t id)
     return err;
 }
 
+/* EVALSHA sha nkeys argv... for one script call. */
+typedef struct evalsha_cmd {
+    const char *argv[NM_SCRIPT_MAX_ARGS + 3];
+    size_t lens[NM_SCRIPT_MAX_ARGS + 3];
+    char nkeys[12];
+} evalsha_cmd_t;
+
+static int evalsha_build(evalsha_cmd_t *cmd, nm_script_t id, int nkeys, int nargs,
+                         const char **argv, const size_t *lens)
+{
+    if (nargs > NM_SCRIPT_MAX_ARGS || nkeys > nargs || nkeys < 0)
+        return EINVAL;
+    snprintf(cmd->nkeys, sizeof cmd->nkeys, "%d", nkeys);
+    cmd->argv[0] = "EVALSHA";
+    cmd->argv[1] = shas[id];
+    cmd->argv[2] = cmd->nkeys;
+    cmd->lens[0] = 7;
+    cmd->lens[1] = SHA_LEN;
+    cmd->lens[2] = strlen(cmd->nkeys);
+    for (int i = 0; i < nargs; i++) {
+        cmd->argv[i + 3] = argv[i];
+        cmd->lens[i + 3] = lens[i];
+    }
+    return 0;
+}
+
 static int evalsha(redisContext *c, nm_script_t id, int nkeys, int nargs,
                    const char **argv, const size_t *lens, redisReply **out)
 {
-    const char *full[NM_SCRIPT_MAX_ARGS + 3];
-    size_t full_lens[NM_SCRIPT_MAX_ARGS + 3];
-    char nkeys_str[8];
+    evalsha_cmd_t cmd;
+    int err = evalsha_build(&cmd, id, nkeys, nargs, argv, lens);
+    return err ? err : nm_call(c, nargs + 3, cmd.argv, cmd.lens, out);
+}
 
-    snprintf(nkeys_str, sizeof nkeys_str, "%d", nkeys);
-    full[0] = "EVALSHA";
-    full[1] = shas[id];
-    full[2] = nkeys_str;
-    full_lens[0] = 7;
-    full_lens[1] = SHA_LEN;
-    full_lens[2] = strlen(nkeys_str);
-    for (int i = 0; i < nargs; i++) {
-        full[i + 3] = argv[i];
-        full_lens[i + 3] = lens[i];
-    }
-    return nm_call(c, nargs + 3, full, full_lens, out);
+int nm_script_load(redisContext *c, nm_script_t id)
+{
+    return load(c, id);
+}
+
+int nm_script_append(redisContext *c, nm_script_t id, int nkeys, int nargs,
+                     const char **argv, const size_t *lens)
+{
+    evalsha_cmd_t cmd;
+    int err = evalsha_build(&cmd, id, nkeys, nargs, argv, lens);
+    if (err)
+        return err;
+    if (!__atomic_load_n(&sha_known[id], __ATOMIC_ACQUIRE))
+        return ENOENT; /* nm_script_load first */
+    return redisAppendCommandArgv(c, nargs + 3, cmd.argv, cmd.lens) == REDIS_OK
+               ? 0 : NM_ECONN;
 }
 
 int nm_script_run(redisContext *c, nm_script_t id, int nkeys, int nargs,
                   const char **argv, const size_t *lens, redisReply **out)
 {
     int err;
-    if (nargs > NM_SCRIPT_MAX_ARGS || nkeys > nargs)
-        return EINVAL;
     if (!__atomic_load_n(&sha_known[id], __ATOMIC_ACQUIRE)) {
         err = load(c, id);
         if (err)

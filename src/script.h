@@ -15,14 +15,26 @@
 typedef enum nm_script {
     NM_SCRIPT_ACQUIRE,
     NM_SCRIPT_RELEASE,
+    NM_SCRIPT_RENEW,
+    NM_SCRIPT_BREAK,
     NM_SCRIPT_COUNT
 } nm_script_t;
 
-#define NM_SCRIPT_MAX_ARGS 8
+/* Renewals batch many keys into one call; everything else uses a few. */
+#define NM_RENEW_BATCH 256
+#define NM_SCRIPT_MAX_ARGS (3 * NM_RENEW_BATCH)
 
 /* Runs script ID with NKEYS keys followed by NARGS - NKEYS arguments, all
  * binary-safe (ARGV/LENS).  Errors as nm_call(). */
 int nm_script_run(redisContext *c, nm_script_t id, int nkeys, int nargs,
                   const char **argv, const size_t *lens, redisReply **out);
+
+/* Loads script ID on C (and learns its SHA1). */
+int nm_script_load(redisContext *c, nm_script_t id);
+
+/* Queues a call of script ID on C's pipeline; read its reply with
+ * nm_get_reply().  ENOENT if the script was never loaded (nm_script_load). */
+int nm_script_append(redisContext *c, nm_script_t id, int nkeys, int nargs,
+                     const char **argv, const size_t *lens);
 
 #endif /* NM_SCRIPT_H */

@@ -1,8 +1,9 @@
 -- acquire.lua: take a netmutex if it is free.
 -- KEYS[1] lock key, KEYS[2] meta hash
 -- ARGV[1] token, ARGV[2] lease in ms, ARGV[3] holder description
--- Returns {1, fence, previous_holder_died} when the lock is ours, or
--- {0, pttl, 0} when someone else holds it (pttl -1: the key never expires).
+-- Returns {1, fence, previous_holder_died} when the lock is ours,
+-- {0, pttl, 0} when someone else holds it (pttl -1: the key never expires),
+-- or {-1, 0, 0} when the mutex was left ENOTRECOVERABLE.
 local cur = redis.call('GET', KEYS[1])
 if cur == ARGV[1] then
   -- Our own token: an earlier attempt of this very acquisition was applied
@@ -13,6 +14,9 @@ if cur == ARGV[1] then
 end
 if cur then
   return {0, redis.call('PTTL', KEYS[1]), 0}
+end
+if redis.call('HEXISTS', KEYS[2], 'unrecoverable') == 1 then
+  return {-1, 0, 0}
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 -- The fence only ever grows: it is never reset by a release or an expiry.

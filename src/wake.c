@@ -1,0 +1,284 @@
+/*
+ * wake.c -- the channel table behind wake-on-release.
+ *
+ * A channel lives while it has listeners or a subscription to undo.  Its
+ * life on the subscriber connection:
+ *
+ *   wanted --SUBSCRIBE sent--> subscribing --reply--> subscribed
+ *   subscribed, idle for LINGER_MS --UNSUBSCRIBE sent--> unsubscribing
+ *   unsubscribing --reply--> freed, or wanted again if a listener came back
+ *
+ * Idle channels linger a while so that a name locked in a loop is not
+ * subscribed and unsubscribed at every acquisition.
+ */
+#include "nm.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "wake.h"
+#include "watchdog.h"
+
+#define LINGER_MS 2000
+
+enum chan_state { CH_WANTED, CH_SUBSCRIBING, CH_SUBSCRIBED, CH_UNSUBSCRIBING };
+
+struct nm_chan {
+    struct nm_chan *next;
+    char *key;
+    size_t key_len;
+    int listeners;
+    enum chan_state state;
+    int64_t idle_since;      /* when listeners dropped to 0 */
+    uint64_t seq;
+    pthread_cond_t cv;       /* CLOCK_MONOTONIC */
+};
+
+static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
+static nm_chan_t *chans;     /* wake_lock */
+
+static nm_chan_t *find(const char *key, size_t len)
+{
+    for (nm_chan_t *ch = chans; ch; ch = ch->next)
+        if (ch->key_len == len && memcmp(ch->key, key, len) == 0)
+            return ch;
+    return NULL;
+}
+
+static nm_chan_t *chan_new(const char *key, size_t len)
+{
+    nm_chan_t *ch = calloc(1, sizeof *ch);
+    if (!ch || !(ch->key = malloc(len))) {
+        free(ch);
+        return NULL;
+    }
+    memcpy(ch->key, key, len);
+    ch->key_len = len;
+    ch->state = CH_WANTED;
+    nm_cond_init_monotonic(&ch->cv);
+    ch->next = chans;
+    chans = ch;
+    return ch;
+}
+
+static void chan_free(nm_chan_t *ch)
+{
+    pthread_cond_destroy(&ch->cv);
+    free(ch->key);
+    free(ch);
+}
+
+/* Unlinks and frees every channel FN says to drop. */
+static void remove_if(int (*drop)(nm_chan_t *))
+{
+    nm_chan_t **p = &chans;
+    while (*p) {
+        nm_chan_t *ch = *p;
+        if (drop(ch)) {
+            *p = ch->next;
+            chan_free(ch);
+        } else {
+            p = &ch->next;
+        }
+    }
+}
+
+/* ---- waiters ------------------------------------------------------------ */
+
+nm_chan_t *nm_wake_listen(const char *key, size_t len)
+{
+    pthread_mutex_lock(&wake_lock);
+    nm_chan_t *ch = find(key, len);
+    if (!ch)
+        ch = chan_new(key, len);
+    if (ch)
+        ch->listeners++;
+    int fresh = ch && ch->state == CH_WANTED;
+    pthread_mutex_unlock(&wake_lock);
+    if (fresh && nm_watchdog_poke() != 0) {
+        nm_wake_unlisten(ch);
+        return NULL;
+    }
+    return ch;
+}
+
+void nm_wake_unlisten(nm_chan_t *ch)
+{
+    pthread_mutex_lock(&wake_lock);
+    if (--ch->listeners == 0)
+        ch->idle_since = nm_now_ms();
+    pthread_mutex_unlock(&wake_lock);
+}
+
+static int timedwait(nm_chan_t *ch, int64_t until)
+{
+    if (until == NM_FOREVER)
+        return pthread_cond_wait(&ch->cv, &wake_lock);
+    struct timespec ts = nm_deadline_timespec(until);
+    return pthread_cond_timedwait(&ch->cv, &wake_lock, &ts);
+}
+
+int nm_wake_ready(nm_chan_t *ch, int64_t until)
+{
+    int err = 0;
+    pthread_mutex_lock(&wake_lock);
+    while (ch->state != CH_SUBSCRIBED && err != ETIMEDOUT)
+        err = timedwait(ch, until);
+    err = ch->state == CH_SUBSCRIBED ? 0 : ETIMEDOUT;
+    pthread_mutex_unlock(&wake_lock);
+    return err;
+}
+
+uint64_t nm_wake_seq(nm_chan_t *ch)
+{
+    pthread_mutex_lock(&wake_lock);
+    uint64_t seq = ch->seq;
+    pthread_mutex_unlock(&wake_lock);
+    return seq;
+}
+
+int nm_wake_wait(nm_chan_t *ch, uint64_t seen, int64_t until)
+{
+    int err = 0;
+    pthread_mutex_lock(&wake_lock);
+    while (ch->seq == seen && err != ETIMEDOUT)
+        err = timedwait(ch, until);
+    err = ch->seq == seen ? ETIMEDOUT : 0;
+    pthread_mutex_unlock(&wake_lock);
+    return err;
+}
+
+/* ---- the background thread -------------------------------------------- */
+
+int nm_wake_wanted(void)
+{
+    pthread_mutex_lock(&wake_lock);
+    int wanted = chans != NULL;
+    pthread_mutex_unlock(&wake_lock);
+    return wanted;
+}
+
+static int append(redisContext *sub, const char *verb, const nm_chan_t *ch)
+{
+    const char *argv[2] = { verb, ch->key };
+    size_t lens[2] = { strlen(verb), ch->key_len };
+    return redisAppendCommandArgv(sub, 2, argv, lens) == REDIS_OK ? 0 : NM_ECONN;
+}
+
+int nm_wake_flush(redisContext *sub, int64_t *next)
+{
+    int64_t now = nm_now_ms();
+    int err = 0, done = 0;
+
+    pthread_mutex_lock(&wake_lock);
+    for (nm_chan_t *ch = chans; ch && !err; ch = ch->next) {
+        if (ch->state == CH_WANTED) {
+            err = append(sub, "SUBSCRIBE", ch);
+            ch->state = CH_SUBSCRIBING;
+        } else if (ch->state == CH_SUBSCRIBED && ch->listeners == 0) {
+            if (now - ch->idle_since >= LINGER_MS) {
+                err = append(sub, "UNSUBSCRIBE", ch);
+                ch->state = CH_UNSUBSCRIBING;
+            } else {
+                *next = NM_MIN(*next, ch->idle_since + LINGER_MS);
+            }
+        }
+    }
+    pthread_mutex_unlock(&wake_lock);
+    while (!err && !done)
+        if (redisBufferWrite(sub, &done) != REDIS_OK)
+            err = NM_ECONN;
+    return err;
+}
+
+static int reply_is(const redisReply *r, const char *kind)
+{
+    return r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
+           r->element[0]->type == REDIS_REPLY_STRING &&
+           strcmp(r->element[0]->str, kind) == 0 &&
+           r->element[1]->type == REDIS_REPLY_STRING;
+}
+
+static void on_reply(const redisReply *r)
+{
+    const redisReply *name = r->elements >= 2 ? r->element[1] : NULL;
+    nm_chan_t *ch = name && name->type == REDIS_REPLY_STRING
+                        ? find(name->str, name->len) : NULL;
+    if (!ch)
+        return;
+    if (reply_is(r, "message")) {
+        ch->seq++;
+    } else if (reply_is(r, "subscribe") && ch->state == CH_SUBSCRIBING) {
+        ch->state = CH_SUBSCRIBED;
+        /* A release may have happened before the subscription took: every
+         * waiter retries once it is in place. */
+        ch->seq++;
+    } else if (reply_is(r, "unsubscribe") && ch->state == CH_UNSUBSCRIBING) {
+        ch->state = CH_WANTED; /* freed below unless a listener came back */
+    }
+    pthread_cond_broadcast(&ch->cv);
+}
+
+static int unwanted(nm_chan_t *ch)
+{
+    return ch->state == CH_WANTED && ch->listeners == 0;
+}
+
+int nm_wake_read(redisContext *sub)
+{
+    void *raw;
+    int err = 0;
+
+    if (redisBufferRead(sub) != REDIS_OK)
+        return NM_ECONN;
+    pthread_mutex_lock(&wake_lock);
+    while (!err) {
+        raw = NULL;
+        if (redisGetReplyFromReader(sub, &raw) != REDIS_OK)
+            err = NM_ECONN;
+        if (!raw)
+            break;
+        on_reply(raw);
+        freeReplyObject(raw);
+    }
+    remove_if(unwanted);
+    pthread_mutex_unlock(&wake_lock);
+    return err;
+}
+
+static int reset_chan(nm_chan_t *ch)
+{
+    ch->state = CH_WANTED;
+    ch->seq++;
+    pthread_cond_broadcast(&ch->cv);
+    return ch->listeners == 0;
+}
+
+void nm_wake_disconnected(void)
+{
+    pthread_mutex_lock(&wake_lock);
+    remove_if(reset_chan);
+    pthread_mutex_unlock(&wake_lock);
+}
+
+/* ---- fork -------------------------------------------------------------- */
+
+void nm_wake_before_fork(void) { pthread_mutex_lock(&wake_lock); }
+void nm_wake_after_fork_parent(void) { pthread_mutex_unlock(&wake_lock); }
+
+/* The child's only thread is not waiting: every channel belonged to a
+ * thread of the parent.  Their condition variables are not destroyed
+ * (glibc would wait for waiters that exist only in the parent). */
+void nm_wake_after_fork_child(void)
+{
+    while (chans) {
+        nm_chan_t *ch = chans;
+        chans = ch->next;
+        free(ch->key);
+        free(ch);
+    }
+    pthread_mutex_unlock(&wake_lock);
+}

@@ -1,0 +1,59 @@
+/*
+ * wake.h -- waking local waiters when a lock is released anywhere.
+ *
+ * The release script PUBLISHes on a channel named like the lock key.  The
+ * background thread (watchdog.c) owns one subscriber connection and
+ * subscribes to the channel of every name that has a waiter in this
+ * process; each message bumps that channel's sequence number and wakes its
+ * waiters.  A waiter reads the sequence number before each attempt and
+ * sleeps only while it is unchanged, so a release between a failed attempt
+ * and the sleep is never missed once the subscription is confirmed.
+ */
+#ifndef NM_WAKE_H
+#define NM_WAKE_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct nm_chan nm_chan_t;
+
+/* ---- for waiters ---- */
+
+/* Starts listening on KEY's channel; NULL if that is impossible (no memory,
+ * no background thread): the caller then polls. */
+nm_chan_t *nm_wake_listen(const char *key, size_t len);
+void nm_wake_unlisten(nm_chan_t *ch);
+
+/* Waits until the server confirmed the subscription: 0, or ETIMEDOUT at
+ * UNTIL (monotonic ms) if it did not (the subscriber is down). */
+int nm_wake_ready(nm_chan_t *ch, int64_t until);
+
+uint64_t nm_wake_seq(nm_chan_t *ch);
+
+/* Sleeps until the sequence number differs from SEEN (a release, or the
+ * subscriber reconnected) or UNTIL: 0 woken, ETIMEDOUT. */
+int nm_wake_wait(nm_chan_t *ch, uint64_t seen, int64_t until);
+
+/* ---- for the background thread ---- */
+
+/* Whether any channel is wanted (so a subscriber connection is needed). */
+int nm_wake_wanted(void);
+
+/* Sends the SUBSCRIBEs and UNSUBSCRIBEs due on SUB; returns 0 or NM_ECONN.
+ * *NEXT is lowered to when an idle channel should be unsubscribed. */
+int nm_wake_flush(redisContext *sub, int64_t *next);
+
+/* Reads what SUB has for us (poll said readable): 0 or NM_ECONN. */
+int nm_wake_read(redisContext *sub);
+
+/* The subscriber connection is gone: nothing is subscribed any more, and
+ * every waiter retries (a release may have been missed). */
+void nm_wake_disconnected(void);
+
+/* pthread_atfork hooks. */
+void nm_wake_before_fork(void);
+void nm_wake_after_fork_parent(void);
+void nm_wake_after_fork_child(void);
+
+#endif /* NM_WAKE_H */

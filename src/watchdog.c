@@ -1,0 +1,651 @@
+/*
+ * watchdog.c -- the background thread: lease renewal, lost-lease detection
+ * and the wake-up subscriber.
+ *
+ * Records.  Every tracked lease has a record with its own copy of what a
+ * renewal needs, so the thread never touches a caller's lease.  Records sit
+ * in one array (swap-removed through their index); a renewal round takes a
+ * reference on the records it renews, so an unlock during the round only
+ * marks its record released and the round drops it afterwards.
+ *
+ * Timing.  A lease is renewed RENEW_PERCENT of its length after the last
+ * request that set it was sent, and is lost at (that send + lease - margin)
+ * if no renewal got through.  Measuring from the send, not the reply, keeps
+ * the local estimate on the safe side of the server's expiry.  Rounds are
+ * coalesced: a round renews every record due within the next eighth of its
+ * interval, pipelined in batches of NM_RENEW_BATCH keys per script call.
+ */
+#include "nm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "config.h"
+#include "conn.h"
+#include "reply.h"
+#include "script.h"
+#include "wake.h"
+#include "watchdog.h"
+
+#define IDLE_CHECK_MS 1000
+#define SUB_BACKOFF_MIN_MS 50
+#define SUB_BACKOFF_MAX_MS 1000
+
+struct nm_watch {
+    /* fixed once tracked */
+    char *key;
+    size_t key_len;
+    char token[NM_TOKEN_LEN + 1];
+    char lease_str[16];
+    unsigned int lease_ms;
+    char *name;
+    nm_watch_opts_t opts;
+    /* watchdog lock */
+    size_t index;
+    int refs;
+    int released;
+    int64_t valid_until;  /* atomic: read by the owner without the lock */
+    int64_t next_renew;
+    int lost;             /* atomic */
+};
+
+typedef struct nm_watch watch_t;
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_t thread;
+    int running, stop, exiting;
+    int pipe[2];          /* wakes the thread; -1 when not made yet */
+    watch_t **recs;
+    size_t nrecs, cap;
+    int64_t next_check;   /* no record needs anything before this */
+    unsigned int renew_percent;
+} wd = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, { -1, -1 }, NULL, 0, 0, 0, 33 };
+
+/* Owned by the thread alone (and by a child after fork, which has no
+ * thread). */
+static struct {
+    nm_config_t *cfg;
+    redisContext *renew;
+    redisContext *sub;
+    int64_t sub_retry_at;
+    int64_t sub_backoff;
+} io;
+
+static int64_t margin_ms(unsigned int lease_ms)
+{
+    /* Covers clock drift between us and the server (Redlock allows 1%) and
+     * the time this thread needs to notice and report: 5% plus 2 ms. */
+    return lease_ms / 20 + 2;
+}
+
+static int64_t renew_interval(const watch_t *w)
+{
+    return NM_MAX((int64_t)w->lease_ms * wd.renew_percent / 100, 1);
+}
+
+static int64_t valid_until(const watch_t *w)
+{
+    return __atomic_load_n(&w->valid_until, __ATOMIC_ACQUIRE);
+}
+
+static void set_valid_until(watch_t *w, int64_t t)
+{
+    __atomic_store_n(&w->valid_until, t, __ATOMIC_RELEASE);
+}
+
+static int64_t lost_at(const watch_t *w)
+{
+    return valid_until(w) - margin_ms(w->lease_ms);
+}
+
+static void watch_unref(watch_t *w)
+{
+    if (--w->refs == 0) {
+        free(w->key);
+        free(w->name);
+        free(w);
+    }
+}
+
+/* ---- waking and starting the thread ------------------------------------ */
+
+static void poke_locked(void)
+{
+    char byte = 1;
+    if (wd.pipe[1] >= 0 && write(wd.pipe[1], &byte, 1) < 0) {
+        /* full pipe: the thread has wake-ups pending anyway */
+    }
+}
+
+static void *watchdog_main(void *arg);
+
+static void stop_at_exit(void)
+{
+    pthread_mutex_lock(&wd.lock);
+    wd.exiting = 1;
+    pthread_mutex_unlock(&wd.lock);
+    nm_watchdog_stop();
+}
+
+static int start_locked(void)
+{
+    static int atexit_done;
+    sigset_t all, old;
+
+    if (wd.running)
+        return 0;
+    if (wd.exiting)
+        return EAGAIN;
+    if (wd.pipe[0] < 0 && pipe2(wd.pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+        return errno == EMFILE || errno == ENFILE ? EAGAIN : errno;
+    /* The thread must never take the program's signals. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int err = pthread_create(&wd.thread, NULL, watchdog_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err)
+        return err;
+    wd.running = 1;
+    wd.stop = 0;
+    if (!atexit_done)
+        atexit_done = atexit(stop_at_exit) == 0;
+    return 0;
+}
+
+int nm_watchdog_poke(void)
+{
+    pthread_mutex_lock(&wd.lock);
+    int err = start_locked();
+    if (!err)
+        poke_locked();
+    pthread_mutex_unlock(&wd.lock);
+    return err;
+}
+
+static void io_close(void)
+{
+    if (io.renew)
+        redisFree(io.renew);
+    if (io.sub)
+        redisFree(io.sub);
+    nm_config_unref(io.cfg);
+    memset(&io, 0, sizeof io);
+}
+
+void nm_watchdog_stop(void)
+{
+    pthread_mutex_lock(&wd.lock);
+    int running = wd.running;
+    wd.stop = 1;
+    poke_locked();
+    pthread_mutex_unlock(&wd.lock);
+    if (running) {
+        pthread_join(wd.thread, NULL);
+        pthread_mutex_lock(&wd.lock);
+        wd.running = 0;
+        pthread_mutex_unlock(&wd.lock);
+    }
+    if (running)
+        nm_wake_disconnected();
+}
+
+/* ---- records ------------------------------------------------------------ */
+
+static int reserve_locked(void)
+{
+    if (wd.nrecs < wd.cap)
+        return 0;
+    size_t cap = wd.cap ? wd.cap * 2 : 64;
+    watch_t **recs = realloc(wd.recs, cap * sizeof *recs);
+    if (!recs)
+        return ENOMEM;
+    wd.recs = recs;
+    wd.cap = cap;
+    return 0;
+}
+
+static watch_t *watch_new(const nm_lease_t *l, const char *name, const nm_watch_opts_t *o)
+{
+    watch_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->key = malloc(l->key_len);
+    w->name = strdup(name);
+    if (!w->key || !w->name) {
+        free(w->key);
+        free(w->name);
+        free(w);
+        return NULL;
+    }
+    memcpy(w->key, l->key, l->key_len);
+    w->key_len = l->key_len;
+    memcpy(w->token, l->token, sizeof w->token);
+    w->lease_ms = l->lease_ms;
+    snprintf(w->lease_str, sizeof w->lease_str, "%u", l->lease_ms);
+    w->opts = *o;
+    w->refs = 1;
+    w->valid_until = l->sent_at + l->lease_ms;
+    w->next_renew = o->autorenew ? l->sent_at + renew_interval(w) : NM_FOREVER;
+    return w;
+}
+
+int nm_watchdog_track(nm_lease_t *l, const char *name, const nm_watch_opts_t *opts)
+{
+    watch_t *w = watch_new(l, name, opts);
+    if (!w)
+        return ENOMEM;
+    pthread_mutex_lock(&wd.lock);
+    int err = reserve_locked();
+    if (!err)
+        err = start_locked();
+    if (!err) {
+        w->index = wd.nrecs;
+        wd.recs[wd.nrecs++] = w;
+        int64_t due = NM_MIN(w->next_renew, lost_at(w));
+        if (due < wd.next_check) {
+            wd.next_check = due;
+            poke_locked();
+        }
+        l->watch = w;
+    }
+    pthread_mutex_unlock(&wd.lock);
+    if (err)
+        watch_unref(w);
+    return err;
+}
+
+void nm_watchdog_untrack(nm_lease_t *l)
+{
+    watch_t *w = l->watch;
+    if (!w)
+        return;
+    pthread_mutex_lock(&wd.lock);
+    w->released = 1;
+    watch_t *last = wd.recs[--wd.nrecs];
+    wd.recs[w->index] = last;
+    last->index = w->index;
+    watch_unref(w);
+    pthread_mutex_unlock(&wd.lock);
+    l->watch = NULL;
+}
+
+int nm_watchdog_lost(const nm_lease_t *l)
+{
+    return l->watch && __atomic_load_n(&l->watch->lost, __ATOMIC_ACQUIRE);
+}
+
+int64_t nm_watchdog_valid_ms(const nm_lease_t *l)
+{
+    if (!l->watch || nm_watchdog_lost(l))
+        return 0;
+    return NM_MAX(lost_at(l->watch) - nm_now_ms(), 0);
+}
+
+void nm_watchdog_extended(nm_lease_t *l, int64_t sent_at, unsigned int ms)
+{
+    watch_t *w = l->watch;
+    if (!w)
+        return;
+    pthread_mutex_lock(&wd.lock);
+    if (sent_at + (int64_t)ms > valid_until(w))
+        set_valid_until(w, sent_at + ms);
+    pthread_mutex_unlock(&wd.lock);
+}
+
+/* ---- lost leases ----------------------------------------------------------- */
+
+typedef struct lost_list {
+    watch_t **items;
+    size_t n, cap;
+} lost_list_t;
+
+/* Marks W lost, once, and queues its callback (run without the lock). */
+static void declare_lost(watch_t *w, lost_list_t *out)
+{
+    if (__atomic_exchange_n(&w->lost, 1, __ATOMIC_ACQ_REL) || !w->opts.lost)
+        return;
+    if (out->n == out->cap) {
+        size_t cap = out->cap ? out->cap * 2 : 16;
+        watch_t **items = realloc(out->items, cap * sizeof *items);
+        if (!items)
+            return; /* the flag is set; only the notification is lost */
+        out->items = items;
+        out->cap = cap;
+    }
+    w->refs++;
+    out->items[out->n++] = w;
+}
+
+static void run_callbacks(lost_list_t *list)
+{
+    for (size_t i = 0; i < list->n; i++)
+        list->items[i]->opts.lost(list->items[i]->name, list->items[i]->opts.lost_arg);
+    pthread_mutex_lock(&wd.lock);
+    for (size_t i = 0; i < list->n; i++)
+        watch_unref(list->items[i]);
+    pthread_mutex_unlock(&wd.lock);
+    free(list->items);
+    memset(list, 0, sizeof *list);
+}
+
+/* Under the lock: declares lost what ran out by the clock, and recomputes
+ * when the next record needs attention. */
+static void scan_locked(int64_t now, lost_list_t *lost)
+{
+    int64_t next = now + IDLE_CHECK_MS;
+    for (size_t i = 0; i < wd.nrecs; i++) {
+        watch_t *w = wd.recs[i];
+        if (w->lost)
+            continue;
+        if (now >= lost_at(w)) {
+            declare_lost(w, lost);
+            continue;
+        }
+        next = NM_MIN(next, NM_MIN(w->next_renew, lost_at(w)));
+    }
+    wd.next_check = next;
+}
+
+/* ---- renewal rounds -------------------------------------------------------- */
+
+typedef struct round {
+    watch_t **recs;
+    int *result;     /* 1 renewed, 0 lost, -1 unknown (no answer) */
+    size_t n;
+    int64_t sent_at;
+    int64_t deadline; /* the earliest lost_at among them */
+} round_t;
+
+static void collect_due_locked(int64_t now, round_t *r)
+{
+    r->recs = malloc(wd.nrecs * sizeof *r->recs);
+    r->result = malloc(wd.nrecs * sizeof *r->result);
+    if (!r->recs || !r->result)
+        return; /* nothing renewed this time; the next pass retries */
+    r->deadline = NM_FOREVER;
+    for (size_t i = 0; i < wd.nrecs; i++) {
+        watch_t *w = wd.recs[i];
+        if (w->lost || w->next_renew - renew_interval(w) / 8 > now)
+            continue;
+        w->refs++;
+        r->result[r->n] = -1;
+        r->recs[r->n++] = w;
+        r->deadline = NM_MIN(r->deadline, lost_at(w));
+    }
+}
+
+static int renew_connect(int64_t deadline)
+{
+    if (io.renew)
+        return 0;
+    int err = nm_conn_dial(io.cfg, &io.cfg->servers[0], deadline, &io.renew);
+    if (!err)
+        err = nm_script_load(io.renew, NM_SCRIPT_RENEW);
+    if (err && io.renew) {
+        redisFree(io.renew);
+        io.renew = NULL;
+    }
+    return err;
+}
+
+static int send_batch(const round_t *r, size_t from, size_t n)
+{
+    const char *argv[3 * NM_RENEW_BATCH];
+    size_t lens[3 * NM_RENEW_BATCH];
+    for (size_t i = 0; i < n; i++) {
+        const watch_t *w = r->recs[from + i];
+        argv[i] = w->key;
+        lens[i] = w->key_len;
+        argv[n + 2 * i] = w->token;
+        lens[n + 2 * i] = NM_TOKEN_LEN;
+        argv[n + 2 * i + 1] = w->lease_str;
+        lens[n + 2 * i + 1] = strlen(w->lease_str);
+    }
+    return nm_script_append(io.renew, NM_SCRIPT_RENEW, (int)n, (int)(3 * n), argv, lens);
+}
+
+static int read_batch(round_t *r, size_t from, size_t n)
+{
+    redisReply *reply;
+    int err = nm_get_reply(io.renew, &reply);
+    if (err)
+        return err;
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != n)
+        err = EPROTO;
+    for (size_t i = 0; !err && i < n; i++) {
+        long long v;
+        err = nm_reply_integer(reply->element[i], &v);
+        if (!err)
+            r->result[from + i] = v == 1;
+    }
+    freeReplyObject(reply);
+    return err;
+}
+
+/* All batches go out in one pipeline, then all replies are read: a round
+ * costs one round trip however many leases it renews. */
+static void renew_io(round_t *r)
+{
+    size_t batches = (r->n + NM_RENEW_BATCH - 1) / NM_RENEW_BATCH;
+    int err = renew_connect(r->deadline);
+    if (!err) {
+        int64_t left = NM_MAX(NM_MIN((int64_t)io.cfg->io_timeout_ms, nm_remaining_ms(r->deadline)), 1);
+        struct timeval tv = { (time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000 };
+        redisSetTimeout(io.renew, tv);
+        r->sent_at = nm_now_ms();
+    }
+    for (size_t b = 0; !err && b < batches; b++)
+        err = send_batch(r, b * NM_RENEW_BATCH, NM_MIN(NM_RENEW_BATCH, r->n - b * NM_RENEW_BATCH));
+    for (size_t b = 0; !err && b < batches; b++)
+        err = read_batch(r, b * NM_RENEW_BATCH, NM_MIN(NM_RENEW_BATCH, r->n - b * NM_RENEW_BATCH));
+    if (err == ENOENT && io.renew)
+        nm_script_load(io.renew, NM_SCRIPT_RENEW); /* flushed: reload, retry soon */
+    if (err && io.renew) {
+        /* Replies may be pending or the stream broken: start clean. */
+        redisFree(io.renew);
+        io.renew = NULL;
+    }
+}
+
+static void apply_round_locked(round_t *r, int64_t now, lost_list_t *lost)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        watch_t *w = r->recs[i];
+        if (!w->released && r->result[i] == 1) {
+            if (r->sent_at + (int64_t)w->lease_ms > valid_until(w))
+                set_valid_until(w, r->sent_at + w->lease_ms);
+            w->next_renew = r->sent_at + renew_interval(w);
+        } else if (!w->released && r->result[i] == 0) {
+            declare_lost(w, lost);
+        } else if (!w->released) {
+            /* No answer: try again soon, well before the lease runs out. */
+            w->next_renew = now + NM_MIN(renew_interval(w) / 4 + 1, 100);
+        }
+        watch_unref(w);
+    }
+    free(r->recs);
+    free(r->result);
+}
+
+static void renew_due(int64_t now, lost_list_t *lost)
+{
+    round_t r = { 0 };
+    pthread_mutex_lock(&wd.lock);
+    if (now >= wd.next_check)
+        collect_due_locked(now, &r);
+    pthread_mutex_unlock(&wd.lock);
+    if (r.n)
+        renew_io(&r);
+    pthread_mutex_lock(&wd.lock);
+    now = nm_now_ms();
+    if (r.recs)
+        apply_round_locked(&r, now, lost);
+    if (r.recs || now >= wd.next_check)
+        scan_locked(now, lost);
+    pthread_mutex_unlock(&wd.lock);
+}
+
+/* ---- the subscriber ------------------------------------------------------- */
+
+static void sub_drop(int64_t now)
+{
+    if (io.sub) {
+        redisFree(io.sub);
+        io.sub = NULL;
+    }
+    nm_wake_disconnected();
+    io.sub_backoff = NM_MIN(NM_MAX(io.sub_backoff * 2, SUB_BACKOFF_MIN_MS), SUB_BACKOFF_MAX_MS);
+    io.sub_retry_at = now + io.sub_backoff;
+}
+
+/* Connects the subscriber when channels are wanted, and sends what is due.
+ * Returns when it next needs attention.  Dialing never blocks past the next
+ * lease check, so a dead server cannot delay a lost-lease notice. */
+static int64_t sub_maintain(int64_t now, int64_t next_check)
+{
+    int64_t next = NM_FOREVER;
+    if (!nm_wake_wanted()) {
+        if (io.sub) {
+            redisFree(io.sub);
+            io.sub = NULL;
+        }
+        return next;
+    }
+    if (!io.sub) {
+        if (now < io.sub_retry_at)
+            return io.sub_retry_at;
+        int64_t deadline = NM_MIN(now + (int64_t)io.cfg->connect_timeout_ms, NM_MAX(next_check, now + 5));
+        if (nm_conn_dial(io.cfg, &io.cfg->servers[0], deadline, &io.sub) != 0) {
+            io.sub = NULL;
+            sub_drop(now);
+            return io.sub_retry_at;
+        }
+        io.sub_backoff = 0;
+    }
+    if (nm_wake_flush(io.sub, &next) != 0) {
+        sub_drop(now);
+        return io.sub_retry_at;
+    }
+    return next;
+}
+
+/* ---- the thread ------------------------------------------------------------ */
+
+/* Follows netmutex_configure(): new settings, new connections. */
+static void bind_config(void)
+{
+    nm_config_t *cfg;
+    if (io.cfg && io.cfg->generation == nm_config_current_generation())
+        return;
+    if (nm_config_current(&cfg) != 0)
+        return;
+    if (io.renew)
+        redisFree(io.renew);
+    if (io.sub)
+        redisFree(io.sub);
+    io.renew = io.sub = NULL;
+    nm_config_unref(io.cfg);
+    io.cfg = cfg;
+    nm_wake_disconnected();
+    pthread_mutex_lock(&wd.lock);
+    wd.renew_percent = cfg->renew_percent;
+    pthread_mutex_unlock(&wd.lock);
+}
+
+static void wait_events(int64_t until)
+{
+    struct pollfd fds[2] = { { wd.pipe[0], POLLIN, 0 }, { io.sub ? io.sub->fd : -1, POLLIN, 0 } };
+    int64_t left = nm_remaining_ms(until);
+    int timeout = until == NM_FOREVER ? -1 : (int)NM_MIN(left, 60000);
+    char buf[64];
+
+    if (poll(fds, 2, timeout) <= 0)
+        return;
+    if (fds[0].revents)
+        while (read(wd.pipe[0], buf, sizeof buf) > 0)
+            ;
+    if (fds[1].revents && nm_wake_read(io.sub) != 0)
+        sub_drop(nm_now_ms());
+}
+
+static int stop_requested(void)
+{
+    pthread_mutex_lock(&wd.lock);
+    int stop = wd.stop;
+    pthread_mutex_unlock(&wd.lock);
+    return stop;
+}
+
+static void *watchdog_main(void *arg)
+{
+    lost_list_t lost = { 0 };
+    (void)arg;
+    while (!stop_requested()) {
+        bind_config();
+        if (!io.cfg) {
+            wait_events(nm_now_ms() + IDLE_CHECK_MS);
+            continue;
+        }
+        renew_due(nm_now_ms(), &lost);
+        run_callbacks(&lost);
+        pthread_mutex_lock(&wd.lock);
+        int64_t next = wd.nrecs ? wd.next_check : NM_FOREVER;
+        pthread_mutex_unlock(&wd.lock);
+        next = NM_MIN(next, sub_maintain(nm_now_ms(), next));
+        wait_events(next);
+    }
+    io_close();
+    return NULL;
+}
+
+/* ---- fork ----------------------------------------------------------------- */
+
+void nm_watchdog_before_fork(void)
+{
+    pthread_mutex_lock(&wd.lock);
+}
+
+void nm_watchdog_after_fork_parent(void)
+{
+    pthread_mutex_unlock(&wd.lock);
+}
+
+/* The child inherits no thread.  Its copies of the parent's records are
+ * dropped without a word to the server: the leases are the parent's, and
+ * the parent's watchdog keeps renewing them.  The thread's contexts may have
+ * been in the middle of an update when fork() copied them, so the child
+ * only closes their descriptors and keeps the memory (reachable, never
+ * freed) instead of walking possibly half-updated structures. */
+void nm_watchdog_after_fork_child(void)
+{
+    static redisContext *orphans[2];
+    for (size_t i = 0; i < wd.nrecs; i++) {
+        wd.recs[i]->refs = 1;
+        watch_unref(wd.recs[i]);
+    }
+    free(wd.recs);
+    wd.recs = NULL;
+    wd.nrecs = wd.cap = 0;
+    wd.next_check = 0;
+    wd.running = wd.stop = 0;
+    if (wd.pipe[0] >= 0) {
+        close(wd.pipe[0]);
+        close(wd.pipe[1]);
+        wd.pipe[0] = wd.pipe[1] = -1;
+    }
+    orphans[0] = io.renew;
+    orphans[1] = io.sub;
+    for (int i = 0; i < 2; i++)
+        if (orphans[i] && orphans[i]->fd >= 0)
+            close(orphans[i]->fd);
+    memset(&io, 0, sizeof io); /* io.cfg's reference stays with the parent's copy */
+    pthread_mutex_unlock(&wd.lock);
+}
