@@ -209,6 +209,7 @@ NETMUTEX_API int netmutex_break(const char *name);
 
 /* Fields left 0 or NULL fall back to the environment variable named beside
  * them, then to the built-in default. */
+#define NETMUTEX_COHORT_OFF 0xffffffffu
 typedef struct netmutex_config {
     /* NETMUTEX_URL, default "redis://127.0.0.1:6379".
      *   redis://[[user]:password@]host[:port][/db]
@@ -225,6 +226,15 @@ typedef struct netmutex_config {
     /* How far into a lease the watchdog renews it, in percent.
      * NETMUTEX_RENEW_PERCENT, 33; 5 to 80. */
     unsigned int renew_percent;
+    /* Cohort hand-off: a thread unlocking while other threads of this
+     * process wait for the same name passes the lock to one of them without
+     * a round trip, at most COHORT_MAX times in a row and for at most
+     * COHORT_MS since the lease was taken from Redis; then it goes back to
+     * Redis, where other processes get their turn.  Hand-offs share the
+     * lease and its fence.  NETMUTEX_COHORT_MAX (default 256; 0 or
+     * NETMUTEX_COHORT_OFF here: never), NETMUTEX_COHORT_MS (default 5). */
+    unsigned int cohort_max;
+    unsigned int cohort_ms;
     /* Lost-lease callback for mutexes whose attributes name none. */
     netmutex_lost_fn on_lost;
     void *on_lost_arg;

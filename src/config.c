@@ -308,6 +308,27 @@ static int valid_prefix(const char *prefix)
     return len <= NM_PREFIX_MAX && !strpbrk(prefix, "{}");
 }
 
+/* Cohort hand-off: 0 turns disables it, which the API spells with the
+ * sentinel NETMUTEX_COHORT_OFF because 0 means "the default" there. */
+static int pick_cohort(const netmutex_config_t *u, nm_config_t *cfg)
+{
+    unsigned int api = u->cohort_max == NETMUTEX_COHORT_OFF ? 0 : u->cohort_max;
+    const char *env = getenv("NETMUTEX_COHORT_MAX");
+    int err;
+
+    if (u->cohort_max == NETMUTEX_COHORT_OFF || (!u->cohort_max && env && !strcmp(env, "0"))) {
+        cfg->cohort_max = 0;
+        err = 0;
+    } else {
+        err = pick_uint(api, "NETMUTEX_COHORT_MAX", NM_DEFAULT_COHORT_MAX, 1, 1000000,
+                        &cfg->cohort_max);
+    }
+    if (!err)
+        err = pick_uint(u->cohort_ms, "NETMUTEX_COHORT_MS", NM_DEFAULT_COHORT_MS, 1, 60000,
+                        &cfg->cohort_ms);
+    return err;
+}
+
 static int fill_config(const netmutex_config_t *u, nm_config_t *cfg)
 {
     static const netmutex_config_t none;
@@ -336,6 +357,8 @@ static int fill_config(const netmutex_config_t *u, nm_config_t *cfg)
     if (!err)
         err = pick_uint(u->renew_percent, "NETMUTEX_RENEW_PERCENT", NM_DEFAULT_RENEW_PERCENT,
                         5, 80, &cfg->renew_percent);
+    if (!err)
+        err = pick_cohort(u, cfg);
     if (err)
         return err;
     cfg->on_lost = u->on_lost;

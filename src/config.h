@@ -21,6 +21,8 @@
 #define NM_DEFAULT_IO_TIMEOUT_MS 2000u
 #define NM_DEFAULT_LEASE_MS 30000u
 #define NM_DEFAULT_RENEW_PERCENT 33u
+#define NM_DEFAULT_COHORT_MAX 256u
+#define NM_DEFAULT_COHORT_MS 5u
 #define NM_PREFIX_MAX 256u
 #define NM_TIMEOUT_MAX_MS 3600000u
 #define NM_URL_MAX 4096u
@@ -45,6 +47,8 @@ typedef struct nm_config {
     unsigned int io_timeout_ms;
     unsigned int lease_ms;
     unsigned int renew_percent;
+    unsigned int cohort_max;
+    unsigned int cohort_ms;
     netmutex_lost_fn on_lost;
     void *on_lost_arg;
     uint64_t generation;      /* unique per built configuration */

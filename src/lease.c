@@ -4,13 +4,22 @@
  * Waiting.  The first attempt is made without ceremony (the uncontended
  * case costs one round trip).  When it finds the lock taken, the waiter
  * subscribes to the lock's channel through the background thread, waits
- * for the subscription to be confirmed, and only then tries again: from
- * that moment any release is published to us, and a release between an
- * attempt and the sleep after it changes the channel's sequence number, so
- * the sleep does not start.  The sleep also ends when the holder's lease
- * would have run out (the acquire script returns its PTTL), so a crashed
- * holder never strands a waiter.  Only while the subscriber is down does a
- * waiter fall back to polling with a back-off (1 ms doubling to 64 ms).
+ * for the subscription to be confirmed, and only then tries again, this
+ * time joining the lock's FIFO queue in Redis.  From then on:
+ *  - a release hands the lock straight to the head of the queue and
+ *    publishes "granted <token> <fence> <dead>"; the waiter whose token it
+ *    is owns the lock the moment it reads that, without another round trip;
+ *  - a release with nobody queued publishes "released", and every waiter
+ *    tries again;
+ *  - a release between an attempt and the sleep after it changes the
+ *    channel's sequence number, so that sleep does not start;
+ *  - the sleep also ends when the holder's lease would run out (the acquire
+ *    script returns its PTTL), so a crashed holder strands nobody, and at
+ *    least every QUEUE_REFRESH_MS, when the waiter refreshes its queue entry
+ *    (an entry not refreshed for QUEUE_TTL_MS is skipped: a crashed waiter
+ *    never blocks the queue), and learns of a grant whose message was lost.
+ * Only while the subscriber is down does a waiter poll, with a back-off of
+ * 1 ms doubling to 64 ms.
  */
 #include "nm.h"
 
@@ -33,93 +42,97 @@
 #define NOWAIT_CONN_TRIES 2
 #define BUSY_BACKOFF_MAX_MS 64
 #define CONN_BACKOFF_MAX_MS 500
-/* A holder whose key never expires (set by hand): look again now and then. */
-#define SUBSCRIBED_MAX_SLEEP_MS 1000
-#define META_SUFFIX ":m"
+#define QUEUE_REFRESH_MS 1000
+#define QUEUE_TTL_MS (3 * QUEUE_REFRESH_MS)
 
-/* <prefix>{<name>}:m in one buffer: the lock key is its first key_len
- * bytes, the meta hash the whole string.  Keys are passed with explicit
- * lengths, so any byte of the name is safe. */
-static int build_key(nm_lease_t *l, const char *name, size_t name_len)
+/* The four keys of a mutex (lib.lua): K, then K:m, K:q and K:w. */
+enum { KEY_LOCK, KEY_META, KEY_QUEUE, KEY_WAITING, NKEYS };
+static const char key_suffix[NKEYS][3] = { "", ":m", ":q", ":w" };
+
+/* All four keys in one allocation, each followed by room for the longest
+ * suffix, so key I starts at I * (key_len + 3).  Keys are passed with
+ * explicit lengths, so any byte of the name is safe. */
+static int build_keys(nm_lease_t *l, const char *name, size_t name_len)
 {
     const nm_config_t *cfg = l->cfg;
-    size_t len = cfg->prefix_len + 1 + name_len + 1;
-    char *k = malloc(len + sizeof META_SUFFIX);
+    size_t len = cfg->prefix_len + 1 + name_len + 1, stride = len + 3;
+    char *k = malloc(NKEYS * stride);
     if (!k)
         return ENOMEM;
     memcpy(k, cfg->prefix, cfg->prefix_len);
     k[cfg->prefix_len] = '{';
     memcpy(k + cfg->prefix_len + 1, name, name_len);
     k[len - 1] = '}';
-    memcpy(k + len, META_SUFFIX, sizeof META_SUFFIX);
+    for (int i = 1; i < NKEYS; i++) {
+        memcpy(k + i * stride, k, len);
+        memcpy(k + i * stride + len, key_suffix[i], 3);
+    }
+    k[len] = '\0';
     l->key = k;
     l->key_len = len;
     return 0;
 }
 
+/* Fills the first N (<= NKEYS) script keys of L into ARGV/LENS. */
+static void put_keys(const nm_lease_t *l, int n, const char **argv, size_t *lens)
+{
+    for (int i = 0; i < n; i++) {
+        argv[i] = l->key + i * (l->key_len + 3);
+        lens[i] = l->key_len + strlen(key_suffix[i]);
+    }
+}
+
+static char host_name[256];
+
+static void lookup_host(void)
+{
+    if (gethostname(host_name, sizeof host_name - 1) != 0)
+        strcpy(host_name, "?");
+}
+
 /* host:pid:tid of the caller, stored in the meta hash for people and tools
- * asking who holds a lock. */
+ * asking who holds a lock.  The host name is looked up once. */
 static size_t holder_text(char *buf, size_t size)
 {
-    char host[256];
-    if (gethostname(host, sizeof host) != 0)
-        strcpy(host, "?");
-    host[sizeof host - 1] = '\0';
-    int n = snprintf(buf, size, "%s:%ld:%ld", host, (long)getpid(),
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, lookup_host);
+    int n = snprintf(buf, size, "%s:%ld:%ld", host_name, (long)getpid(),
                      (long)syscall(SYS_gettid));
     return n < 0 ? 0 : NM_MIN((size_t)n, size - 1);
 }
 
-/* Runs the release script once.  *SENT tells whether a failed call may
- * still have reached the server. */
-static int release_once(nm_lease_t *l, int unrecoverable, long long *result, int *sent)
+/* Runs script ID of L (its NKEYS keys, then ARGS) on the calling thread's
+ * connection.  *SENT tells whether a failed call may still have reached the
+ * server; the connection is dropped when it broke. */
+static int run(nm_lease_t *l, nm_script_t id, int nkeys, int nargs, const char **args,
+               const size_t *arg_lens, int64_t deadline, redisReply **out, int *sent)
 {
-    const char *argv[4] = { l->key, l->key, l->token, unrecoverable ? "1" : "0" };
-    size_t lens[4] = { l->key_len, l->key_len + strlen(META_SUFFIX), NM_TOKEN_LEN, 1 };
+    const char *argv[NKEYS + 4];
+    size_t lens[NKEYS + 4];
     redisContext *c;
-    redisReply *r;
 
-    *sent = 0;
-    int err = nm_conn_get(l->cfg, 0, NM_FOREVER, &c);
-    if (err)
-        return err;
-    *sent = 1;
-    err = nm_script_run(c, NM_SCRIPT_RELEASE, 2, 4, argv, lens, &r);
-    if (err == NM_ECONN)
-        nm_conn_drop(0);
-    if (err)
-        return err;
-    err = nm_reply_integer(r, result);
-    freeReplyObject(r);
-    return err;
-}
-
-/* One acquire attempt: 0 (ours), EBUSY with the holder's *PTTL, or an
- * error; *SENT as for release_once. */
-static int acquire_once(nm_lease_t *l, int64_t deadline, long long *pttl, int *sent)
-{
-    char lease[16], holder[320];
-    size_t holder_len = holder_text(holder, sizeof holder);
-    snprintf(lease, sizeof lease, "%u", l->lease_ms);
-    const char *argv[5] = { l->key, l->key, l->token, lease, holder };
-    size_t lens[5] = { l->key_len, l->key_len + strlen(META_SUFFIX), NM_TOKEN_LEN,
-                       strlen(lease), holder_len };
-    redisContext *c;
-    redisReply *r;
-    long long v[3];
-
+    put_keys(l, nkeys, argv, lens);
+    for (int i = 0; i < nargs; i++) {
+        argv[nkeys + i] = args[i];
+        lens[nkeys + i] = arg_lens[i];
+    }
     *sent = 0;
     int err = nm_conn_get(l->cfg, 0, deadline, &c);
     if (err)
         return err;
     *sent = 1;
-    int64_t sent_at = nm_now_ms();
-    err = nm_script_run(c, NM_SCRIPT_ACQUIRE, 2, 5, argv, lens, &r);
+    err = nm_script_run(c, id, nkeys, nkeys + nargs, argv, lens, out);
     if (err == NM_ECONN)
         nm_conn_drop(0);
-    if (err)
-        return err;
-    err = nm_reply_integers(r, v, 3);
+    return err;
+}
+
+/* The {granted, fence-or-pttl, dead} triple of acquire.lua and cancel.lua:
+ * 0 (ours: fence and dead stored in L), EBUSY (*PTTL set), ENOTRECOVERABLE. */
+static int take_triple(nm_lease_t *l, redisReply *r, long long *pttl)
+{
+    long long v[3];
+    int err = nm_reply_integers(r, v, 3);
     freeReplyObject(r);
     if (err)
         return err;
@@ -129,10 +142,65 @@ static int acquire_once(nm_lease_t *l, int64_t deadline, long long *pttl, int *s
         *pttl = v[1];
         return EBUSY;
     }
-    l->sent_at = sent_at;
     l->fence = v[1];
     l->owner_died = v[2] != 0;
     return 0;
+}
+
+/* One acquire attempt, joining the queue for QUEUE_TTL ms when that is not
+ * 0: 0 (ours), EBUSY with the holder's *PTTL, or an error.  On success
+ * l->sent_at is when the request left; l->tried_at always is. */
+static int acquire_once(nm_lease_t *l, unsigned int queue_ttl, int64_t deadline,
+                        long long *pttl, int *sent)
+{
+    char lease[16], ttl[16], holder[320];
+    size_t holder_len = holder_text(holder, sizeof holder);
+    snprintf(lease, sizeof lease, "%u", l->lease_ms);
+    snprintf(ttl, sizeof ttl, "%u", queue_ttl);
+    const char *args[4] = { l->token, lease, holder, ttl };
+    size_t lens[4] = { NM_TOKEN_LEN, strlen(lease), holder_len, strlen(ttl) };
+    redisReply *r;
+
+    l->tried_at = nm_now_ms();
+    int err = run(l, NM_SCRIPT_ACQUIRE, NKEYS, 4, args, lens, deadline, &r, sent);
+    if (!err)
+        err = take_triple(l, r, pttl);
+    if (!err)
+        l->sent_at = l->tried_at;
+    return err;
+}
+
+/* Leaves the queue; if the lock was granted to us meanwhile, it is ours
+ * (0), else EBUSY, or an error. */
+static int cancel_once(nm_lease_t *l)
+{
+    const char *args[1] = { l->token };
+    size_t lens[1] = { NM_TOKEN_LEN };
+    redisReply *r;
+    long long pttl;
+    int sent;
+
+    int err = run(l, NM_SCRIPT_CANCEL, NKEYS, 1, args, lens, NM_FOREVER, &r, &sent);
+    if (!err)
+        err = take_triple(l, r, &pttl);
+    if (!err)
+        l->sent_at = l->tried_at; /* granted after our last attempt */
+    return err;
+}
+
+/* Runs the release script once: its result in *RESULT. */
+static int release_once(nm_lease_t *l, int unrecoverable, long long *result, int *sent)
+{
+    const char *args[2] = { l->token, unrecoverable ? "1" : "0" };
+    size_t lens[2] = { NM_TOKEN_LEN, 1 };
+    redisReply *r;
+
+    int err = run(l, NM_SCRIPT_RELEASE, NKEYS, 2, args, lens, NM_FOREVER, &r, sent);
+    if (err)
+        return err;
+    err = nm_reply_integer(r, result);
+    freeReplyObject(r);
+    return err;
 }
 
 void nm_lease_forget(nm_lease_t *l)
@@ -143,12 +211,13 @@ void nm_lease_forget(nm_lease_t *l)
 }
 
 /* How long to sleep before the next attempt, and the back-off after it.
- * Subscribed, a waiter sleeps until a release or the holder's expiry. */
+ * Subscribed, a waiter sleeps until a release, the holder's expiry or its
+ * queue refresh, whichever comes first. */
 static int64_t next_pause(int err, long long pttl, int subscribed, int64_t *backoff)
 {
     int64_t pause = *backoff;
     if (err == EBUSY && subscribed)
-        return pttl >= 0 ? pttl + 1 : SUBSCRIBED_MAX_SLEEP_MS;
+        return pttl >= 0 ? NM_MIN(pttl + 1, QUEUE_REFRESH_MS) : QUEUE_REFRESH_MS;
     if (err == EBUSY) {
         if (pttl >= 0)
             pause = NM_MIN(pause, (int64_t)pttl + 1);
@@ -159,59 +228,97 @@ static int64_t next_pause(int err, long long pttl, int subscribed, int64_t *back
     return pause;
 }
 
-/* Sleeps up to PAUSE (never past DEADLINE), or until CH moves past SEQ. */
-static void pause_until(nm_chan_t *ch, uint64_t seq, int64_t pause, int64_t deadline)
+/* Sleeps up to PAUSE (never past DEADLINE), until CH moves past SEQ, or
+ * until the lock is granted to us (then 0, with L filled in). */
+static int pause_until(nm_lease_t *l, nm_chan_t *ch, uint64_t seq, int64_t pause,
+                       int64_t deadline)
 {
     int64_t until = nm_now_ms() + NM_MIN(pause, nm_remaining_ms(deadline));
-    if (ch)
-        nm_wake_wait(ch, seq, until);
-    else
+    if (!ch) {
         nm_sleep_ms(until - nm_now_ms());
+        return EBUSY;
+    }
+    long long fence;
+    int dead;
+    nm_wake_wait(ch, seq, until);
+    if (!nm_wake_granted(ch, &fence, &dead))
+        return EBUSY;
+    l->fence = fence;
+    l->owner_died = dead;
+    l->sent_at = l->tried_at; /* the grant came after our last attempt */
+    return 0;
+}
+
+typedef struct attempt_state {
+    nm_chan_t *ch;
+    int subscribed;
+    int queued;         /* an attempt may have put us in the queue */
+    int maybe_applied;  /* a request whose answer was lost may have won */
+} attempt_state_t;
+
+/* After a first failed attempt: subscribe, and wait for the subscription
+ * to be confirmed before the next attempt, so no release goes unnoticed. */
+static void start_listening(nm_lease_t *l, attempt_state_t *st, int64_t deadline)
+{
+    st->ch = nm_wake_listen(l->key, l->key_len, l->token);
+    if (st->ch) {
+        int64_t until = NM_MIN(deadline, nm_now_ms() + (int64_t)l->cfg->io_timeout_ms);
+        st->subscribed = nm_wake_ready(st->ch, until) == 0;
+    }
 }
 
 /* Attempts until success, a final error, or the deadline. */
-static int acquire_loop(nm_lease_t *l, nm_wait_t wait, int64_t deadline, int *maybe_applied)
+static int acquire_loop(nm_lease_t *l, nm_wait_t wait, int64_t deadline, attempt_state_t *st)
 {
-    nm_chan_t *ch = NULL;
     int64_t backoff = 1;
-    int conn_failures = 0, subscribed = 0, err;
+    int conn_failures = 0, err;
 
     for (;;) {
-        uint64_t seq = ch ? nm_wake_seq(ch) : 0;
+        uint64_t seq = st->ch ? nm_wake_seq(st->ch) : 0;
+        unsigned int ttl = st->subscribed ? QUEUE_TTL_MS : 0;
         long long pttl = -1;
         int sent;
-        err = acquire_once(l, deadline, &pttl, &sent);
+        err = acquire_once(l, ttl, deadline, &pttl, &sent);
+        st->queued |= ttl > 0 && sent;
         if (err == NM_ECONN) {
-            /* A request that timed out may still have been applied. */
-            *maybe_applied |= sent;
-            if (wait == NM_NOWAIT && ++conn_failures >= NOWAIT_CONN_TRIES) {
-                err = EAGAIN;
-                break;
-            }
+            st->maybe_applied |= sent;
+            if (wait == NM_NOWAIT && ++conn_failures >= NOWAIT_CONN_TRIES)
+                return EAGAIN;
             if (wait == NM_NOWAIT)
                 continue;
         } else if (err != EBUSY || wait == NM_NOWAIT) {
-            break;
-        } else if (!ch && (ch = nm_wake_listen(l->key, l->key_len)) != NULL) {
-            int64_t until = NM_MIN(deadline, nm_now_ms() + (int64_t)l->cfg->io_timeout_ms);
-            subscribed = nm_wake_ready(ch, until) == 0;
-            continue; /* subscribed first, now try again */
+            return err;
+        } else if (!st->ch) {
+            start_listening(l, st, deadline);
+            if (st->ch)
+                continue;
         }
-        if (nm_remaining_ms(deadline) == 0) {
-            err = ETIMEDOUT;
-            break;
-        }
-        pause_until(ch, seq, next_pause(err, pttl, subscribed, &backoff), deadline);
+        if (nm_remaining_ms(deadline) == 0)
+            return ETIMEDOUT;
+        if (pause_until(l, st->ch, seq, next_pause(err, pttl, st->subscribed, &backoff),
+                        deadline) == 0)
+            return 0;
     }
-    if (ch)
-        nm_wake_unlisten(ch);
+}
+
+/* Giving up: leave the queue (and take the lock if it was granted to us
+ * meanwhile), or delete a lock that a request whose answer was lost may
+ * have taken for us, rather than leave it to expire. */
+static int give_up(nm_lease_t *l, const attempt_state_t *st, int err)
+{
+    long long ignored;
+    int sent;
+    if ((st->queued || st->maybe_applied) && cancel_once(l) == 0)
+        return 0;
+    if (st->maybe_applied)
+        release_once(l, 0, &ignored, &sent);
     return err;
 }
 
 int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
                      unsigned int lease_ms, nm_wait_t wait, int64_t deadline)
 {
-    int maybe_applied = 0;
+    attempt_state_t st = { 0 };
     int err;
 
     memset(l, 0, sizeof *l);
@@ -221,18 +328,15 @@ int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
     l->lease_ms = lease_ms ? lease_ms : l->cfg->lease_ms;
     err = nm_token_new(l->token);
     if (!err)
-        err = build_key(l, name, name_len);
+        err = build_keys(l, name, name_len);
     if (!err)
-        err = acquire_loop(l, wait, deadline, &maybe_applied);
-    if (err) {
-        /* Giving up after a request whose answer was lost: the key may hold
-         * our token now.  Delete it if so, rather than leave it to expire. */
-        long long ignored;
-        int sent;
-        if (maybe_applied)
-            release_once(l, 0, &ignored, &sent);
+        err = acquire_loop(l, wait, deadline, &st);
+    if (err && l->key)
+        err = give_up(l, &st, err);
+    if (st.ch)
+        nm_wake_unlisten(st.ch);
+    if (err)
         nm_lease_forget(l);
-    }
     return err;
 }
 
@@ -257,24 +361,18 @@ int nm_lease_extend(nm_lease_t *l, unsigned int ms, int64_t *sent_at)
 {
     char lease[16];
     snprintf(lease, sizeof lease, "%u", ms);
-    const char *argv[3] = { l->key, l->token, lease };
-    size_t lens[3] = { l->key_len, NM_TOKEN_LEN, strlen(lease) };
-    redisContext *c;
+    const char *args[2] = { l->token, lease };
+    size_t lens[2] = { NM_TOKEN_LEN, strlen(lease) };
     redisReply *r;
-    int err = NM_ECONN;
+    int sent, err = NM_ECONN;
+    long long v = 0;
 
     for (int i = 0; i < 2 && err == NM_ECONN; i++) {
-        err = nm_conn_get(l->cfg, 0, NM_FOREVER, &c);
-        if (err)
-            continue;
         *sent_at = nm_now_ms();
-        err = nm_script_run(c, NM_SCRIPT_RENEW, 1, 3, argv, lens, &r);
-        if (err == NM_ECONN)
-            nm_conn_drop(0);
+        err = run(l, NM_SCRIPT_RENEW, 1, 2, args, lens, NM_FOREVER, &r, &sent);
     }
     if (err)
         return err == NM_ECONN ? EIO : err;
-    long long v = 0;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 || nm_reply_integer(r->element[0], &v))
         err = EPROTO;
     freeReplyObject(r);
@@ -284,25 +382,16 @@ int nm_lease_extend(nm_lease_t *l, unsigned int ms, int64_t *sent_at)
 int nm_lease_break(const char *name, size_t name_len)
 {
     nm_lease_t l;
-    redisContext *c;
     redisReply *r;
     long long held = 0;
+    int sent, err;
 
     memset(&l, 0, sizeof l);
-    int err = nm_config_current(&l.cfg);
+    err = nm_config_current(&l.cfg);
     if (!err)
-        err = build_key(&l, name, name_len);
-    for (int i = 0; i < 2 && !err; i++) {
-        err = nm_conn_get(l.cfg, 0, NM_FOREVER, &c);
-        if (!err) {
-            const char *argv[2] = { l.key, l.key };
-            size_t lens[2] = { l.key_len, l.key_len + strlen(META_SUFFIX) };
-            err = nm_script_run(c, NM_SCRIPT_BREAK, 2, 2, argv, lens, &r);
-        }
-        if (err != NM_ECONN)
-            break;
-        nm_conn_drop(0);
-    }
+        err = build_keys(&l, name, name_len);
+    for (int i = 0; i < 2 && (i == 0 || err == NM_ECONN) && l.key; i++)
+        err = run(&l, NM_SCRIPT_BREAK, NKEYS, 0, NULL, NULL, NM_FOREVER, &r, &sent);
     if (!err) {
         err = nm_reply_integer(r, &held);
         freeReplyObject(r);

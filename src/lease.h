@@ -20,11 +20,12 @@
 typedef struct nm_lease {
     nm_config_t *cfg;           /* reference: where the lease lives */
     char token[NM_TOKEN_LEN + 1];
-    char *key;                  /* <prefix>{<name>} */
-    size_t key_len;
+    char *key;                  /* <prefix>{<name>}, then its :m :q :w keys */
+    size_t key_len;             /* of the first */
     unsigned int lease_ms;
     long long fence;            /* from the acquire script */
     int64_t sent_at;            /* monotonic ms the granted request left */
+    int64_t tried_at;           /* ... the latest attempt left */
     struct nm_watch *watch;     /* the watchdog's record, once tracked */
     int owner_died;             /* the previous holder's lease expired */
 } nm_lease_t;

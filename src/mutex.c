@@ -296,21 +296,51 @@ static int start_watching(const netmutex_t *m, nm_entry_t *e, nm_lease_t *lease)
     return err;
 }
 
-/* Waits, under e->mu, until no other local thread holds or is acquiring E. */
+/* Waits, under e->mu, until no other local thread holds or is acquiring
+ * E, or until the lock is handed to this process's waiters. */
 static int wait_local_turn(nm_entry_t *e, nm_wait_t wait, int64_t deadline)
 {
-    while (e->busy) {
-        if (wait == NM_NOWAIT)
-            return EBUSY;
+    int err = 0;
+    if (wait == NM_NOWAIT)
+        return e->busy && !e->handoff ? EBUSY : 0;
+    e->waiters++;
+    while (e->busy && !e->handoff && !err) {
         if (deadline == NM_FOREVER) {
             pthread_cond_wait(&e->cv, &e->mu);
         } else {
             struct timespec ts = nm_deadline_timespec(deadline);
-            if (pthread_cond_timedwait(&e->cv, &e->mu, &ts) == ETIMEDOUT && e->busy)
-                return ETIMEDOUT;
+            if (pthread_cond_timedwait(&e->cv, &e->mu, &ts) == ETIMEDOUT &&
+                e->busy && !e->handoff)
+                err = ETIMEDOUT;
         }
     }
-    return 0;
+    e->waiters--;
+    return err;
+}
+
+/* Under e->mu: the calling thread now holds E, with a lease that is ours
+ * at the server (fresh, or handed on by another local thread). */
+static void become_owner(nm_entry_t *e, const netmutex_t *m)
+{
+    e->held = 1;
+    e->handoff = 0;
+    e->owner = pthread_self();
+    e->owner_handle = m;
+    e->depth = 1;
+}
+
+/* Under e->mu, in unlock: may the lease go to a local waiter instead of
+ * back to Redis?  Only within the cohort budget, and only a lease that is
+ * healthy: never a lost one, never one a robust holder left inconsistent. */
+static int may_hand_off(const nm_entry_t *e)
+{
+    const nm_config_t *cfg = e->lease.cfg;
+    if (e->waiters == 0 || e->inconsistent || nm_watchdog_lost(&e->lease))
+        return 0;
+    if (e->cohort_turns >= cfg->cohort_max)
+        return 0;
+    int64_t age = nm_now_ms() - e->cohort_start;
+    return age < (int64_t)cfg->cohort_ms && nm_watchdog_valid_ms(&e->lease) > (int64_t)cfg->cohort_ms;
 }
 
 static int acquire(netmutex_t *m, nm_wait_t wait, int64_t deadline)
@@ -320,16 +350,19 @@ static int acquire(netmutex_t *m, nm_wait_t wait, int64_t deadline)
     int err = handle_entry(m, &e);
     if (err)
         return err;
-    pthread_t self = pthread_self();
 
     pthread_mutex_lock(&e->mu);
-    if (e->held && pthread_equal(e->owner, self)) {
+    if (e->held && pthread_equal(e->owner, pthread_self())) {
         err = relock(e, m, wait);
         pthread_mutex_unlock(&e->mu);
         return err;
     }
     err = wait_local_turn(e, wait, deadline);
-    if (err) {
+    if (!err && e->handoff) {
+        e->cohort_turns++;
+        become_owner(e, m);
+    }
+    if (err || e->held) {
         pthread_mutex_unlock(&e->mu);
         return err;
     }
@@ -346,10 +379,9 @@ static int acquire(netmutex_t *m, nm_wait_t wait, int64_t deadline)
         pthread_cond_signal(&e->cv);
     } else {
         e->lease = lease;
-        e->held = 1;
-        e->owner = self;
-        e->owner_handle = m;
-        e->depth = 1;
+        e->cohort_turns = 0;
+        e->cohort_start = nm_now_ms();
+        become_owner(e, m);
         /* pthread robust semantics: the previous holder died holding it. */
         e->inconsistent = lease.owner_died && (m->nm_flags & FLAG_ROBUST);
         if (e->inconsistent)
@@ -396,6 +428,14 @@ int netmutex_unlock(netmutex_t *m)
         return EPERM;
     }
     if (--e->depth > 0) {
+        pthread_mutex_unlock(&e->mu);
+        return 0;
+    }
+    if (may_hand_off(e)) {
+        e->held = 0;
+        e->handoff = 1;
+        e->owner_handle = NULL;
+        pthread_cond_signal(&e->cv);
         pthread_mutex_unlock(&e->mu);
         return 0;
     }

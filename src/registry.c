@@ -140,9 +140,11 @@ static void entry_unlock(nm_entry_t *e) { pthread_mutex_unlock(&e->mu); }
  * waits (the only thread left is the one that forked). */
 static void entry_reset_in_child(nm_entry_t *e)
 {
-    if (e->held)
+    if (e->lease.key)
         nm_lease_forget(&e->lease);
     e->busy = 0;
+    e->handoff = 0;
+    e->waiters = 0;
     e->held = 0;
     e->depth = 0;
     e->inconsistent = 0;

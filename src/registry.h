@@ -23,13 +23,17 @@ typedef struct nm_entry {
 
     pthread_mutex_t mu;       /* guards every field below */
     pthread_cond_t cv;        /* CLOCK_MONOTONIC; signalled when busy clears */
-    int busy;                 /* a local thread holds the lock or is getting
-                                 or giving it back on the server */
+    int busy;                 /* the server-side lock is ours or being got
+                                 or given back by a local thread */
     int held;                 /* a local thread holds it */
     pthread_t owner;          /* that thread, when held */
     const netmutex_t *owner_handle; /* and the handle it locked */
     unsigned int depth;       /* recursion depth, when held */
     int inconsistent;         /* robust: EOWNERDEAD given, not repaired yet */
+    int handoff;              /* unlocked, lease kept for a local waiter */
+    unsigned int waiters;     /* local threads in wait_local_turn */
+    unsigned int cohort_turns;/* hand-offs since the lease was acquired */
+    int64_t cohort_start;     /* when the lease was acquired (monotonic ms) */
     nm_lease_t lease;         /* the server-side acquisition, when held */
 } nm_entry_t;
 

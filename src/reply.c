@@ -2,6 +2,8 @@
 #include "nm.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 
 #include "reply.h"
@@ -19,7 +21,10 @@ int nm_reply_error_errno(const redisReply *r)
 
     if (starts_with(s, len, "NOAUTH") || starts_with(s, len, "WRONGPASS") ||
         starts_with(s, len, "NOPERM") || starts_with(s, len, "ERR invalid password") ||
-        starts_with(s, len, "ERR AUTH") || starts_with(s, len, "ERR DB index"))
+        starts_with(s, len, "ERR AUTH") || starts_with(s, len, "ERR DB index") ||
+        /* Redis 7 answers a long command from a client that has not
+         * authenticated with this (and closes the connection). */
+        starts_with(s, len, "ERR Protocol error: unauthenticated"))
         return EACCES;
     if (starts_with(s, len, "NOSCRIPT"))
         return ENOENT;
@@ -31,10 +36,53 @@ int nm_reply_error_errno(const redisReply *r)
     return EPROTO;
 }
 
+/* Writing to a connection the server closed raises SIGPIPE, whose default
+ * action kills the process: a library must never do that to its caller.
+ * The signal is blocked for the duration of the I/O, and one that our own
+ * write raised is consumed before it is unblocked.  (hiredis writes with
+ * write(2), so MSG_NOSIGNAL is not available.) */
+typedef struct sigpipe_guard {
+    sigset_t old;
+    int was_pending;
+} sigpipe_guard_t;
+
+static int sigpipe_pending(void)
+{
+    sigset_t pending;
+    sigpending(&pending);
+    return sigismember(&pending, SIGPIPE);
+}
+
+static void sigpipe_hold(sigpipe_guard_t *g)
+{
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    g->was_pending = sigpipe_pending();
+    pthread_sigmask(SIG_BLOCK, &pipe, &g->old);
+}
+
+static void sigpipe_release(const sigpipe_guard_t *g)
+{
+    if (!g->was_pending && sigpipe_pending()) {
+        static const struct timespec zero = { 0, 0 };
+        sigset_t pipe;
+        sigemptyset(&pipe);
+        sigaddset(&pipe, SIGPIPE);
+        while (sigtimedwait(&pipe, NULL, &zero) == -1 && errno == EINTR)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
 int nm_get_reply(redisContext *c, redisReply **out)
 {
     void *raw = NULL;
-    if (redisGetReply(c, &raw) != REDIS_OK || raw == NULL)
+    sigpipe_guard_t guard;
+    sigpipe_hold(&guard);
+    int rc = redisGetReply(c, &raw);
+    sigpipe_release(&guard);
+    if (rc != REDIS_OK || raw == NULL)
         return c->err == REDIS_ERR_OOM ? ENOMEM : NM_ECONN;
     redisReply *r = raw;
     if (r->type == REDIS_REPLY_ERROR) {

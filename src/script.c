@@ -15,6 +15,7 @@
 static const char *const sources[NM_SCRIPT_COUNT] = {
     [NM_SCRIPT_ACQUIRE] = nm_lua_acquire,
     [NM_SCRIPT_RELEASE] = nm_lua_release,
+    [NM_SCRIPT_CANCEL] = nm_lua_cancel,
     [NM_SCRIPT_RENEW] = nm_lua_renew,
     [NM_SCRIPT_BREAK] = nm_lua_break,
 };

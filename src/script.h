@@ -15,6 +15,7 @@
 typedef enum nm_script {
     NM_SCRIPT_ACQUIRE,
     NM_SCRIPT_RELEASE,
+    NM_SCRIPT_CANCEL,
     NM_SCRIPT_RENEW,
     NM_SCRIPT_BREAK,
     NM_SCRIPT_COUNT

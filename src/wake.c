@@ -15,10 +15,12 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
+#include "token.h"
 #include "wake.h"
 #include "watchdog.h"
 
@@ -35,6 +37,10 @@ struct nm_chan {
     int64_t idle_since;      /* when listeners dropped to 0 */
     uint64_t seq;
     pthread_cond_t cv;       /* CLOCK_MONOTONIC */
+    char token[NM_TOKEN_LEN + 1]; /* the waiter's */
+    int granted;             /* "granted <token> ..." seen for it */
+    long long fence;
+    int dead;
 };
 
 static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -88,14 +94,17 @@ static void remove_if(int (*drop)(nm_chan_t *))
 
 /* ---- waiters ------------------------------------------------------------ */
 
-nm_chan_t *nm_wake_listen(const char *key, size_t len)
+nm_chan_t *nm_wake_listen(const char *key, size_t len, const char *token)
 {
     pthread_mutex_lock(&wake_lock);
     nm_chan_t *ch = find(key, len);
     if (!ch)
         ch = chan_new(key, len);
-    if (ch)
+    if (ch) {
         ch->listeners++;
+        memcpy(ch->token, token, NM_TOKEN_LEN);
+        ch->granted = 0;
+    }
     int fresh = ch && ch->state == CH_WANTED;
     pthread_mutex_unlock(&wake_lock);
     if (fresh && nm_watchdog_poke() != 0) {
@@ -151,6 +160,16 @@ int nm_wake_wait(nm_chan_t *ch, uint64_t seen, int64_t until)
     return err;
 }
 
+int nm_wake_granted(nm_chan_t *ch, long long *fence, int *dead)
+{
+    pthread_mutex_lock(&wake_lock);
+    int granted = ch->granted;
+    *fence = ch->fence;
+    *dead = ch->dead;
+    pthread_mutex_unlock(&wake_lock);
+    return granted;
+}
+
 /* ---- the background thread -------------------------------------------- */
 
 int nm_wake_wanted(void)
@@ -202,6 +221,27 @@ static int reply_is(const redisReply *r, const char *kind)
            r->element[1]->type == REDIS_REPLY_STRING;
 }
 
+/* "released", or "granted <token> <fence> <dead>" (release.lua): returns
+ * whether the channel's waiter should wake. */
+static int on_message(nm_chan_t *ch, const redisReply *payload)
+{
+    char token[NM_TOKEN_LEN + 1];
+    long long fence;
+    int dead;
+
+    if (!payload || payload->type != REDIS_REPLY_STRING ||
+        strncmp(payload->str, "granted ", 8) != 0)
+        return 1;
+    if (sscanf(payload->str + 8, "%32s %lld %d", token, &fence, &dead) != 3)
+        return 1;
+    if (ch->listeners == 0 || strcmp(token, ch->token) != 0)
+        return 0; /* someone else's turn: nothing for us to do */
+    ch->granted = 1;
+    ch->fence = fence;
+    ch->dead = dead;
+    return 1;
+}
+
 static void on_reply(const redisReply *r)
 {
     const redisReply *name = r->elements >= 2 ? r->element[1] : NULL;
@@ -210,6 +250,8 @@ static void on_reply(const redisReply *r)
     if (!ch)
         return;
     if (reply_is(r, "message")) {
+        if (!on_message(ch, r->elements >= 3 ? r->element[2] : NULL))
+            return;
         ch->seq++;
     } else if (reply_is(r, "subscribe") && ch->state == CH_SUBSCRIBING) {
         ch->state = CH_SUBSCRIBED;

@@ -20,9 +20,11 @@ typedef struct nm_chan nm_chan_t;
 
 /* ---- for waiters ---- */
 
-/* Starts listening on KEY's channel; NULL if that is impossible (no memory,
- * no background thread): the caller then polls. */
-nm_chan_t *nm_wake_listen(const char *key, size_t len);
+/* Starts listening on KEY's channel, as the waiter with TOKEN (only one
+ * thread per name and process waits on the server, so a channel has one
+ * token at a time); NULL if that is impossible (no memory, no background
+ * thread): the caller then polls. */
+nm_chan_t *nm_wake_listen(const char *key, size_t len, const char *token);
 void nm_wake_unlisten(nm_chan_t *ch);
 
 /* Waits until the server confirmed the subscription: 0, or ETIMEDOUT at
@@ -31,9 +33,13 @@ int nm_wake_ready(nm_chan_t *ch, int64_t until);
 
 uint64_t nm_wake_seq(nm_chan_t *ch);
 
-/* Sleeps until the sequence number differs from SEEN (a release, or the
- * subscriber reconnected) or UNTIL: 0 woken, ETIMEDOUT. */
+/* Sleeps until the sequence number differs from SEEN (a release, a grant
+ * to our token, or the subscriber reconnected) or UNTIL: 0 woken,
+ * ETIMEDOUT.  Grants to other tokens do not wake us. */
 int nm_wake_wait(nm_chan_t *ch, uint64_t seen, int64_t until);
+
+/* Whether the lock was granted to our token; then *FENCE and *DEAD. */
+int nm_wake_granted(nm_chan_t *ch, long long *fence, int *dead);
 
 /* ---- for the background thread ---- */
 

@@ -1,33 +1,39 @@
--- acquire.lua: take a netmutex if it is free.
--- KEYS[1] lock key, KEYS[2] meta hash
--- ARGV[1] token, ARGV[2] lease in ms, ARGV[3] holder description
+-- acquire.lua: take a netmutex if it is free, else (optionally) queue.
+-- KEYS K, M, Q, W (see lib.lua)
+-- ARGV[1] token, ARGV[2] lease in ms, ARGV[3] holder description,
+-- ARGV[4] queue entry lifetime in ms (0: do not queue; trylock)
 -- Returns {1, fence, previous_holder_died} when the lock is ours,
 -- {0, pttl, 0} when someone else holds it (pttl -1: the key never expires),
 -- or {-1, 0, 0} when the mutex was left ENOTRECOVERABLE.
-local cur = redis.call('GET', KEYS[1])
-if cur == ARGV[1] then
-  -- Our own token: an earlier attempt of this very acquisition was applied
-  -- but its reply was lost.  Succeed again instead of waiting for ourselves.
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  local meta = redis.call('HMGET', KEYS[2], 'fence', 'dead')
+local K, M, Q, W = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local token, lease, holder, ttl = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local now = now_ms()
+local cur = redis.call('GET', K)
+if cur == token then
+  -- Ours already: granted to us from the queue while we slept, or an
+  -- earlier attempt of this very acquisition was applied but its reply was
+  -- lost.  Succeed again instead of waiting for ourselves.
+  redis.call('PEXPIRE', K, lease)
+  redis.call('HDEL', W, token)
+  local meta = redis.call('HMGET', M, 'fence', 'dead')
   return {1, tonumber(meta[1] or 0), tonumber(meta[2] or 0)}
 end
-if cur then
-  return {0, redis.call('PTTL', KEYS[1]), 0}
+if not cur then
+  if redis.call('HEXISTS', M, 'unrecoverable') == 1 then
+    return {-1, 0, 0}
+  end
+  -- Free, but waiters queued first (the holder's lease ran out, so nobody
+  -- granted it): the head of the queue gets it, not a newcomer.
+  local head, fence, dead = grant_next(K, M, Q, W, now)
+  if head == token then
+    return {1, fence, dead}
+  end
+  if not head then
+    fence, dead = take(K, M, token, lease, holder, now)
+    return {1, fence, dead}
+  end
 end
-if redis.call('HEXISTS', KEYS[2], 'unrecoverable') == 1 then
-  return {-1, 0, 0}
+if ttl > 0 then
+  enqueue(Q, W, token, lease, ttl, now)
 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
--- The fence only ever grows: it is never reset by a release or an expiry.
-local fence = redis.call('HINCRBY', KEYS[2], 'fence', 1)
--- 'held' survives only if the previous holder never released: its lease
--- ran out instead, so it died or lost touch while holding the lock.
-local dead = 0
-if redis.call('HEXISTS', KEYS[2], 'held') == 1 then
-  dead = 1
-end
-local now = redis.call('TIME')
-redis.call('HSET', KEYS[2], 'held', ARGV[1], 'holder', ARGV[3],
-           'since', now[1] * 1000 + math.floor(now[2] / 1000), 'dead', dead)
-return {1, fence, dead}
+return {0, redis.call('PTTL', K), 0}

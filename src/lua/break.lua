@@ -1,7 +1,10 @@
 -- break.lua: an administrator frees a netmutex whoever holds it, and clears
--- ENOTRECOVERABLE.  The fence is kept: it must never go back.
--- KEYS[1] lock key, KEYS[2] meta hash.  Returns 1 if the lock was held.
-local held = redis.call('DEL', KEYS[1])
-redis.call('HDEL', KEYS[2], 'held', 'holder', 'since', 'dead', 'unrecoverable')
-redis.pcall('PUBLISH', KEYS[1], 'released')
+-- ENOTRECOVERABLE and the queue.  The fence is kept: it must never go back.
+-- KEYS K, M, Q, W (see lib.lua).  Returns 1 if the lock was held.
+local K, M, Q, W = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local held = redis.call('DEL', K)
+redis.call('DEL', Q, W)
+redis.call('HDEL', M, 'held', 'holder', 'since', 'dead', 'unrecoverable')
+-- Queued waiters wake, try again and queue anew.
+redis.pcall('PUBLISH', K, 'released')
 return held

@@ -1,29 +1,33 @@
--- release.lua: give a netmutex back, only if it is still ours.
--- KEYS[1] lock key, KEYS[2] meta hash; ARGV[1] token, ARGV[2] '1' when a
--- robust mutex is unlocked after EOWNERDEAD without netmutex_consistent():
--- then it stays ENOTRECOVERABLE for every later locker, as in pthread.
+-- release.lua: give a netmutex back, only if it is still ours, handing it
+-- to the first queued waiter if there is one.
+-- KEYS K, M, Q, W (see lib.lua); ARGV[1] token, ARGV[2] '1' when a robust
+-- mutex is unlocked after EOWNERDEAD without netmutex_consistent(): then it
+-- stays ENOTRECOVERABLE for every later locker, as in pthread.
 -- Returns 1 released, 2 released already (by an earlier attempt whose reply
 -- was lost), 0 the key is gone (our lease ran out), -1 the key holds
 -- another owner's token (ours ran out and someone else took it).
-local cur = redis.call('GET', KEYS[1])
-if cur ~= ARGV[1] then
+local K, M, Q, W = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local token = ARGV[1]
+local cur = redis.call('GET', K)
+if cur ~= token then
   if cur then
     return -1
   end
-  if redis.call('HGET', KEYS[2], 'released') == ARGV[1] then
+  if redis.call('HGET', M, 'released') == token then
     return 2
   end
   return 0
 end
-redis.call('DEL', KEYS[1])
-redis.call('HDEL', KEYS[2], 'held', 'holder', 'since')
+redis.call('DEL', K)
+redis.call('HDEL', M, 'held', 'holder', 'since')
 -- Remembered so that a retry after a lost reply knows it was us.
-redis.call('HSET', KEYS[2], 'released', ARGV[1])
+redis.call('HSET', M, 'released', token)
 if ARGV[2] == '1' then
-  redis.call('HSET', KEYS[2], 'unrecoverable', '1')
+  redis.call('HSET', M, 'unrecoverable', '1')
+elseif grant_next(K, M, Q, W, now_ms()) then
+  return 1
 end
--- Waiters subscribe to the lock key's name as a channel.  pcall: an ACL
--- user without channel rights must still be able to release; its waiters
--- fall back to polling, as they cannot subscribe either.
-redis.pcall('PUBLISH', KEYS[1], 'released')
+-- Nobody queued: wake whoever listens (pcall: an ACL user without channel
+-- rights must still be able to release; its waiters poll instead).
+redis.pcall('PUBLISH', K, 'released')
 return 1
