@@ -24,6 +24,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -35,6 +36,10 @@
 #include "watchdog.h"
 
 #define IDLE_CHECK_MS 1000
+/* Renewal batches keep argument arrays of 3 * NM_RENEW_BATCH entries on the
+ * stack (about 24 KiB); sanitizers want far more (TSan asks for ~900 KiB).
+ * Only the pages touched cost memory. */
+#define WATCHDOG_STACK (2 * 1024 * 1024)
 #define SUB_BACKOFF_MIN_MS 50
 #define SUB_BACKOFF_MAX_MS 1000
 
@@ -45,6 +50,7 @@ struct nm_watch {
     char token[NM_TOKEN_LEN + 1];
     char lease_str[16];
     unsigned int lease_ms;
+    int64_t interval;     /* renew this long after the last renewal left */
     char *name;
     nm_watch_opts_t opts;
     /* watchdog lock */
@@ -66,8 +72,8 @@ static struct {
     watch_t **recs;
     size_t nrecs, cap;
     int64_t next_check;   /* no record needs anything before this */
-    unsigned int renew_percent;
-} wd = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, { -1, -1 }, NULL, 0, 0, 0, 33 };
+    void *stack;          /* the thread's stack, reused by every restart */
+} wd = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, { -1, -1 }, NULL, 0, 0, 0, NULL };
 
 /* Owned by the thread alone (and by a child after fork, which has no
  * thread). */
@@ -84,11 +90,6 @@ static int64_t margin_ms(unsigned int lease_ms)
     /* Covers clock drift between us and the server (Redlock allows 1%) and
      * the time this thread needs to notice and report: 5% plus 2 ms. */
     return lease_ms / 20 + 2;
-}
-
-static int64_t renew_interval(const watch_t *w)
-{
-    return NM_MAX((int64_t)w->lease_ms * wd.renew_percent / 100, 1);
 }
 
 static int64_t valid_until(const watch_t *w)
@@ -135,6 +136,30 @@ static void stop_at_exit(void)
     nm_watchdog_stop();
 }
 
+/* The thread runs on a stack of its own making rather than one from
+ * glibc's cache.  After fork(), a child that starts its own watchdog would
+ * otherwise get the parent's cached watchdog stack, hence the same pthread_t
+ * as a thread that ThreadSanitizer still believes alive ("dup thread with
+ * used id"): users run their tests under TSan.  A fresh mapping can never
+ * land on the inherited one, which the child leaves in place. */
+static int create_thread(void)
+{
+    pthread_attr_t attr;
+    if (!wd.stack) {
+        void *p = mmap(NULL, WATCHDOG_STACK, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (p == MAP_FAILED)
+            return EAGAIN;
+        wd.stack = p;
+    }
+    pthread_attr_init(&attr);
+    int err = pthread_attr_setstack(&attr, wd.stack, WATCHDOG_STACK);
+    if (!err)
+        err = pthread_create(&wd.thread, &attr, watchdog_main, NULL);
+    pthread_attr_destroy(&attr);
+    return err ? EAGAIN : 0; /* the documented "no background thread" */
+}
+
 static int start_locked(void)
 {
     static int atexit_done;
@@ -149,7 +174,7 @@ static int start_locked(void)
     /* The thread must never take the program's signals. */
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int err = pthread_create(&wd.thread, NULL, watchdog_main, NULL);
+    int err = create_thread();
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (err)
         return err;
@@ -229,11 +254,12 @@ static watch_t *watch_new(const nm_lease_t *l, const char *name, const nm_watch_
     w->key_len = l->key_len;
     memcpy(w->token, l->token, sizeof w->token);
     w->lease_ms = l->lease_ms;
+    w->interval = NM_MAX((int64_t)l->lease_ms * l->cfg->renew_percent / 100, 1);
     snprintf(w->lease_str, sizeof w->lease_str, "%u", l->lease_ms);
     w->opts = *o;
     w->refs = 1;
     w->valid_until = l->sent_at + l->lease_ms;
-    w->next_renew = o->autorenew ? l->sent_at + renew_interval(w) : NM_FOREVER;
+    w->next_renew = o->autorenew ? l->sent_at + w->interval : NM_FOREVER;
     return w;
 }
 
@@ -373,7 +399,7 @@ static void collect_due_locked(int64_t now, round_t *r)
     r->deadline = NM_FOREVER;
     for (size_t i = 0; i < wd.nrecs; i++) {
         watch_t *w = wd.recs[i];
-        if (w->lost || w->next_renew - renew_interval(w) / 8 > now)
+        if (w->lost || w->next_renew - w->interval / 8 > now)
             continue;
         w->refs++;
         r->result[r->n] = -1;
@@ -462,12 +488,12 @@ static void apply_round_locked(round_t *r, int64_t now, lost_list_t *lost)
         if (!w->released && r->result[i] == 1) {
             if (r->sent_at + (int64_t)w->lease_ms > valid_until(w))
                 set_valid_until(w, r->sent_at + w->lease_ms);
-            w->next_renew = r->sent_at + renew_interval(w);
+            w->next_renew = r->sent_at + w->interval;
         } else if (!w->released && r->result[i] == 0) {
             declare_lost(w, lost);
         } else if (!w->released) {
             /* No answer: try again soon, well before the lease runs out. */
-            w->next_renew = now + NM_MIN(renew_interval(w) / 4 + 1, 100);
+            w->next_renew = now + NM_MIN(w->interval / 4 + 1, 100);
         }
         watch_unref(w);
     }
@@ -555,9 +581,6 @@ static void bind_config(void)
     nm_config_unref(io.cfg);
     io.cfg = cfg;
     nm_wake_disconnected();
-    pthread_mutex_lock(&wd.lock);
-    wd.renew_percent = cfg->renew_percent;
-    pthread_mutex_unlock(&wd.lock);
 }
 
 static void wait_events(int64_t until)
@@ -636,6 +659,7 @@ void nm_watchdog_after_fork_child(void)
     wd.nrecs = wd.cap = 0;
     wd.next_check = 0;
     wd.running = wd.stop = 0;
+    wd.stack = NULL; /* the parent's mapping stays, unused (see create_thread) */
     if (wd.pipe[0] >= 0) {
         close(wd.pipe[0]);
         close(wd.pipe[1]);
