@@ -107,8 +107,8 @@ static size_t holder_text(char *buf, size_t size)
 static int run(nm_lease_t *l, nm_script_t id, int nkeys, int nargs, const char **args,
                const size_t *arg_lens, int64_t deadline, redisReply **out, int *sent)
 {
-    const char *argv[NKEYS + 4];
-    size_t lens[NKEYS + 4];
+    const char *argv[NKEYS + 5];
+    size_t lens[NKEYS + 5];
     redisContext *c;
 
     put_keys(l, nkeys, argv, lens);
@@ -153,16 +153,19 @@ static int take_triple(nm_lease_t *l, redisReply *r, long long *pttl)
 static int acquire_once(nm_lease_t *l, unsigned int queue_ttl, int64_t deadline,
                         long long *pttl, int *sent)
 {
-    char lease[16], ttl[16], holder[320];
+    char lease[16], ttl[16], holder[320], since[24];
     size_t holder_len = holder_text(holder, sizeof holder);
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
     snprintf(lease, sizeof lease, "%u", l->lease_ms);
     snprintf(ttl, sizeof ttl, "%u", queue_ttl);
-    const char *args[4] = { l->token, lease, holder, ttl };
-    size_t lens[4] = { NM_TOKEN_LEN, strlen(lease), holder_len, strlen(ttl) };
+    snprintf(since, sizeof since, "%lld", (long long)wall.tv_sec * 1000 + wall.tv_nsec / 1000000);
+    const char *args[5] = { l->token, lease, holder, ttl, since };
+    size_t lens[5] = { NM_TOKEN_LEN, strlen(lease), holder_len, strlen(ttl), strlen(since) };
     redisReply *r;
 
     l->tried_at = nm_now_ms();
-    int err = run(l, NM_SCRIPT_ACQUIRE, NKEYS, 4, args, lens, deadline, &r, sent);
+    int err = run(l, NM_SCRIPT_ACQUIRE, NKEYS, 5, args, lens, deadline, &r, sent);
     if (!err)
         err = take_triple(l, r, pttl);
     if (!err)

@@ -414,19 +414,29 @@ int netmutex_timedlock(netmutex_t *m, const struct timespec *abstime)
     return netmutex_clocklock(m, CLOCK_REALTIME, abstime);
 }
 
-int netmutex_unlock(netmutex_t *m)
+/* Locks E's mutex if the calling thread holds E: 0, or EPERM unlocked. */
+static int lock_if_owner(netmutex_t *m, nm_entry_t **out)
 {
     nm_entry_t *e;
-    nm_lease_t lease;
     int err = handle_entry(m, &e);
     if (err)
         return err;
-
     pthread_mutex_lock(&e->mu);
     if (!e->held || !pthread_equal(e->owner, pthread_self())) {
         pthread_mutex_unlock(&e->mu);
         return EPERM;
     }
+    *out = e;
+    return 0;
+}
+
+int netmutex_unlock(netmutex_t *m)
+{
+    nm_entry_t *e;
+    nm_lease_t lease;
+    int err = lock_if_owner(m, &e);
+    if (err)
+        return err;
     if (--e->depth > 0) {
         pthread_mutex_unlock(&e->mu);
         return 0;
@@ -467,22 +477,6 @@ int netmutex_unlock(netmutex_t *m)
 }
 
 /* ---- robustness, leases and fences ---------------------------------------- */
-
-/* Locks E's mutex if the calling thread holds E: 0, or EPERM unlocked. */
-static int lock_if_owner(netmutex_t *m, nm_entry_t **out)
-{
-    nm_entry_t *e;
-    int err = handle_entry(m, &e);
-    if (err)
-        return err;
-    pthread_mutex_lock(&e->mu);
-    if (!e->held || !pthread_equal(e->owner, pthread_self())) {
-        pthread_mutex_unlock(&e->mu);
-        return EPERM;
-    }
-    *out = e;
-    return 0;
-}
 
 int netmutex_consistent(netmutex_t *m)
 {

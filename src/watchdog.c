@@ -72,8 +72,9 @@ static struct {
     watch_t **recs;
     size_t nrecs, cap;
     int64_t next_check;   /* no record needs anything before this */
+    int64_t sleep_until;  /* when the sleeping thread will look again */
     void *stack;          /* the thread's stack, reused by every restart */
-} wd = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, { -1, -1 }, NULL, 0, 0, 0, NULL };
+} wd = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, { -1, -1 }, NULL, 0, 0, 0, 0, NULL };
 
 /* Owned by the thread alone (and by a child after fork, which has no
  * thread). */
@@ -276,10 +277,10 @@ int nm_watchdog_track(nm_lease_t *l, const char *name, const nm_watch_opts_t *op
         w->index = wd.nrecs;
         wd.recs[wd.nrecs++] = w;
         int64_t due = NM_MIN(w->next_renew, lost_at(w));
-        if (due < wd.next_check) {
-            wd.next_check = due;
+        wd.next_check = NM_MIN(wd.next_check, due);
+        /* The thread may be asleep for longer (idle, it waits forever). */
+        if (due < wd.sleep_until)
             poke_locked();
-        }
         l->watch = w;
     }
     pthread_mutex_unlock(&wd.lock);
@@ -623,6 +624,11 @@ static void *watchdog_main(void *arg)
         int64_t next = wd.nrecs ? wd.next_check : NM_FOREVER;
         pthread_mutex_unlock(&wd.lock);
         next = NM_MIN(next, sub_maintain(nm_now_ms(), next));
+        pthread_mutex_lock(&wd.lock);
+        /* A lease tracked from now on pokes us if it is due earlier; one
+         * tracked since we read next_check lowered it, so take it again. */
+        wd.sleep_until = next = NM_MIN(next, wd.nrecs ? wd.next_check : NM_FOREVER);
+        pthread_mutex_unlock(&wd.lock);
         wait_events(next);
     }
     io_close();

@@ -1,13 +1,13 @@
 -- acquire.lua: take a netmutex if it is free, else (optionally) queue.
 -- KEYS K, M, Q, W (see lib.lua)
 -- ARGV[1] token, ARGV[2] lease in ms, ARGV[3] holder description,
--- ARGV[4] queue entry lifetime in ms (0: do not queue; trylock)
+-- ARGV[4] queue entry lifetime in ms (0: do not queue; trylock),
+-- ARGV[5] the caller's wall clock in ms (for 'since', display only)
 -- Returns {1, fence, previous_holder_died} when the lock is ours,
 -- {0, pttl, 0} when someone else holds it (pttl -1: the key never expires),
 -- or {-1, 0, 0} when the mutex was left ENOTRECOVERABLE.
 local K, M, Q, W = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, lease, holder, ttl = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-local now = now_ms()
 local cur = redis.call('GET', K)
 if cur == token then
   -- Ours already: granted to us from the queue while we slept, or an
@@ -19,21 +19,22 @@ if cur == token then
   return {1, tonumber(meta[1] or 0), tonumber(meta[2] or 0)}
 end
 if not cur then
-  if redis.call('HEXISTS', M, 'unrecoverable') == 1 then
+  local meta = redis.call('HMGET', M, 'unrecoverable', 'held')
+  if meta[1] then
     return {-1, 0, 0}
   end
   -- Free, but waiters queued first (the holder's lease ran out, so nobody
   -- granted it): the head of the queue gets it, not a newcomer.
-  local head, fence, dead = grant_next(K, M, Q, W, now)
+  local head, fence, dead = grant_next(K, M, Q, W, meta[2])
   if head == token then
     return {1, fence, dead}
   end
   if not head then
-    fence, dead = take(K, M, token, lease, holder, now)
+    fence, dead = take(K, M, token, lease, holder, ARGV[5], meta[2])
     return {1, fence, dead}
   end
 end
 if ttl > 0 then
-  enqueue(Q, W, token, lease, ttl, now)
+  enqueue(Q, W, token, lease, ttl)
 end
 return {0, redis.call('PTTL', K), 0}

@@ -1,10 +1,12 @@
 -- break.lua: an administrator frees a netmutex whoever holds it, and clears
 -- ENOTRECOVERABLE and the queue.  The fence is kept: it must never go back.
--- KEYS K, M, Q, W (see lib.lua).  Returns 1 if the lock was held.
+-- KEYS K, M, Q, W (see lib.lua).  Returns 1 if the lock was held or
+-- marked ENOTRECOVERABLE, 0 if there was nothing to free.
 local K, M, Q, W = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local held = redis.call('DEL', K)
+local held = redis.call('DEL', K) + redis.call('HEXISTS', M, 'unrecoverable')
 redis.call('DEL', Q, W)
-redis.call('HDEL', M, 'held', 'holder', 'since', 'dead', 'unrecoverable')
+redis.call('HSET', M, 'held', '')
+redis.call('HDEL', M, 'holder', 'since', 'dead', 'unrecoverable')
 -- Queued waiters wake, try again and queue anew.
 redis.pcall('PUBLISH', K, 'released')
-return held
+return math.min(held, 1)

@@ -19,12 +19,12 @@ if cur ~= token then
   return 0
 end
 redis.call('DEL', K)
-redis.call('HDEL', M, 'held', 'holder', 'since')
--- Remembered so that a retry after a lost reply knows it was us.
-redis.call('HSET', M, 'released', token)
+-- 'released' is remembered so that a retry after a lost reply knows it
+-- was us; an empty 'held' tells the next taker nobody died holding it.
+redis.call('HSET', M, 'held', '', 'released', token)
 if ARGV[2] == '1' then
   redis.call('HSET', M, 'unrecoverable', '1')
-elseif grant_next(K, M, Q, W, now_ms()) then
+elseif grant_next(K, M, Q, W, '') then
   return 1
 end
 -- Nobody queued: wake whoever listens (pcall: an ACL user without channel
