@@ -95,6 +95,16 @@ NETMUTEX_API int netmutex_attr_getrobust(const netmutex_attr_t *attr, int *robus
 NETMUTEX_API int netmutex_attr_setautorenew(netmutex_attr_t *attr, int on);
 NETMUTEX_API int netmutex_attr_getautorenew(const netmutex_attr_t *attr, int *on);
 
+/* Fair mode (default 0).  Waiters from different processes are always
+ * served in arrival order: they queue in Redis, and a release hands the lock
+ * to the head of that queue.  With fair mode on, the mutex also gives up
+ * the throughput tricks inside a process: no cohort hand-off (every
+ * acquisition takes its own turn in the Redis queue and gets its own
+ * fence), and a thread that unlocks and locks again cannot overtake a
+ * thread of its process that was already waiting. */
+NETMUTEX_API int netmutex_attr_setfair(netmutex_attr_t *attr, int on);
+NETMUTEX_API int netmutex_attr_getfair(const netmutex_attr_t *attr, int *on);
+
 /* The callback for a lost lease of mutexes made with ATTR (FN NULL: the
  * global one of netmutex_config_t, if any). */
 NETMUTEX_API int netmutex_attr_setlostfn(netmutex_attr_t *attr, netmutex_lost_fn fn,

@@ -34,6 +34,7 @@
 #define STATE_LIVE 0x6e6d7478u   /* "nmtx": netmutex_init ran */
 #define FLAG_ROBUST 1u
 #define FLAG_NO_RENEW 2u
+#define FLAG_FAIR 4u
 
 /* ---- process-wide hooks ------------------------------------------------ */
 
@@ -183,6 +184,21 @@ int netmutex_attr_getautorenew(const netmutex_attr_t *attr, int *on)
     return 0;
 }
 
+int netmutex_attr_setfair(netmutex_attr_t *attr, int on)
+{
+    if (on != 0 && on != 1)
+        return EINVAL;
+    return set_flag(attr, FLAG_FAIR, on);
+}
+
+int netmutex_attr_getfair(const netmutex_attr_t *attr, int *on)
+{
+    if (!attr_ok(attr) || !on)
+        return EINVAL;
+    *on = !!(attr->nm_flags & FLAG_FAIR);
+    return 0;
+}
+
 int netmutex_attr_setlostfn(netmutex_attr_t *attr, netmutex_lost_fn fn, void *arg)
 {
     if (!attr_ok(attr))
@@ -301,10 +317,12 @@ static int start_watching(const netmutex_t *m, nm_entry_t *e, nm_lease_t *lease)
 static int wait_local_turn(nm_entry_t *e, nm_wait_t wait, int64_t deadline)
 {
     int err = 0;
+    /* A turn reserved (fair mode) belongs to a thread already waiting. */
+    int newcomer_barred = e->reserved && e->waiters > 0;
     if (wait == NM_NOWAIT)
-        return e->busy && !e->handoff ? EBUSY : 0;
+        return (e->busy && !e->handoff) || newcomer_barred ? EBUSY : 0;
     e->waiters++;
-    while (e->busy && !e->handoff && !err) {
+    while (((e->busy && !e->handoff) || newcomer_barred) && !err) {
         if (deadline == NM_FOREVER) {
             pthread_cond_wait(&e->cv, &e->mu);
         } else {
@@ -313,7 +331,11 @@ static int wait_local_turn(nm_entry_t *e, nm_wait_t wait, int64_t deadline)
                 e->busy && !e->handoff)
                 err = ETIMEDOUT;
         }
+        /* Woken while idle: this waiter takes the reserved turn. */
+        newcomer_barred = 0;
     }
+    if (!err)
+        e->reserved = 0;
     e->waiters--;
     return err;
 }
@@ -336,6 +358,8 @@ static int may_hand_off(const nm_entry_t *e)
 {
     const nm_config_t *cfg = e->lease.cfg;
     if (e->waiters == 0 || e->inconsistent || nm_watchdog_lost(&e->lease))
+        return 0;
+    if (e->owner_handle->nm_flags & FLAG_FAIR)
         return 0;
     if (e->cohort_turns >= cfg->cohort_max)
         return 0;
@@ -454,6 +478,7 @@ int netmutex_unlock(netmutex_t *m)
     lease = e->lease;
     memset(&e->lease, 0, sizeof e->lease);
     int unrecoverable = e->inconsistent;
+    int fair = (e->owner_handle->nm_flags & FLAG_FAIR) != 0;
     e->held = 0;
     e->inconsistent = 0;
     e->owner_handle = NULL;
@@ -470,6 +495,7 @@ int netmutex_unlock(netmutex_t *m)
 
     pthread_mutex_lock(&e->mu);
     e->busy = 0;
+    e->reserved = fair && e->waiters > 0;
     nm_registry_note_held(-1);
     pthread_cond_signal(&e->cv);
     pthread_mutex_unlock(&e->mu);

@@ -145,6 +145,7 @@ static void entry_reset_in_child(nm_entry_t *e)
     e->busy = 0;
     e->handoff = 0;
     e->waiters = 0;
+    e->reserved = 0;
     e->held = 0;
     e->depth = 0;
     e->inconsistent = 0;

@@ -32,6 +32,7 @@ typedef struct nm_entry {
     int inconsistent;         /* robust: EOWNERDEAD given, not repaired yet */
     int handoff;              /* unlocked, lease kept for a local waiter */
     unsigned int waiters;     /* local threads in wait_local_turn */
+    int reserved;             /* fair: the next turn is for a waiting thread */
     unsigned int cohort_turns;/* hand-offs since the lease was acquired */
     int64_t cohort_start;     /* when the lease was acquired (monotonic ms) */
     nm_lease_t lease;         /* the server-side acquisition, when held */
