@@ -1,0 +1,256 @@
+/*
+ * fixture.h -- shared helpers for the netmutex test programs.
+ *
+ * Every test program starts one private redis-server (unix socket in a fresh
+ * temporary directory, optionally a TCP port on 127.0.0.1), runs its GLib
+ * test cases against it and stops it.  The helpers here exist so that the
+ * test programs themselves only say *what* they check:
+ *
+ *   - time:       a slowdown factor (NETMUTEX_TEST_SLOWDOWN) scales every
+ *                 time bound, so valgrind and TSan runs are not flaky;
+ *   - the server: start/stop/restart/pause, raw commands for assertions;
+ *   - threads:    run a call in a thread and wait for it with a bound, hold a
+ *                 netmutex in another thread;
+ *   - processes:  fork a worker (which dies with the test), wait for it with a
+ *                 bound, drive a netmutex in another process over pipes;
+ *   - assertions: errno results printed by name.
+ */
+#ifndef NM_TEST_FIXTURE_H
+#define NM_TEST_FIXTURE_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <glib.h>
+#include <hiredis.h>
+
+#include "netmutex.h"
+
+G_BEGIN_DECLS
+
+/* ---- program setup ---------------------------------------------------- */
+
+/* g_test_init plus what every program needs: NETMUTEX_* variables from the
+ * caller's environment removed (so a developer's shell cannot change the
+ * outcome), SIGPIPE ignored (a killed server must not kill the test). */
+void nm_test_init(int *argc, char ***argv);
+
+/* netmutex_shutdown() for the main thread, so leak checkers see no open
+ * connection at exit; returns g_test_run()'s value for `return`, or 1 if
+ * shutdown failed (a mutex was left held). */
+int nm_test_finish(int run_result);
+
+/* A name unique to the running test case: "<test path>/<suffix>". */
+char *nm_test_name(const char *suffix);
+
+/* Registers FN four times, as PATH/normal, PATH/errorcheck, PATH/recursive
+ * and PATH/default, with the mutex type as its data (GINT_TO_POINTER). */
+void nm_test_add_for_types(const char *path, GTestDataFunc fn);
+const char *nm_type_name(int type);
+
+/* netmutex_init of M named nm_test_name(SUFFIX), with TYPE and LEASE_MS
+ * (0: the configured default); asserts success.  Returns the name. */
+char *nm_mutex_init(netmutex_t *m, const char *suffix, int type,
+                    unsigned int lease_ms);
+
+/* ---- time ------------------------------------------------------------- */
+
+/* NETMUTEX_TEST_SLOWDOWN, at least 1. */
+double nm_slowdown(void);
+/* MS milliseconds scaled by the slowdown factor. */
+unsigned int nm_ms(unsigned int ms);
+/* CLOCK_MONOTONIC in milliseconds. */
+gint64 nm_now_ms(void);
+/* *TS = now on CLOCK + MS milliseconds (MS is not scaled here). */
+void nm_deadline(struct timespec *ts, clockid_t clock, unsigned int ms);
+/* Sleeps MS milliseconds (not scaled). */
+void nm_sleep_ms(unsigned int ms);
+/* Compare two timespecs: <0, 0, >0. */
+int nm_timespec_cmp(const struct timespec *a, const struct timespec *b);
+/* Asserts that a call that returned ETIMEDOUT at RETURNED (read on the
+ * deadline's clock right after the call) did not return before DEADLINE,
+ * and did return within LATE_MS (not scaled) after it. */
+void nm_assert_timed_out_at(const struct timespec *returned,
+                            const struct timespec *deadline,
+                            unsigned int late_ms);
+
+/* ---- assertions ------------------------------------------------------- */
+
+/* "EBUSY", "0", ... for the values this library returns. */
+const char *nm_errname(int rc);
+
+/* Asserts that EXPR (an int) equals WANT and prints both by name. */
+#define nm_assert_rc(expr, want)                                              \
+    do {                                                                      \
+        int nm_rc_ = (expr);                                                  \
+        int nm_want_ = (want);                                                \
+        if (nm_rc_ != nm_want_)                                               \
+            nm_assert_rc_failed(__FILE__, __LINE__, G_STRFUNC, #expr, nm_rc_, \
+                                nm_want_);                                    \
+    } while (0)
+
+void nm_assert_rc_failed(const char *file, int line, const char *func,
+                         const char *expr, int got, int want);
+
+/* True if S is exactly 32 lowercase hex digits (an acquisition token). */
+bool nm_is_token(const char *s);
+
+/* ---- the private redis-server ----------------------------------------- */
+
+typedef struct NmRedis NmRedis;
+
+typedef struct NmRedisOpts {
+    bool tcp;                /* also listen on 127.0.0.1:<free port> */
+    const char *requirepass; /* NULL: no password */
+} NmRedisOpts;
+
+/* Starts a server (OPTS may be NULL: unix socket only) and waits, with a
+ * bound, until it answers PING.  Aborts the test program on failure. */
+NmRedis *nm_redis_start(const NmRedisOpts *opts);
+/* Stops the server if it runs and removes its directory. */
+void nm_redis_free(NmRedis *r);
+
+/* SIGTERM + waitpid: the socket goes away, the data is lost. */
+void nm_redis_stop(NmRedis *r);
+/* Starts it again on the same socket and port, with no data.  The server
+ * dies with the thread that started it (PR_SET_PDEATHSIG), so start and
+ * restart it from the main thread. */
+void nm_redis_restart(NmRedis *r);
+/* SIGSTOP / SIGCONT: the sockets stay open but nothing is answered. */
+void nm_redis_pause(NmRedis *r);
+void nm_redis_resume(NmRedis *r);
+
+const char *nm_redis_dir(NmRedis *r);
+const char *nm_redis_socket(NmRedis *r);
+int nm_redis_port(NmRedis *r);
+/* "unix://[:pass@]/dir/redis.sock" (with the server's password). */
+char *nm_redis_url(NmRedis *r);
+/* "redis://[:pass@]127.0.0.1:PORT[/DB]" (DB < 0: no path). */
+char *nm_redis_tcp_url(NmRedis *r, int db);
+
+/* netmutex_configure() with nm_redis_url() and defaults; asserts 0. */
+void nm_configure(NmRedis *r);
+/* The same with explicit timeouts and default lease (0: library default). */
+void nm_configure_timeouts(NmRedis *r, unsigned int connect_ms,
+                           unsigned int io_ms);
+
+/* A fresh raw connection (authenticated, SELECTed to DB), for assertions.
+ * A new connection per call keeps assertions independent of CLIENT KILL and
+ * of what the library does on its own connections. */
+redisContext *nm_redis_connect(NmRedis *r, int db);
+/* One command on a fresh connection to db 0.  Asserts a reply arrived (an
+ * error reply is returned, not asserted); the caller frees it. */
+redisReply *nm_redis_cmd(NmRedis *r, const char *fmt, ...);
+/* Like nm_redis_cmd, and also asserts the reply is not an error. */
+void nm_redis_ok(NmRedis *r, const char *fmt, ...);
+/* Binary-safe GET of KEY (KEYLEN bytes) in DB: a new string, or NULL if the
+ * key does not exist. */
+char *nm_redis_get(NmRedis *r, int db, const char *key, size_t keylen);
+/* PTTL of KEY in db 0 (-2: no key, -1: no expiry). */
+long long nm_redis_pttl(NmRedis *r, const char *key);
+/* HGET <key>:m fence as an integer (0 when absent). */
+long long nm_redis_fence(NmRedis *r, const char *lock_key);
+
+/* The lock key of NAME with the default prefix: "netmutex:{NAME}". */
+char *nm_lock_key(const char *name);
+/* The current token in Redis for NAME (NULL: not held), db 0. */
+char *nm_token_of(NmRedis *r, const char *name);
+
+/* ---- threads ---------------------------------------------------------- */
+
+/* A function run in its own thread whose result can be awaited with a
+ * bound; a call that never returns makes the test fail instead of hang. */
+typedef int (*NmCallFunc)(void *arg);
+typedef struct NmCall NmCall;
+
+NmCall *nm_call_start(NmCallFunc fn, void *arg);
+/* True once the call has returned (without waiting). */
+bool nm_call_done(NmCall *c);
+/* Waits at most TIMEOUT_MS (not scaled) for the call; on return frees C and
+ * gives the result.  Fails the test if the call did not return in time. */
+int nm_call_wait(NmCall *c, unsigned int timeout_ms);
+/* nm_call_start + nm_call_wait. */
+int nm_call_run(NmCallFunc fn, void *arg, unsigned int timeout_ms);
+
+/* For nm_call_*: lock (or trylock) the netmutex_t M and, if that worked,
+ * unlock it again before the thread exits; the result is the first
+ * non-zero result.  A thread must never exit holding a mutex, or the test
+ * program could not shut down cleanly. */
+int nm_call_lock_unlock(void *m);
+int nm_call_trylock_unlock(void *m);
+
+/* A thread that locks M and holds it until told to unlock. */
+typedef struct NmHolder NmHolder;
+/* Returns once the holder owns M (asserts that lock returned 0). */
+NmHolder *nm_holder_start(netmutex_t *m);
+/* Tells the holder to unlock and joins it (bounded: fails the test if the
+ * unlock does not return within a generous time); returns its result. */
+int nm_holder_release(NmHolder *h);
+/* Tells the holder to unlock after DELAY_MS, without waiting. */
+void nm_holder_release_later(NmHolder *h, unsigned int delay_ms);
+/* Joins a holder told to release later; returns unlock's result. */
+int nm_holder_join(NmHolder *h);
+
+/* A thread that runs netmutex calls on M on request and keeps running in
+ * between, so one thread's connection outlives several calls (and, say, a
+ * reconfiguration by another thread).  OP as for nm_remote: 'l', 't', 'u'. */
+typedef struct NmWorker NmWorker;
+NmWorker *nm_worker_start(netmutex_t *m);
+/* Runs OP in the worker and returns its result (bounded wait). */
+int nm_worker(NmWorker *w, char op);
+/* Ends and joins the worker. */
+void nm_worker_stop(NmWorker *w);
+
+/* Number of open file descriptors of this process. */
+int nm_count_fds(void);
+
+/* ---- processes -------------------------------------------------------- */
+
+/* fork() for test workers: the child dies with the test program
+ * (PR_SET_PDEATHSIG) and writes to stderr only, so a failed assertion in a
+ * child cannot corrupt the TAP stream.  Returns like fork(). */
+pid_t nm_fork(void);
+/* Forks a child that runs FN(ARG) and _exit()s with its result. */
+pid_t nm_fork_run(NmCallFunc fn, void *arg);
+/* The same, for a parent that has other threads: the child ends without
+ * the exit-time leak check of valgrind or LeakSanitizer.  In such a child
+ * the memory of the parent's other threads (their stacks, thread-local
+ * data) is unreachable by nature, so a leak report there says nothing
+ * about the code under test. */
+pid_t nm_fork_run_unchecked(NmCallFunc fn, void *arg);
+/* Waits at most TIMEOUT_MS for PID; kills it on timeout.  Asserts that it
+ * exited with status 0. */
+void nm_child_wait_ok(pid_t pid, unsigned int timeout_ms);
+
+/* Another process that operates one netmutex on command, so a test can
+ * place a holder or a prober in a different process.  It is this program
+ * exec'd anew (nm_test_init runs it), so it shares nothing with the test
+ * process and can be used whatever the test process did before. */
+typedef struct NmRemote NmRemote;
+NmRemote *nm_remote_start(NmRedis *r, const char *name, int type,
+                          unsigned int lease_ms);
+/* SIGKILLs the remote (a holder that dies without unlocking) and reaps it. */
+void nm_remote_kill(NmRemote *rem);
+/* Runs one call in the remote process and returns its result.  OP is 'l'
+ * (lock), 't' (trylock) or 'u' (unlock). */
+int nm_remote(NmRemote *rem, char op);
+/* The same in two halves, for a call that is expected to block: send, check
+ * with nm_remote_poll that no result arrives yet, then collect it. */
+void nm_remote_send(NmRemote *rem, char op);
+/* True if a result is ready within TIMEOUT_MS (not scaled). */
+bool nm_remote_poll(NmRemote *rem, unsigned int timeout_ms);
+/* Waits (bounded) for the result of the last nm_remote_send. */
+int nm_remote_result(NmRemote *rem);
+/* Asks the remote to destroy its mutex, shut down and exit 0; waits. */
+void nm_remote_stop(NmRemote *rem);
+/* Starts this program anew with fork+exec and returns how many sockets it
+ * found open on start-up: the ones it inherited without FD_CLOEXEC. */
+int nm_exec_count_sockets(void);
+/* A fresh process's trylock result on NAME (it unlocks again on success). */
+int nm_probe_trylock(NmRedis *r, const char *name, int type);
+
+G_END_DECLS
+
+#endif /* NM_TEST_FIXTURE_H */

@@ -1,0 +1,216 @@
+/*
+ * proxy.c -- see proxy.h.  One thread, one poll loop, blocking writes (the
+ * traffic is a few small commands, and the library always reads its
+ * replies, so a write cannot block for long).
+ */
+#include "ac_config.h"
+
+#include "proxy.h"
+
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define MAX_PAIRS 64
+
+typedef struct Pair {
+    int client;
+    int server;
+    bool muted;
+} Pair;
+
+struct NmProxy {
+    char *sock_path;
+    int listen_fd;
+    int port;
+    int wake[2]; /* writing to wake[1] stops the thread */
+    pthread_t thread;
+    Pair pairs[MAX_PAIRS];
+    int npairs; /* proxy thread only */
+    pthread_mutex_t lock; /* guards the two fields below */
+    bool armed;
+    unsigned int muted;
+};
+
+static int listen_loopback(int *port)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET };
+    socklen_t len = sizeof sa;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    g_assert_cmpint(fd, >=, 0);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&sa, sizeof sa), ==, 0);
+    g_assert_cmpint(listen(fd, 16), ==, 0);
+    g_assert_cmpint(getsockname(fd, (struct sockaddr *)&sa, &len), ==, 0);
+    *port = ntohs(sa.sin_port);
+    return fd;
+}
+
+static int connect_unix(const char *path)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+    g_strlcpy(sa.sun_path, path, sizeof sa.sun_path);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+static bool send_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+        if (n <= 0)
+            return false;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+static void accept_pair(NmProxy *p)
+{
+    int client = accept(p->listen_fd, NULL, NULL);
+    int server;
+
+    if (client < 0)
+        return;
+    server = connect_unix(p->sock_path);
+    if (server < 0 || p->npairs == MAX_PAIRS) {
+        close(client);
+        if (server >= 0)
+            close(server);
+        return;
+    }
+    p->pairs[p->npairs++] = (Pair){ .client = client, .server = server };
+}
+
+static void drop_pair(NmProxy *p, int i)
+{
+    close(p->pairs[i].client);
+    close(p->pairs[i].server);
+    p->pairs[i] = p->pairs[--p->npairs];
+}
+
+/* Decides whether bytes from this pair's server are passed on. */
+static bool should_drop_reply(NmProxy *p, Pair *pair)
+{
+    pthread_mutex_lock(&p->lock);
+    if (!pair->muted && p->armed) {
+        p->armed = false;
+        pair->muted = true;
+        p->muted++;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return pair->muted;
+}
+
+/* Relays what is readable on one side; false when the pair is finished. */
+static bool relay(NmProxy *p, Pair *pair, bool from_server)
+{
+    char buf[16384];
+    int src = from_server ? pair->server : pair->client;
+    int dst = from_server ? pair->client : pair->server;
+    ssize_t n = recv(src, buf, sizeof buf, 0);
+
+    if (n <= 0)
+        return false;
+    if (from_server && should_drop_reply(p, pair))
+        return true;
+    return send_all(dst, buf, (size_t)n);
+}
+
+static void *proxy_main(void *arg)
+{
+    NmProxy *p = arg;
+
+    for (;;) {
+        struct pollfd fds[2 + 2 * MAX_PAIRS];
+        int n = 0;
+
+        fds[n++] = (struct pollfd){ .fd = p->wake[0], .events = POLLIN };
+        fds[n++] = (struct pollfd){ .fd = p->listen_fd, .events = POLLIN };
+        for (int i = 0; i < p->npairs; i++) {
+            fds[n++] = (struct pollfd){ .fd = p->pairs[i].client, .events = POLLIN };
+            fds[n++] = (struct pollfd){ .fd = p->pairs[i].server, .events = POLLIN };
+        }
+        if (poll(fds, (nfds_t)n, -1) < 0)
+            continue;
+        if (fds[0].revents)
+            break;
+        /* Pairs first: accept_pair and drop_pair reorder the array. */
+        for (int i = p->npairs - 1; i >= 0; i--) {
+            short from_client = fds[2 + 2 * i].revents;
+            short from_server = fds[3 + 2 * i].revents;
+            bool alive = true;
+
+            if (from_client)
+                alive = relay(p, &p->pairs[i], false);
+            if (alive && from_server)
+                alive = relay(p, &p->pairs[i], true);
+            if (!alive)
+                drop_pair(p, i);
+        }
+        if (fds[1].revents)
+            accept_pair(p);
+    }
+    while (p->npairs > 0)
+        drop_pair(p, 0);
+    return NULL;
+}
+
+NmProxy *nm_proxy_start(NmRedis *r)
+{
+    NmProxy *p = g_new0(NmProxy, 1);
+
+    p->sock_path = g_strdup(nm_redis_socket(r));
+    p->listen_fd = listen_loopback(&p->port);
+    g_assert_cmpint(pipe(p->wake), ==, 0);
+    pthread_mutex_init(&p->lock, NULL);
+    g_assert_cmpint(pthread_create(&p->thread, NULL, proxy_main, p), ==, 0);
+    return p;
+}
+
+char *nm_proxy_url(NmProxy *p)
+{
+    return g_strdup_printf("redis://127.0.0.1:%d", p->port);
+}
+
+void nm_proxy_mute_next_reply(NmProxy *p)
+{
+    pthread_mutex_lock(&p->lock);
+    p->armed = true;
+    pthread_mutex_unlock(&p->lock);
+}
+
+unsigned int nm_proxy_muted(NmProxy *p)
+{
+    unsigned int n;
+
+    pthread_mutex_lock(&p->lock);
+    n = p->muted;
+    pthread_mutex_unlock(&p->lock);
+    return n;
+}
+
+void nm_proxy_free(NmProxy *p)
+{
+    char c = 'x';
+
+    g_assert_cmpint(write(p->wake[1], &c, 1), ==, 1);
+    pthread_join(p->thread, NULL);
+    close(p->wake[0]);
+    close(p->wake[1]);
+    close(p->listen_fd);
+    pthread_mutex_destroy(&p->lock);
+    g_free(p->sock_path);
+    g_free(p);
+}

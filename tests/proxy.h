@@ -1,0 +1,34 @@
+/*
+ * proxy.h -- a TCP-to-unix-socket relay in front of the private server,
+ * used to lose a reply on purpose: the request reaches Redis and is
+ * applied, but the client never hears back.  This is the one situation a
+ * client cannot tell apart from "not applied", and the only way to test it
+ * deterministically (CLIENT PAUSE or SIGSTOP delay the request instead of
+ * losing the reply).
+ */
+#ifndef NM_TEST_PROXY_H
+#define NM_TEST_PROXY_H
+
+#include "fixture.h"
+
+G_BEGIN_DECLS
+
+typedef struct NmProxy NmProxy;
+
+/* Listens on 127.0.0.1:<free port> and relays every connection to R's unix
+ * socket, in a thread of its own. */
+NmProxy *nm_proxy_start(NmRedis *r);
+/* "redis://127.0.0.1:PORT" */
+char *nm_proxy_url(NmProxy *p);
+/* The next bytes any server sends back are dropped, and so is everything
+ * that server connection sends afterwards: its client's next request is
+ * executed by Redis, but the reply is lost. */
+void nm_proxy_mute_next_reply(NmProxy *p);
+/* How many connections have been muted so far. */
+unsigned int nm_proxy_muted(NmProxy *p);
+/* Stops the thread and closes every connection. */
+void nm_proxy_free(NmProxy *p);
+
+G_END_DECLS
+
+#endif /* NM_TEST_PROXY_H */
