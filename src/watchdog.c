@@ -647,6 +647,10 @@ void nm_watchdog_after_fork_parent(void)
     pthread_mutex_unlock(&wd.lock);
 }
 
+/* What a forked child keeps of the thread's state, only so that it stays
+ * reachable (see nm_watchdog_after_fork_child). */
+static nm_config_t *orphaned_cfg;
+
 /* The child inherits no thread.  Its copies of the parent's records are
  * dropped without a word to the server: the leases are the parent's, and
  * the parent's watchdog keeps renewing them.  The thread's contexts may have
@@ -676,6 +680,9 @@ void nm_watchdog_after_fork_child(void)
     for (int i = 0; i < 2; i++)
         if (orphans[i] && orphans[i]->fd >= 0)
             close(orphans[i]->fd);
-    memset(&io, 0, sizeof io); /* io.cfg's reference stays with the parent's copy */
+    /* The thread may have been swapping io.cfg when fork() copied it: its
+     * reference is kept (reachable), never dropped, for the same reason. */
+    orphaned_cfg = io.cfg;
+    memset(&io, 0, sizeof io);
     pthread_mutex_unlock(&wd.lock);
 }
