@@ -648,8 +648,10 @@ void nm_watchdog_after_fork_parent(void)
 }
 
 /* What a forked child keeps of the thread's state, only so that it stays
- * reachable (see nm_watchdog_after_fork_child). */
-static nm_config_t *orphaned_cfg;
+ * reachable (see nm_watchdog_after_fork_child).  volatile: nothing reads
+ * them, and the compiler would otherwise drop the stores. */
+static nm_config_t *volatile orphaned_cfg;
+static redisContext *volatile orphans[2];
 
 /* The child inherits no thread.  Its copies of the parent's records are
  * dropped without a word to the server: the leases are the parent's, and
@@ -659,7 +661,6 @@ static nm_config_t *orphaned_cfg;
  * freed) instead of walking possibly half-updated structures. */
 void nm_watchdog_after_fork_child(void)
 {
-    static redisContext *orphans[2];
     for (size_t i = 0; i < wd.nrecs; i++) {
         wd.recs[i]->refs = 1;
         watch_unref(wd.recs[i]);
