@@ -137,7 +137,9 @@ typedef struct netmutex {
  * EINVAL: NULL mutex or name, empty or oversized name, bad attr. */
 NETMUTEX_API int netmutex_init(netmutex_t *m, const char *name,
                                const netmutex_attr_t *attr);
-/* EBUSY if this process holds the mutex (through any thread). */
+/* EBUSY if M is locked (by any thread of this process).  Another handle of
+ * the same name may be destroyed while M is locked: like two pthread
+ * mutexes, each netmutex_t is its own object. */
 NETMUTEX_API int netmutex_destroy(netmutex_t *m);
 
 /* Blocks until the mutex is ours.  While Redis is unreachable it keeps
