@@ -456,3 +456,9 @@ int nm_config_replace(nm_config_t *cfg, int (*busy)(void))
     nm_config_unref(old);
     return 0;
 }
+
+/* pthread_atfork: the watchdog thread takes current_lock when it follows a
+ * new configuration; a fork at that moment must not leave it locked in the
+ * child. */
+void nm_config_before_fork(void) { pthread_mutex_lock(&current_lock); }
+void nm_config_after_fork(void) { pthread_mutex_unlock(&current_lock); }

@@ -78,4 +78,8 @@ uint64_t nm_config_current_generation(void);
  * BUSY(), called under the same lock, says a lock is held: then EBUSY. */
 int nm_config_replace(nm_config_t *cfg, int (*busy)(void));
 
+/* pthread_atfork hooks (parent and child alike release the lock). */
+void nm_config_before_fork(void);
+void nm_config_after_fork(void);
+
 #endif /* NM_CONFIG_H */

@@ -122,3 +122,7 @@ int nm_script_run(redisContext *c, nm_script_t id, int nkeys, int nargs,
     }
     return err;
 }
+
+/* pthread_atfork: a thread may be recording a SHA1 when another forks. */
+void nm_script_before_fork(void) { pthread_mutex_lock(&sha_lock); }
+void nm_script_after_fork(void) { pthread_mutex_unlock(&sha_lock); }

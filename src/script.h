@@ -38,4 +38,8 @@ int nm_script_load(redisContext *c, nm_script_t id);
 int nm_script_append(redisContext *c, nm_script_t id, int nkeys, int nargs,
                      const char **argv, const size_t *lens);
 
+/* pthread_atfork hooks (parent and child alike release the lock). */
+void nm_script_before_fork(void);
+void nm_script_after_fork(void);
+
 #endif /* NM_SCRIPT_H */
