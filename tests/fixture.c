@@ -156,6 +156,15 @@ char *nm_mutex_init(netmutex_t *m, const char *suffix, int type,
 #endif
 #endif
 
+bool nm_fork_with_threads_is_safe(void)
+{
+#ifdef NM_BUILT_WITH_ASAN
+    return false;
+#else
+    return true;
+#endif
+}
+
 /* NETMUTEX_TEST_SLOWDOWN when set (CI sets it).  Otherwise a default for
  * the variant, so a developer's `make check-valgrind` or TSan build is not
  * flaky either: check-valgrind exports VALGRIND to the tests. */
@@ -307,13 +316,15 @@ struct NmRedis {
 /* ---- cleanup when a test program dies ---------------------------------- */
 
 /* g_error and failed fatal checks end the program with SIGTRAP or SIGABRT,
- * skipping nm_redis_free.  The server dies with us anyway (PDEATHSIG); this
- * also removes its directory.  Paths are prepared in advance because only
+ * a harness timeout or Ctrl-C with SIGTERM or SIGINT, all skipping
+ * nm_redis_free.  The server dies with us anyway (PDEATHSIG); this also
+ * removes its directory.  Paths are prepared in advance because only
  * async-signal-safe calls are allowed in the handler. */
 #define MAX_SERVERS 4
 static const char *const dir_files[] = { "redis.sock", "redis.log", "dump.rdb", "counter" };
 static char cleanup_paths[MAX_SERVERS][G_N_ELEMENTS(dir_files) + 1][512];
 static volatile sig_atomic_t cleanup_pids[MAX_SERVERS];
+static const int fatal_signals[] = { SIGABRT, SIGTRAP, SIGTERM, SIGINT, SIGHUP };
 
 static void emergency_cleanup(int sig)
 {
@@ -339,8 +350,8 @@ static int register_cleanup(const char *dir)
         for (gsize f = 0; f < G_N_ELEMENTS(dir_files); f++)
             g_snprintf(cleanup_paths[i][f + 1], sizeof cleanup_paths[i][f + 1], "%s/%s",
                        dir, dir_files[f]);
-        signal(SIGABRT, emergency_cleanup);
-        signal(SIGTRAP, emergency_cleanup);
+        for (gsize s = 0; s < G_N_ELEMENTS(fatal_signals); s++)
+            signal(fatal_signals[s], emergency_cleanup);
         return i;
     }
     return -1;
@@ -349,8 +360,8 @@ static int register_cleanup(const char *dir)
 /* In a forked worker: the server and its directory belong to the parent. */
 static void disarm_cleanup(void)
 {
-    signal(SIGABRT, SIG_DFL);
-    signal(SIGTRAP, SIG_DFL);
+    for (gsize s = 0; s < G_N_ELEMENTS(fatal_signals); s++)
+        signal(fatal_signals[s], SIG_DFL);
     for (int i = 0; i < MAX_SERVERS; i++) {
         cleanup_pids[i] = 0;
         cleanup_paths[i][0][0] = '\0';

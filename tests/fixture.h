@@ -55,6 +55,12 @@ const char *nm_type_name(int type);
 char *nm_mutex_init(netmutex_t *m, const char *suffix, int type,
                     unsigned int lease_ms);
 
+/* False in an AddressSanitizer build: its allocator (GCC 12's libasan) is
+ * not locked across fork(), so a child forked while another thread is in
+ * malloc can block forever on the first allocation of that size.  Tests
+ * that fork while threads run (the library's watchdog, say) skip then. */
+bool nm_fork_with_threads_is_safe(void);
+
 /* ---- time ------------------------------------------------------------- */
 
 /* NETMUTEX_TEST_SLOWDOWN, at least 1. */
