@@ -1443,3 +1443,24 @@ int nm_probe_trylock(NmRedis *r, const char *name, int type)
     nm_remote_stop(rem);
     return rc;
 }
+
+long long nm_queue_len(NmRedis *r, const char *name)
+{
+    redisReply *reply = nm_redis_cmd(r, "LLEN netmutex:{%s}:q", name);
+    long long n = reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
+
+    freeReplyObject(reply);
+    return n;
+}
+
+bool nm_wait_queue_len(NmRedis *r, const char *name, long long n, unsigned int timeout_ms)
+{
+    gint64 end = nm_now_ms() + timeout_ms;
+
+    while (nm_queue_len(r, name) != n) {
+        if (nm_now_ms() > end)
+            return false;
+        nm_sleep_ms(2);
+    }
+    return true;
+}

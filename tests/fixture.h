@@ -161,6 +161,13 @@ long long nm_redis_fence(NmRedis *r, const char *lock_key);
 
 /* The lock key of NAME with the default prefix: "netmutex:{NAME}". */
 char *nm_lock_key(const char *name);
+
+/* Waiters in NAME's FIFO queue in Redis (LLEN of its :q list), -1 on an
+ * unexpected reply. */
+long long nm_queue_len(NmRedis *r, const char *name);
+
+/* Polls until NAME's queue holds N waiters; false after TIMEOUT_MS. */
+bool nm_wait_queue_len(NmRedis *r, const char *name, long long n, unsigned int timeout_ms);
 /* The current token in Redis for NAME (NULL: not held), db 0. */
 char *nm_token_of(NmRedis *r, const char *name);
 

@@ -43,28 +43,6 @@ static char *init_mutex(netmutex_t *m, const char *name, int robust)
     return g_strdup(name);
 }
 
-static long long queue_len(const char *name)
-{
-    redisReply *reply = nm_redis_cmd(redis, "LLEN netmutex:{%s}:q", name);
-    long long n = reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
-
-    freeReplyObject(reply);
-    return n;
-}
-
-/* Polls until NAME's Redis queue holds N waiters; false after TIMEOUT_MS. */
-static bool wait_queue_len(const char *name, long long n, unsigned int timeout_ms)
-{
-    gint64 end = nm_now_ms() + timeout_ms;
-
-    while (queue_len(name) != n) {
-        if (nm_now_ms() > end)
-            return false;
-        nm_sleep_ms(5);
-    }
-    return true;
-}
-
 /* Another process locks NAME with a short lease; returns it, holding.
  * *FENCE is the fence of its hold. */
 static NmRemote *doomed_holder(const char *name, long long *fence)
@@ -90,7 +68,7 @@ typedef struct Killer {
 static int kill_when_queued(void *p)
 {
     Killer *k = p;
-    bool queued = wait_queue_len(k->name, 1, nm_ms(10000));
+    bool queued = nm_wait_queue_len(redis, k->name, 1, nm_ms(10000));
 
     k->killed_at = nm_now_ms();
     nm_remote_kill(k->victim);
@@ -226,7 +204,7 @@ typedef struct Expirer {
 static int expire_then_probe(void *p)
 {
     Expirer *x = p;
-    bool queued = wait_queue_len(x->name, 1, nm_ms(10000));
+    bool queued = nm_wait_queue_len(redis, x->name, 1, nm_ms(10000));
     char *key = nm_lock_key(x->name);
 
     nm_sleep_ms(20);
@@ -302,7 +280,7 @@ static void test_not_recoverable_until_break(void)
     /* Another process queues for it meanwhile. */
     waiter = nm_remote_start(redis, name, NETMUTEX_NORMAL, 0);
     nm_remote_send(waiter, 'l');
-    g_assert_true(wait_queue_len(name, 1, nm_ms(10000)));
+    g_assert_true(nm_wait_queue_len(redis, name, 1, nm_ms(10000)));
 
     /* ...and so does a thread of this process (it must not be handed the
      * unrepaired lock without a word). */

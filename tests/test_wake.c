@@ -38,11 +38,6 @@ static long long redis_int(const char *fmt, const char *name)
     return n;
 }
 
-static long long queue_len(const char *name)
-{
-    return redis_int("LLEN netmutex:{%s}:q", name);
-}
-
 static long long waiting_len(const char *name)
 {
     return redis_int("HLEN netmutex:{%s}:w", name);
@@ -59,19 +54,6 @@ static long long subscribers(const char *name)
         n = reply->element[1]->integer;
     freeReplyObject(reply);
     return n;
-}
-
-/* Polls until NAME's Redis queue holds N waiters; false after TIMEOUT_MS. */
-static bool wait_queue_len(const char *name, long long n, unsigned int timeout_ms)
-{
-    gint64 end = nm_now_ms() + timeout_ms;
-
-    while (queue_len(name) != n) {
-        if (nm_now_ms() > end)
-            return false;
-        nm_sleep_ms(2);
-    }
-    return true;
 }
 
 static void *shared_alloc(size_t size)
@@ -373,7 +355,7 @@ typedef struct Killer {
 static int kill_when_queued(void *p)
 {
     Killer *k = p;
-    bool queued = wait_queue_len(k->name, 1, nm_ms(10000));
+    bool queued = nm_wait_queue_len(redis, k->name, 1, nm_ms(10000));
 
     k->killed_at = nm_now_ms();
     nm_remote_kill(k->victim);
@@ -403,7 +385,7 @@ static void test_dead_holder_waiter_wakes(void)
                    got_at - k.killed_at, lease);
     g_assert_cmpint(got_at - k.killed_at, <=, lease + nm_ms(5000));
     nm_assert_rc(netmutex_unlock(&m), 0);
-    g_assert_cmpint(queue_len(name), ==, 0);
+    g_assert_cmpint(nm_queue_len(redis, name), ==, 0);
 
     nm_assert_rc(netmutex_destroy(&m), 0);
     nm_assert_rc(netmutex_shutdown(), 0);
@@ -425,7 +407,7 @@ static int watch_queued(void *p)
     gint64 end = nm_now_ms() + w->timeout_ms;
 
     while (nm_now_ms() < end) {
-        if (queue_len(w->name) == 1 && waiting_len(w->name) == 1)
+        if (nm_queue_len(redis, w->name) == 1 && waiting_len(w->name) == 1)
             return 1;
         nm_sleep_ms(5);
     }
@@ -453,7 +435,7 @@ static void timed_wait_times_out(netmutex_t *m, const char *name, clockid_t cloc
     /* ...not returned before the deadline, nor much after it... */
     nm_assert_timed_out_at(&returned, &deadline, nm_ms(2000));
     /* ...and left no entry behind (the cancel path). */
-    g_assert_cmpint(queue_len(name), ==, 0);
+    g_assert_cmpint(nm_queue_len(redis, name), ==, 0);
     g_assert_cmpint(waiting_len(name), ==, 0);
 }
 
@@ -548,7 +530,7 @@ static void test_fifo_order(void)
     for (int i = 0; i < FIFO_WAITERS; i++) {
         waiters[i] = (FifoWaiter){ .name = name, .board = board, .id = 'B' + i };
         pids[i] = nm_fork_run(fifo_waiter, &waiters[i]);
-        g_assert_true(wait_queue_len(name, i + 1, nm_ms(10000)));
+        g_assert_true(nm_wait_queue_len(redis, name, i + 1, nm_ms(10000)));
     }
     g_assert_cmpint(g_atomic_int_get(&board->next), ==, 0);
     nm_assert_rc(nm_remote(a, 'u'), 0);
@@ -561,7 +543,7 @@ static void test_fifo_order(void)
     g_test_message("order: %c %c %c", board->order[0], board->order[1], board->order[2]);
     for (int i = 0; i < FIFO_WAITERS; i++)
         g_assert_cmpint(board->order[i], ==, 'B' + i);
-    g_assert_cmpint(queue_len(name), ==, 0);
+    g_assert_cmpint(nm_queue_len(redis, name), ==, 0);
     munmap(board, sizeof *board);
     g_free(name);
 }
@@ -585,7 +567,7 @@ static void test_subscriber_killed_resubscribes(void)
     holder = nm_remote_start(redis, name, NETMUTEX_NORMAL, 0);
     nm_assert_rc(nm_remote(holder, 'l'), 0);
     waiter = nm_call_start(nm_call_lock_unlock, &m);
-    g_assert_true(wait_queue_len(name, 1, nm_ms(10000)));
+    g_assert_true(nm_wait_queue_len(redis, name, 1, nm_ms(10000)));
     g_assert_cmpint(subscribers(name), ==, 1);
 
     reply = nm_redis_cmd(redis, "CLIENT KILL TYPE pubsub");
@@ -599,7 +581,7 @@ static void test_subscriber_killed_resubscribes(void)
     g_assert_cmpint(subscribers(name), ==, 1);
     g_assert_false(nm_call_done(waiter));
     /* Still queued (the waiter refreshes its entry), and wakes on release. */
-    g_assert_true(wait_queue_len(name, 1, nm_ms(10000)));
+    g_assert_true(nm_wait_queue_len(redis, name, 1, nm_ms(10000)));
     released_at = nm_now_ms();
     nm_assert_rc(nm_remote(holder, 'u'), 0);
     nm_assert_rc(nm_call_wait(waiter, nm_ms(5000)), 0);
