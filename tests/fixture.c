@@ -1464,3 +1464,13 @@ bool nm_wait_queue_len(NmRedis *r, const char *name, long long n, unsigned int t
     }
     return true;
 }
+
+int nm_kill_when_queued(void *p)
+{
+    NmKiller *k = p;
+    bool queued = nm_wait_queue_len(k->redis, k->name, 1, nm_ms(10000));
+
+    k->killed_at = nm_now_ms();
+    nm_remote_kill(k->victim);
+    return queued ? 0 : 1;
+}

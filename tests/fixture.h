@@ -246,6 +246,18 @@ NmRemote *nm_remote_start(NmRedis *r, const char *name, int type,
                           unsigned int lease_ms);
 /* SIGKILLs the remote (a holder that dies without unlocking) and reaps it. */
 void nm_remote_kill(NmRemote *rem);
+
+/* Kills VICTIM (SIGKILL) once NAME's Redis queue holds a waiter: run it with
+ * nm_call_start while the test's own thread waits in netmutex_lock.
+ * KILLED_AT is set when it struck; the call returns 1 if the waiter never
+ * showed up in time (the kill happens anyway). */
+typedef struct NmKiller {
+    NmRedis *redis;
+    NmRemote *victim;
+    const char *name;
+    gint64 killed_at;
+} NmKiller;
+int nm_kill_when_queued(void *killer);
 /* Runs one call in the remote process and returns its result.  OP is 'l'
  * (lock), 't' (trylock) or 'u' (unlock). */
 int nm_remote(NmRemote *rem, char op);

@@ -57,24 +57,6 @@ static NmRemote *doomed_holder(const char *name, long long *fence)
     return rem;
 }
 
-/* Kills a holder once NAME's queue holds a waiter (run in a thread while
- * the main thread waits in netmutex_lock). */
-typedef struct Killer {
-    NmRemote *victim;
-    const char *name;
-    gint64 killed_at;
-} Killer;
-
-static int kill_when_queued(void *p)
-{
-    Killer *k = p;
-    bool queued = nm_wait_queue_len(redis, k->name, 1, nm_ms(10000));
-
-    k->killed_at = nm_now_ms();
-    nm_remote_kill(k->victim);
-    return queued ? 0 : 1;
-}
-
 static int call_consistent(void *m)
 {
     return netmutex_consistent(m);
@@ -118,14 +100,14 @@ static void test_ownerdead_waiting_locker(void)
     char *name = nm_test_name("m");
     netmutex_t m;
     long long dead_fence;
-    Killer k = { .name = name };
+    NmKiller k = { .redis = redis, .name = name };
     NmCall *killer;
     gint64 got_at;
 
     nm_configure(redis);
     g_free(init_mutex(&m, name, NETMUTEX_ROBUST));
     k.victim = doomed_holder(name, &dead_fence);
-    killer = nm_call_start(kill_when_queued, &k);
+    killer = nm_call_start(nm_kill_when_queued, &k);
     nm_assert_rc(netmutex_lock(&m), EOWNERDEAD);
     got_at = nm_now_ms();
     nm_assert_rc(nm_call_wait(killer, PROMPT_MS), 0);

@@ -345,23 +345,6 @@ static void test_cohort_off_own_fences(void)
 
 /* ---- a killed holder ----------------------------------------------------------- */
 
-typedef struct Killer {
-    NmRemote *victim;
-    const char *name;
-    gint64 killed_at;
-} Killer;
-
-/* Kills the holder once the main thread's wait is visibly queued. */
-static int kill_when_queued(void *p)
-{
-    Killer *k = p;
-    bool queued = nm_wait_queue_len(redis, k->name, 1, nm_ms(10000));
-
-    k->killed_at = nm_now_ms();
-    nm_remote_kill(k->victim);
-    return queued ? 0 : 1;
-}
-
 /* A waiter sleeping on a holder that is then killed with SIGKILL wakes
  * when the lease runs out: within the lease plus a (generous) bound. */
 static void test_dead_holder_waiter_wakes(void)
@@ -369,7 +352,7 @@ static void test_dead_holder_waiter_wakes(void)
     unsigned int lease = nm_ms(500);
     char *name = nm_test_name("m");
     netmutex_t m;
-    Killer k = { .name = name };
+    NmKiller k = { .redis = redis, .name = name };
     NmCall *killer;
     gint64 got_at;
 
@@ -377,7 +360,7 @@ static void test_dead_holder_waiter_wakes(void)
     nm_assert_rc(netmutex_init(&m, name, NULL), 0);
     k.victim = nm_remote_start(redis, name, NETMUTEX_NORMAL, lease);
     nm_assert_rc(nm_remote(k.victim, 'l'), 0);
-    killer = nm_call_start(kill_when_queued, &k);
+    killer = nm_call_start(nm_kill_when_queued, &k);
     nm_assert_rc(netmutex_lock(&m), 0);
     got_at = nm_now_ms();
     nm_assert_rc(nm_call_wait(killer, PROMPT_MS), 0);
