@@ -217,18 +217,43 @@ NETMUTEX_API int netmutex_extend(netmutex_t *m, unsigned int ms);
  * EINVAL, EAGAIN (server unreachable), EACCES. */
 NETMUTEX_API int netmutex_break(const char *name);
 
+/* ---- inspection ---------------------------------------------------------- */
+
+/* What the servers know about NAME, for people and tools (netmutex(1)
+ * status).  Changes nothing.  In quorum mode it reports what a majority of
+ * the servers agree on: NAME is held when a quorum holds the same token.
+ * 0, EINVAL, EAGAIN (fewer than a quorum of servers answered), EACCES,
+ * EPROTO, ENOMEM. */
+#define NETMUTEX_HOLDER_MAX 320
+typedef struct netmutex_status {
+    int held;                         /* 1: someone holds NAME now */
+    char holder[NETMUTEX_HOLDER_MAX]; /* "host:pid:tid" of the holder, "" if free */
+    int64_t since_ms;                 /* when it was taken: Unix time in ms by
+                                         the holder's clock (0 if free) */
+    int64_t ttl_ms;                   /* what is left of the lease unless it is
+                                         renewed; -1 if free */
+    uint64_t fence;                   /* the latest fencing token handed out for
+                                         NAME, 0 if it was never locked */
+    unsigned int waiters;             /* waiters queued in Redis (one per
+                                         process; quorum mode never queues) */
+    int unrecoverable;                /* marked ENOTRECOVERABLE */
+} netmutex_status_t;
+NETMUTEX_API int netmutex_status(const char *name, netmutex_status_t *st);
+
 /* ---- global configuration -------------------------------------------- */
 
 /* Fields left 0 or NULL fall back to the environment variable named beside
  * them, then to the built-in default. */
 #define NETMUTEX_COHORT_OFF 0xffffffffu
+#define NETMUTEX_SERVERS_MAX 9
 typedef struct netmutex_config {
     /* NETMUTEX_URL, default "redis://127.0.0.1:6379".
      *   redis://[[user]:password@]host[:port][/db]
      *   unix://[[user]:password@]/absolute/path[?db=N]
      * host may be a name, an IPv4 address or [IPv6]; user and password may
-     * use %XX escapes.  A comma-separated list names independent masters
-     * (quorum mode, not yet implemented: ENOTSUP). */
+     * use %XX escapes.  A comma-separated list of 2 to NETMUTEX_SERVERS_MAX
+     * URLs names independent masters: quorum mode (Redlock), where every
+     * call needs a majority of them (see README.md, "Quorum mode"). */
     const char *url;
     /* NETMUTEX_PREFIX, default "netmutex:".  At most 256 bytes, no braces. */
     const char *key_prefix;
@@ -247,6 +272,17 @@ typedef struct netmutex_config {
      * NETMUTEX_COHORT_OFF here: never), NETMUTEX_COHORT_MS (default 5). */
     unsigned int cohort_max;
     unsigned int cohort_ms;
+    /* Quorum mode only.  SERVER_TIMEOUT_MS bounds how long one server may
+     * take to answer (dialing included) before it counts as unreachable:
+     * NETMUTEX_SERVER_TIMEOUT_MS, default lease/50 (at least 10, at most
+     * io_timeout_ms).  A quorum's grant is valid for lease - elapsed -
+     * drift, drift = DRIFT_FACTOR * lease + DRIFT_MS, the bound assumed on
+     * how much the servers' clocks may run fast against ours:
+     * NETMUTEX_DRIFT_FACTOR (default 0.01; 0 < f <= 0.25) and
+     * NETMUTEX_DRIFT_MS (default 2). */
+    unsigned int server_timeout_ms;
+    double drift_factor;
+    unsigned int drift_ms;
     /* Lost-lease callback for mutexes whose attributes name none. */
     netmutex_lost_fn on_lost;
     void *on_lost_arg;
@@ -256,7 +292,6 @@ typedef struct netmutex_config {
  * defaults only.  May be called again while this process holds no netmutex;
  * each thread re-dials with the new settings on its next call.
  * EINVAL:  malformed URL or prefix, a value out of range.
- * ENOTSUP: more than one server (quorum mode) in this version.
  * EBUSY:   some netmutex is held by this process. */
 NETMUTEX_API int netmutex_configure(const netmutex_config_t *cfg);
 

@@ -250,7 +250,7 @@ int nm_config_parse_urls(const char *urls, nm_server_t **servers, size_t *n)
         return EINVAL;
     for (const char *p = urls; *p; p++)
         count += *p == ',';
-    if (count > 64 || strlen(urls) > 64 * NM_URL_MAX)
+    if (count > NETMUTEX_SERVERS_MAX || strlen(urls) > NETMUTEX_SERVERS_MAX * NM_URL_MAX)
         return EINVAL;
     nm_server_t *list = calloc(count, sizeof *list);
     if (!list)
@@ -329,6 +329,42 @@ static int pick_cohort(const netmutex_config_t *u, nm_config_t *cfg)
     return err;
 }
 
+static int pick_double(double api, const char *env, double dflt, double min, double max,
+                       double *out)
+{
+    const char *s = getenv(env);
+    char *end;
+
+    if (api != 0) {
+        *out = api;
+    } else if (s != NULL && *s != '\0') {
+        errno = 0;
+        *out = strtod(s, &end);
+        if (errno || end == s || *end != '\0')
+            return EINVAL;
+    } else {
+        *out = dflt;
+    }
+    return *out > min && *out <= max ? 0 : EINVAL;
+}
+
+/* Quorum mode's timing: the per-server bound defaults to a fiftieth of the
+ * lease, so a slow server costs little of a grant's validity. */
+static int pick_quorum(const netmutex_config_t *u, nm_config_t *cfg)
+{
+    unsigned int dflt = NM_MIN(NM_MAX(cfg->lease_ms / 50, 10u), cfg->io_timeout_ms);
+    int err = pick_uint(u->server_timeout_ms, "NETMUTEX_SERVER_TIMEOUT_MS", dflt, 1,
+                        NM_TIMEOUT_MAX_MS, &cfg->server_timeout_ms);
+    if (!err)
+        err = pick_double(u->drift_factor, "NETMUTEX_DRIFT_FACTOR", NM_DEFAULT_DRIFT_FACTOR,
+                          0.0, 0.25, &cfg->drift_factor);
+    if (!err)
+        err = pick_uint(u->drift_ms, "NETMUTEX_DRIFT_MS", NM_DEFAULT_DRIFT_MS, 1, 60000,
+                        &cfg->drift_ms);
+    cfg->quorum = cfg->nservers / 2 + 1;
+    return err;
+}
+
 static int fill_config(const netmutex_config_t *u, nm_config_t *cfg)
 {
     static const netmutex_config_t none;
@@ -359,14 +395,12 @@ static int fill_config(const netmutex_config_t *u, nm_config_t *cfg)
                         5, 80, &cfg->renew_percent);
     if (!err)
         err = pick_cohort(u, cfg);
+    if (!err)
+        err = pick_quorum(u, cfg);
     if (err)
         return err;
     cfg->on_lost = u->on_lost;
     cfg->on_lost_arg = u->on_lost_arg;
-    /* Quorum mode (several independent masters) is parsed but not served
-     * yet: refusing it beats silently using only the first server. */
-    if (cfg->nservers > 1)
-        return ENOTSUP;
     cfg->prefix_len = strlen(prefix);
     cfg->prefix = dup_range(prefix, cfg->prefix_len);
     return cfg->prefix ? 0 : ENOMEM;

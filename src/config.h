@@ -23,6 +23,8 @@
 #define NM_DEFAULT_RENEW_PERCENT 33u
 #define NM_DEFAULT_COHORT_MAX 256u
 #define NM_DEFAULT_COHORT_MS 5u
+#define NM_DEFAULT_DRIFT_FACTOR 0.01
+#define NM_DEFAULT_DRIFT_MS 2u
 #define NM_PREFIX_MAX 256u
 #define NM_TIMEOUT_MAX_MS 3600000u
 #define NM_URL_MAX 4096u
@@ -49,6 +51,10 @@ typedef struct nm_config {
     unsigned int renew_percent;
     unsigned int cohort_max;
     unsigned int cohort_ms;
+    unsigned int server_timeout_ms; /* quorum mode: one server's answer */
+    double drift_factor;            /* quorum mode: validity's clock margin */
+    unsigned int drift_ms;
+    size_t quorum;                  /* nservers / 2 + 1 */
     netmutex_lost_fn on_lost;
     void *on_lost_arg;
     uint64_t generation;      /* unique per built configuration */
@@ -60,7 +66,7 @@ int nm_config_parse_urls(const char *urls, nm_server_t **servers, size_t *n);
 void nm_servers_free(nm_server_t *servers, size_t n);
 
 /* Builds a configuration from USER (may be NULL), falling back to the
- * environment and the defaults.  EINVAL, ENOTSUP (several servers), ENOMEM. */
+ * environment and the defaults.  EINVAL, ENOMEM. */
 int nm_config_build(const netmutex_config_t *user, nm_config_t **out);
 
 nm_config_t *nm_config_ref(nm_config_t *cfg);

@@ -17,6 +17,7 @@
 typedef struct conn_slot {
     redisContext *ctx;
     int64_t timeout_ms; /* what the socket's timeout is set to now */
+    int64_t down_until; /* quorum mode: do not dial before this */
 } conn_slot_t;
 
 typedef struct conn_cache {
@@ -175,6 +176,8 @@ int nm_conn_get(nm_config_t *cfg, size_t i, int64_t deadline, redisContext **out
     if (err)
         return err;
     conn_slot_t *slot = &cache->slots[i];
+    if (slot->down_until && nm_now_ms() < slot->down_until)
+        return NM_ECONN;
     if (slot->ctx == NULL) {
         err = nm_conn_dial(cfg, &cfg->servers[i], deadline, &slot->ctx);
         if (err)
@@ -193,6 +196,20 @@ void nm_conn_drop(size_t i)
         redisFree(cache->slots[i].ctx);
         cache->slots[i].ctx = NULL;
     }
+}
+
+int nm_conn_cached(const nm_config_t *cfg, size_t i)
+{
+    conn_cache_t *cache = thread_cache(0);
+    return cache && cache->cfg == cfg && cache->epoch == fork_epoch && cache->slots[i].ctx;
+}
+
+void nm_conn_set_down(size_t i, int64_t until)
+{
+    conn_cache_t *cache = thread_cache(0);
+    nm_conn_drop(i);
+    if (cache && cache->cfg && i < cache->cfg->nservers)
+        cache->slots[i].down_until = until;
 }
 
 void nm_conn_close_thread(void)

@@ -36,6 +36,14 @@ int nm_conn_dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadlin
  * next nm_conn_get re-dials. */
 void nm_conn_drop(size_t i);
 
+/* Whether the calling thread has a connection to server I of CFG. */
+int nm_conn_cached(const nm_config_t *cfg, size_t i);
+
+/* Quorum mode: closes the calling thread's connection to server I, which
+ * failed, and has nm_conn_get answer NM_ECONN at once until UNTIL
+ * (monotonic ms): a dead server costs the next calls no time. */
+void nm_conn_set_down(size_t i, int64_t until);
+
 /* Closes every connection of the calling thread. */
 void nm_conn_close_thread(void);
 

@@ -32,6 +32,9 @@
 
 #include "clock.h"
 #include "conn.h"
+#include "keys.h"
+#include "quorum.h"
+#include "redlock.h"
 #include "lease.h"
 #include "reply.h"
 #include "script.h"
@@ -44,43 +47,6 @@
 #define CONN_BACKOFF_MAX_MS 500
 #define QUEUE_REFRESH_MS 1000
 #define QUEUE_TTL_MS (3 * QUEUE_REFRESH_MS)
-
-/* The four keys of a mutex (lib.lua): K, then K:m, K:q and K:w. */
-enum { KEY_LOCK, KEY_META, KEY_QUEUE, KEY_WAITING, NKEYS };
-static const char key_suffix[NKEYS][3] = { "", ":m", ":q", ":w" };
-
-/* All four keys in one allocation, each followed by room for the longest
- * suffix, so key I starts at I * (key_len + 3).  Keys are passed with
- * explicit lengths, so any byte of the name is safe. */
-static int build_keys(nm_lease_t *l, const char *name, size_t name_len)
-{
-    const nm_config_t *cfg = l->cfg;
-    size_t len = cfg->prefix_len + 1 + name_len + 1, stride = len + 3;
-    char *k = malloc(NKEYS * stride);
-    if (!k)
-        return ENOMEM;
-    memcpy(k, cfg->prefix, cfg->prefix_len);
-    k[cfg->prefix_len] = '{';
-    memcpy(k + cfg->prefix_len + 1, name, name_len);
-    k[len - 1] = '}';
-    for (int i = 1; i < NKEYS; i++) {
-        memcpy(k + i * stride, k, len);
-        memcpy(k + i * stride + len, key_suffix[i], 3);
-    }
-    k[len] = '\0';
-    l->key = k;
-    l->key_len = len;
-    return 0;
-}
-
-/* Fills the first N (<= NKEYS) script keys of L into ARGV/LENS. */
-static void put_keys(const nm_lease_t *l, int n, const char **argv, size_t *lens)
-{
-    for (int i = 0; i < n; i++) {
-        argv[i] = l->key + i * (l->key_len + 3);
-        lens[i] = l->key_len + strlen(key_suffix[i]);
-    }
-}
 
 static char host_name[256];
 
@@ -101,29 +67,102 @@ static size_t holder_text(char *buf, size_t size)
     return n < 0 ? 0 : NM_MIN((size_t)n, size - 1);
 }
 
+/* The script's arguments: the first NKEYS keys of L, then ARGS. */
+typedef struct script_argv {
+    const char *argv[NM_NKEYS + 5];
+    size_t lens[NM_NKEYS + 5];
+} script_argv_t;
+
+static void fill_argv(const nm_lease_t *l, int nkeys, int nargs, const char **args,
+                      const size_t *arg_lens, script_argv_t *a)
+{
+    nm_keys_put(l->key, l->key_len, nkeys, a->argv, a->lens);
+    for (int i = 0; i < nargs; i++) {
+        a->argv[nkeys + i] = args[i];
+        a->lens[nkeys + i] = arg_lens[i];
+    }
+}
+
+static int quorum_mode(const nm_lease_t *l)
+{
+    return l->cfg->nservers > 1;
+}
+
 /* Runs script ID of L (its NKEYS keys, then ARGS) on the calling thread's
  * connection.  *SENT tells whether a failed call may still have reached the
  * server; the connection is dropped when it broke. */
 static int run(nm_lease_t *l, nm_script_t id, int nkeys, int nargs, const char **args,
                const size_t *arg_lens, int64_t deadline, redisReply **out, int *sent)
 {
-    const char *argv[NKEYS + 5];
-    size_t lens[NKEYS + 5];
+    script_argv_t a;
     redisContext *c;
 
-    put_keys(l, nkeys, argv, lens);
-    for (int i = 0; i < nargs; i++) {
-        argv[nkeys + i] = args[i];
-        lens[nkeys + i] = arg_lens[i];
-    }
+    fill_argv(l, nkeys, nargs, args, arg_lens, &a);
     *sent = 0;
     int err = nm_conn_get(l->cfg, 0, deadline, &c);
     if (err)
         return err;
     *sent = 1;
-    err = nm_script_run(c, id, nkeys, nkeys + nargs, argv, lens, out);
+    err = nm_script_run(c, id, nkeys, nkeys + nargs, a.argv, a.lens, out);
     if (err == NM_ECONN)
         nm_conn_drop(0);
+    return err;
+}
+
+/* Quorum mode: runs the same script on every server at once. */
+static void run_all(nm_lease_t *l, nm_script_t id, int nkeys, int nargs, const char **args,
+                    const size_t *arg_lens, int64_t deadline, nm_votes_t *v)
+{
+    script_argv_t a;
+    fill_argv(l, nkeys, nargs, args, arg_lens, &a);
+    nm_quorum_call(l->cfg, id, nkeys, nkeys + nargs, a.argv, a.lens, deadline, v);
+}
+
+/* Quorum mode: release.lua everywhere, for a grant we hold, or QUIETLY for
+ * one we do not keep: waking the waiters for that would wake ourselves too,
+ * and contenders back off by themselves after a split vote. */
+static int release_all(nm_lease_t *l, int unrecoverable, int quietly)
+{
+    const char *args[3] = { l->token, unrecoverable ? "1" : "0", quietly ? "1" : "0" };
+    size_t lens[3] = { NM_TOKEN_LEN, 1, 1 };
+    nm_votes_t v;
+    run_all(l, NM_SCRIPT_RELEASE, NM_NKEYS, 3, args, lens, NM_FOREVER, &v);
+    int err = nm_redlock_done(l->cfg, &v);
+    nm_votes_clear(&v);
+    return err;
+}
+
+/* Quorum mode's second round (redlock.c): every granting server's fence
+ * counter goes up to RAISE_TO before the holder sees that fence. */
+static int raise_fence(nm_lease_t *l, long long raise_to, int64_t deadline)
+{
+    char fence[24];
+    snprintf(fence, sizeof fence, "%lld", raise_to);
+    const char *args[2] = { l->token, fence };
+    size_t lens[2] = { NM_TOKEN_LEN, strlen(fence) };
+    nm_votes_t v;
+    run_all(l, NM_SCRIPT_FENCE, 2, 2, args, lens, deadline, &v);
+    int err = nm_redlock_done(l->cfg, &v);
+    nm_votes_clear(&v);
+    return err;
+}
+
+/* Quorum mode's acquire attempt: the acquire script on every server, kept
+ * only if a quorum granted in time; otherwise released everywhere. */
+static int acquire_all(nm_lease_t *l, const char **args, const size_t *lens,
+                       int64_t deadline, long long *pttl)
+{
+    nm_votes_t v;
+    long long raise_to = 0;
+    run_all(l, NM_SCRIPT_ACQUIRE, NM_NKEYS, 5, args, lens, deadline, &v);
+    int err = nm_redlock_granted(l, &v, &raise_to, pttl);
+    nm_votes_clear(&v);
+    if (!err && raise_to && raise_fence(l, raise_to, deadline) != 0) {
+        *pttl = 1;
+        err = EBUSY;
+    }
+    if (err)
+        release_all(l, 0, 1);
     return err;
 }
 
@@ -165,7 +204,11 @@ static int acquire_once(nm_lease_t *l, unsigned int queue_ttl, int64_t deadline,
     redisReply *r;
 
     l->tried_at = nm_now_ms();
-    int err = run(l, NM_SCRIPT_ACQUIRE, NKEYS, 5, args, lens, deadline, &r, sent);
+    if (quorum_mode(l)) {
+        *sent = 0; /* acquire_all cleans up after itself */
+        return acquire_all(l, args, lens, deadline, pttl);
+    }
+    int err = run(l, NM_SCRIPT_ACQUIRE, NM_NKEYS, 5, args, lens, deadline, &r, sent);
     if (!err)
         err = take_triple(l, r, pttl);
     if (!err)
@@ -183,7 +226,7 @@ static int cancel_once(nm_lease_t *l)
     long long pttl;
     int sent;
 
-    int err = run(l, NM_SCRIPT_CANCEL, NKEYS, 1, args, lens, NM_FOREVER, &r, &sent);
+    int err = run(l, NM_SCRIPT_CANCEL, NM_NKEYS, 1, args, lens, NM_FOREVER, &r, &sent);
     if (!err)
         err = take_triple(l, r, &pttl);
     if (!err)
@@ -198,7 +241,7 @@ static int release_once(nm_lease_t *l, int unrecoverable, long long *result, int
     size_t lens[2] = { NM_TOKEN_LEN, 1 };
     redisReply *r;
 
-    int err = run(l, NM_SCRIPT_RELEASE, NKEYS, 2, args, lens, NM_FOREVER, &r, sent);
+    int err = run(l, NM_SCRIPT_RELEASE, NM_NKEYS, 2, args, lens, NM_FOREVER, &r, sent);
     if (err)
         return err;
     err = nm_reply_integer(r, result);
@@ -266,7 +309,7 @@ static void start_listening(nm_lease_t *l, attempt_state_t *st, int64_t deadline
     st->ch = nm_wake_listen(l->key, l->key_len, l->token);
     if (st->ch) {
         int64_t until = NM_MIN(deadline, nm_now_ms() + (int64_t)l->cfg->io_timeout_ms);
-        st->subscribed = nm_wake_ready(st->ch, until) == 0;
+        st->subscribed = nm_wake_ready(st->ch, l->cfg->quorum, until) == 0;
     }
 }
 
@@ -278,7 +321,9 @@ static int acquire_loop(nm_lease_t *l, nm_wait_t wait, int64_t deadline, attempt
 
     for (;;) {
         uint64_t seq = st->ch ? nm_wake_seq(st->ch) : 0;
-        unsigned int ttl = st->subscribed ? QUEUE_TTL_MS : 0;
+        /* Quorum mode never queues: each server would hand the lock to
+         * its own head of the queue, and no waiter might win a quorum. */
+        unsigned int ttl = st->subscribed && !quorum_mode(l) ? QUEUE_TTL_MS : 0;
         long long pttl = -1;
         int sent;
         err = acquire_once(l, ttl, deadline, &pttl, &sent);
@@ -331,7 +376,7 @@ int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
     l->lease_ms = lease_ms ? lease_ms : l->cfg->lease_ms;
     err = nm_token_new(l->token);
     if (!err)
-        err = build_keys(l, name, name_len);
+        err = nm_keys_build(l->cfg, name, name_len, &l->key, &l->key_len);
     if (!err)
         err = acquire_loop(l, wait, deadline, &st);
     if (err && l->key)
@@ -348,6 +393,11 @@ int nm_lease_release(nm_lease_t *l, int unrecoverable)
     int sent, err = NM_ECONN;
     long long result = 0;
 
+    if (quorum_mode(l)) {
+        err = release_all(l, unrecoverable, 0);
+        nm_lease_forget(l);
+        return err;
+    }
     /* One redial: the cached connection may be stale (server restarted,
      * CLIENT KILL); a second failure means the server is not there.  The
      * script itself tells whether a first attempt, whose reply was lost,
@@ -370,6 +420,14 @@ int nm_lease_extend(nm_lease_t *l, unsigned int ms, int64_t *sent_at)
     int sent, err = NM_ECONN;
     long long v = 0;
 
+    if (quorum_mode(l)) {
+        nm_votes_t votes;
+        run_all(l, NM_SCRIPT_RENEW, 1, 2, args, lens, NM_FOREVER, &votes);
+        *sent_at = votes.sent_at;
+        err = nm_redlock_done(l->cfg, &votes);
+        nm_votes_clear(&votes);
+        return err;
+    }
     for (int i = 0; i < 2 && err == NM_ECONN; i++) {
         *sent_at = nm_now_ms();
         err = run(l, NM_SCRIPT_RENEW, 1, 2, args, lens, NM_FOREVER, &r, &sent);
@@ -392,9 +450,17 @@ int nm_lease_break(const char *name, size_t name_len)
     memset(&l, 0, sizeof l);
     err = nm_config_current(&l.cfg);
     if (!err)
-        err = build_keys(&l, name, name_len);
+        err = nm_keys_build(l.cfg, name, name_len, &l.key, &l.key_len);
+    if (!err && quorum_mode(&l)) {
+        nm_votes_t votes;
+        run_all(&l, NM_SCRIPT_BREAK, NM_NKEYS, 0, NULL, NULL, NM_FOREVER, &votes);
+        err = nm_redlock_broken(l.cfg, &votes);
+        nm_votes_clear(&votes);
+        nm_lease_forget(&l);
+        return err;
+    }
     for (int i = 0; i < 2 && (i == 0 || err == NM_ECONN) && l.key; i++)
-        err = run(&l, NM_SCRIPT_BREAK, NKEYS, 0, NULL, NULL, NM_FOREVER, &r, &sent);
+        err = run(&l, NM_SCRIPT_BREAK, NM_NKEYS, 0, NULL, NULL, NM_FOREVER, &r, &sent);
     if (!err) {
         err = nm_reply_integer(r, &held);
         freeReplyObject(r);

@@ -28,6 +28,7 @@ typedef struct nm_lease {
     int64_t tried_at;           /* ... the latest attempt left */
     struct nm_watch *watch;     /* the watchdog's record, once tracked */
     int owner_died;             /* the previous holder's lease expired */
+    unsigned int splits;        /* quorum mode: split votes in a row */
 } nm_lease_t;
 
 typedef enum nm_wait {

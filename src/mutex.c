@@ -26,6 +26,7 @@
 #include "conn.h"
 #include "lease.h"
 #include "registry.h"
+#include "status.h"
 #include "script.h"
 #include "wake.h"
 #include "watchdog.h"
@@ -585,6 +586,15 @@ int netmutex_break(const char *name)
         return EINVAL;
     library_init();
     return nm_lease_break(name, len);
+}
+
+int netmutex_status(const char *name, netmutex_status_t *st)
+{
+    size_t len;
+    if (!valid_name(name, &len) || !st)
+        return EINVAL;
+    library_init();
+    return nm_status(name, len, st);
 }
 
 /* ---- configuration ------------------------------------------------------- */

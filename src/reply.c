@@ -75,6 +75,18 @@ static void sigpipe_release(const sigpipe_guard_t *g)
     pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
 
+/* An error reply becomes its errno, and is freed. */
+static int check_reply(redisReply *r, redisReply **out)
+{
+    if (r->type == REDIS_REPLY_ERROR) {
+        int err = nm_reply_error_errno(r);
+        freeReplyObject(r);
+        return err;
+    }
+    *out = r;
+    return 0;
+}
+
 int nm_get_reply(redisContext *c, redisReply **out)
 {
     void *raw = NULL;
@@ -84,14 +96,32 @@ int nm_get_reply(redisContext *c, redisReply **out)
     sigpipe_release(&guard);
     if (rc != REDIS_OK || raw == NULL)
         return c->err == REDIS_ERR_OOM ? ENOMEM : NM_ECONN;
-    redisReply *r = raw;
-    if (r->type == REDIS_REPLY_ERROR) {
-        int err = nm_reply_error_errno(r);
-        freeReplyObject(r);
-        return err;
-    }
-    *out = r;
-    return 0;
+    return check_reply(raw, out);
+}
+
+int nm_send(redisContext *c)
+{
+    int done = 0, rc = REDIS_OK;
+    sigpipe_guard_t guard;
+    sigpipe_hold(&guard);
+    while (!done && rc == REDIS_OK)
+        rc = redisBufferWrite(c, &done);
+    sigpipe_release(&guard);
+    return rc == REDIS_OK ? 0 : NM_ECONN;
+}
+
+int nm_receive(redisContext *c)
+{
+    return redisBufferRead(c) == REDIS_OK ? 0 : NM_ECONN;
+}
+
+int nm_take_reply(redisContext *c, redisReply **out)
+{
+    void *raw = NULL;
+    *out = NULL;
+    if (redisGetReplyFromReader(c, &raw) != REDIS_OK)
+        return c->err == REDIS_ERR_OOM ? ENOMEM : NM_ECONN;
+    return raw ? check_reply(raw, out) : 0;
 }
 
 int nm_call(redisContext *c, int argc, const char **argv, const size_t *lens,

@@ -22,6 +22,20 @@ int nm_call(redisContext *c, int argc, const char **argv, const size_t *lens,
 /* Reads the next reply of a pipeline, checked as nm_call() does. */
 int nm_get_reply(redisContext *c, redisReply **out);
 
+/* ---- pipelines driven by poll() (quorum.c) ---- */
+
+/* Writes out every command appended to C: 0 or NM_ECONN. */
+int nm_send(redisContext *c);
+
+/* Reads what C's socket holds (poll() said it is readable): 0 or NM_ECONN
+ * (an error, or the server closed the connection). */
+int nm_receive(redisContext *c);
+
+/* The next complete reply received on C, checked as nm_get_reply() does:
+ * 0 with *OUT set, or NULL when no reply is complete yet; an error reply's
+ * errno (the reply is consumed); NM_ECONN, ENOMEM. */
+int nm_take_reply(redisContext *c, redisReply **out);
+
 /* The reply is the status SERVER_STATUS ("OK"). */
 int nm_reply_expect_status(const redisReply *r, const char *status);
 

@@ -18,6 +18,8 @@ static const char *const sources[NM_SCRIPT_COUNT] = {
     [NM_SCRIPT_CANCEL] = nm_lua_cancel,
     [NM_SCRIPT_RENEW] = nm_lua_renew,
     [NM_SCRIPT_BREAK] = nm_lua_break,
+    [NM_SCRIPT_STATUS] = nm_lua_status,
+    [NM_SCRIPT_FENCE] = nm_lua_fence,
 };
 
 /* The SHA1 of each script, learned from the first SCRIPT LOAD.  It depends

@@ -18,6 +18,8 @@ typedef enum nm_script {
     NM_SCRIPT_CANCEL,
     NM_SCRIPT_RENEW,
     NM_SCRIPT_BREAK,
+    NM_SCRIPT_STATUS,
+    NM_SCRIPT_FENCE,
     NM_SCRIPT_COUNT
 } nm_script_t;
 

@@ -1,8 +1,9 @@
 /*
  * wake.c -- the channel table behind wake-on-release.
  *
- * A channel lives while it has listeners or a subscription to undo.  Its
- * life on the subscriber connection:
+ * A channel lives while it has listeners or a subscription to undo.  In
+ * quorum mode there is one subscriber connection per server, and a channel
+ * goes through this life on each of them separately:
  *
  *   wanted --SUBSCRIBE sent--> subscribing --reply--> subscribed
  *   subscribed, idle for LINGER_MS --UNSUBSCRIBE sent--> unsubscribing
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "quorum.h"
 #include "token.h"
 #include "wake.h"
 #include "watchdog.h"
@@ -33,7 +35,7 @@ struct nm_chan {
     char *key;
     size_t key_len;
     int listeners;
-    enum chan_state state;
+    enum chan_state state[NM_SERVERS_MAX]; /* per server */
     int64_t idle_since;      /* when listeners dropped to 0 */
     uint64_t seq;
     pthread_cond_t cv;       /* CLOCK_MONOTONIC */
@@ -63,7 +65,6 @@ static nm_chan_t *chan_new(const char *key, size_t len)
     }
     memcpy(ch->key, key, len);
     ch->key_len = len;
-    ch->state = CH_WANTED;
     nm_cond_init_monotonic(&ch->cv);
     ch->next = chans;
     chans = ch;
@@ -105,7 +106,7 @@ nm_chan_t *nm_wake_listen(const char *key, size_t len, const char *token)
         memcpy(ch->token, token, NM_TOKEN_LEN);
         ch->granted = 0;
     }
-    int fresh = ch && ch->state == CH_WANTED;
+    int fresh = ch != NULL; /* the watchdog subscribes on its next pass */
     pthread_mutex_unlock(&wake_lock);
     if (fresh && nm_watchdog_poke() != 0) {
         nm_wake_unlisten(ch);
@@ -130,13 +131,21 @@ static int timedwait(nm_chan_t *ch, int64_t until)
     return pthread_cond_timedwait(&ch->cv, &wake_lock, &ts);
 }
 
-int nm_wake_ready(nm_chan_t *ch, int64_t until)
+static size_t subscribed_on(const nm_chan_t *ch)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < NM_SERVERS_MAX; i++)
+        n += ch->state[i] == CH_SUBSCRIBED;
+    return n;
+}
+
+int nm_wake_ready(nm_chan_t *ch, size_t need, int64_t until)
 {
     int err = 0;
     pthread_mutex_lock(&wake_lock);
-    while (ch->state != CH_SUBSCRIBED && err != ETIMEDOUT)
+    while (subscribed_on(ch) < need && err != ETIMEDOUT)
         err = timedwait(ch, until);
-    err = ch->state == CH_SUBSCRIBED ? 0 : ETIMEDOUT;
+    err = subscribed_on(ch) >= need ? 0 : ETIMEDOUT;
     pthread_mutex_unlock(&wake_lock);
     return err;
 }
@@ -187,20 +196,21 @@ static int append(redisContext *sub, const char *verb, const nm_chan_t *ch)
     return redisAppendCommandArgv(sub, 2, argv, lens) == REDIS_OK ? 0 : NM_ECONN;
 }
 
-int nm_wake_flush(redisContext *sub, int64_t *next)
+int nm_wake_flush(redisContext *sub, size_t server, int64_t *next)
 {
     int64_t now = nm_now_ms();
     int err = 0, done = 0;
 
     pthread_mutex_lock(&wake_lock);
     for (nm_chan_t *ch = chans; ch && !err; ch = ch->next) {
-        if (ch->state == CH_WANTED) {
+        enum chan_state *state = &ch->state[server];
+        if (*state == CH_WANTED && ch->listeners > 0) {
             err = append(sub, "SUBSCRIBE", ch);
-            ch->state = CH_SUBSCRIBING;
-        } else if (ch->state == CH_SUBSCRIBED && ch->listeners == 0) {
+            *state = CH_SUBSCRIBING;
+        } else if (*state == CH_SUBSCRIBED && ch->listeners == 0) {
             if (now - ch->idle_since >= LINGER_MS) {
                 err = append(sub, "UNSUBSCRIBE", ch);
-                ch->state = CH_UNSUBSCRIBING;
+                *state = CH_UNSUBSCRIBING;
             } else {
                 *next = NM_MIN(*next, ch->idle_since + LINGER_MS);
             }
@@ -242,7 +252,7 @@ static int on_message(nm_chan_t *ch, const redisReply *payload)
     return 1;
 }
 
-static void on_reply(const redisReply *r)
+static void on_reply(const redisReply *r, size_t server)
 {
     const redisReply *name = r->elements >= 2 ? r->element[1] : NULL;
     nm_chan_t *ch = name && name->type == REDIS_REPLY_STRING
@@ -253,23 +263,27 @@ static void on_reply(const redisReply *r)
         if (!on_message(ch, r->elements >= 3 ? r->element[2] : NULL))
             return;
         ch->seq++;
-    } else if (reply_is(r, "subscribe") && ch->state == CH_SUBSCRIBING) {
-        ch->state = CH_SUBSCRIBED;
+    } else if (reply_is(r, "subscribe") && ch->state[server] == CH_SUBSCRIBING) {
+        ch->state[server] = CH_SUBSCRIBED;
         /* A release may have happened before the subscription took: every
          * waiter retries once it is in place. */
         ch->seq++;
-    } else if (reply_is(r, "unsubscribe") && ch->state == CH_UNSUBSCRIBING) {
-        ch->state = CH_WANTED; /* freed below unless a listener came back */
+    } else if (reply_is(r, "unsubscribe") && ch->state[server] == CH_UNSUBSCRIBING) {
+        ch->state[server] = CH_WANTED; /* freed below unless a listener came back */
     }
     pthread_cond_broadcast(&ch->cv);
 }
 
+/* A channel nobody listens to and no server has a subscription of. */
 static int unwanted(nm_chan_t *ch)
 {
-    return ch->state == CH_WANTED && ch->listeners == 0;
+    for (size_t i = 0; i < NM_SERVERS_MAX; i++)
+        if (ch->state[i] != CH_WANTED)
+            return 0;
+    return ch->listeners == 0;
 }
 
-int nm_wake_read(redisContext *sub)
+int nm_wake_read(redisContext *sub, size_t server)
 {
     void *raw;
     int err = 0;
@@ -283,7 +297,7 @@ int nm_wake_read(redisContext *sub)
             err = NM_ECONN;
         if (!raw)
             break;
-        on_reply(raw);
+        on_reply(raw, server);
         freeReplyObject(raw);
     }
     remove_if(unwanted);
@@ -291,18 +305,17 @@ int nm_wake_read(redisContext *sub)
     return err;
 }
 
-static int reset_chan(nm_chan_t *ch)
-{
-    ch->state = CH_WANTED;
-    ch->seq++;
-    pthread_cond_broadcast(&ch->cv);
-    return ch->listeners == 0;
-}
-
-void nm_wake_disconnected(void)
+void nm_wake_disconnected(size_t server)
 {
     pthread_mutex_lock(&wake_lock);
-    remove_if(reset_chan);
+    for (nm_chan_t *ch = chans; ch; ch = ch->next) {
+        for (size_t i = 0; i < NM_SERVERS_MAX; i++)
+            if (server == NM_WAKE_ALL || i == server)
+                ch->state[i] = CH_WANTED;
+        ch->seq++;
+        pthread_cond_broadcast(&ch->cv);
+    }
+    remove_if(unwanted);
     pthread_mutex_unlock(&wake_lock);
 }
 

@@ -27,9 +27,10 @@ typedef struct nm_chan nm_chan_t;
 nm_chan_t *nm_wake_listen(const char *key, size_t len, const char *token);
 void nm_wake_unlisten(nm_chan_t *ch);
 
-/* Waits until the server confirmed the subscription: 0, or ETIMEDOUT at
- * UNTIL (monotonic ms) if it did not (the subscriber is down). */
-int nm_wake_ready(nm_chan_t *ch, int64_t until);
+/* Waits until NEED servers confirmed the subscription (in quorum mode a
+ * quorum: any release reaches at least one of them): 0, or ETIMEDOUT at
+ * UNTIL (monotonic ms) if they did not (subscribers are down). */
+int nm_wake_ready(nm_chan_t *ch, size_t need, int64_t until);
 
 uint64_t nm_wake_seq(nm_chan_t *ch);
 
@@ -46,16 +47,19 @@ int nm_wake_granted(nm_chan_t *ch, long long *fence, int *dead);
 /* Whether any channel is wanted (so a subscriber connection is needed). */
 int nm_wake_wanted(void);
 
-/* Sends the SUBSCRIBEs and UNSUBSCRIBEs due on SUB; returns 0 or NM_ECONN.
- * *NEXT is lowered to when an idle channel should be unsubscribed. */
-int nm_wake_flush(redisContext *sub, int64_t *next);
+/* Sends the SUBSCRIBEs and UNSUBSCRIBEs due on SUB, the subscriber
+ * connection to server SERVER; returns 0 or NM_ECONN.  *NEXT is lowered to
+ * when an idle channel should be unsubscribed. */
+int nm_wake_flush(redisContext *sub, size_t server, int64_t *next);
 
-/* Reads what SUB has for us (poll said readable): 0 or NM_ECONN. */
-int nm_wake_read(redisContext *sub);
+/* Reads what SUB (to SERVER) has for us (poll said readable): 0 or NM_ECONN. */
+int nm_wake_read(redisContext *sub, size_t server);
 
-/* The subscriber connection is gone: nothing is subscribed any more, and
- * every waiter retries (a release may have been missed). */
-void nm_wake_disconnected(void);
+/* The subscriber connection to SERVER (NM_WAKE_ALL: every one) is gone:
+ * nothing is subscribed there any more, and every waiter retries (a
+ * release may have been missed). */
+#define NM_WAKE_ALL ((size_t)-1)
+void nm_wake_disconnected(size_t server);
 
 /* pthread_atfork hooks. */
 void nm_wake_before_fork(void);

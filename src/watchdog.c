@@ -30,6 +30,8 @@
 #include "clock.h"
 #include "config.h"
 #include "conn.h"
+#include "quorum.h"
+#include "redlock.h"
 #include "reply.h"
 #include "script.h"
 #include "wake.h"
@@ -51,6 +53,7 @@ struct nm_watch {
     char lease_str[16];
     unsigned int lease_ms;
     int64_t interval;     /* renew this long after the last renewal left */
+    int64_t margin;       /* lost this long before the lease would end */
     char *name;
     nm_watch_opts_t opts;
     /* watchdog lock */
@@ -77,20 +80,25 @@ static struct {
 } wd = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, { -1, -1 }, NULL, 0, 0, 0, 0, NULL };
 
 /* Owned by the thread alone (and by a child after fork, which has no
- * thread). */
-static struct {
-    nm_config_t *cfg;
+ * thread).  One renewal and one subscriber connection per server. */
+typedef struct server_io {
     redisContext *renew;
+    int64_t renew_retry_at;
     redisContext *sub;
     int64_t sub_retry_at;
     int64_t sub_backoff;
+} server_io_t;
+
+static struct {
+    nm_config_t *cfg;
+    server_io_t srv[NM_SERVERS_MAX];
 } io;
 
-static int64_t margin_ms(unsigned int lease_ms)
+#define RENEW_RETRY_MS 500
+
+static int64_t margin_ms(const watch_t *w)
 {
-    /* Covers clock drift between us and the server (Redlock allows 1%) and
-     * the time this thread needs to notice and report: 5% plus 2 ms. */
-    return lease_ms / 20 + 2;
+    return w->margin;
 }
 
 static int64_t valid_until(const watch_t *w)
@@ -105,7 +113,7 @@ static void set_valid_until(watch_t *w, int64_t t)
 
 static int64_t lost_at(const watch_t *w)
 {
-    return valid_until(w) - margin_ms(w->lease_ms);
+    return valid_until(w) - margin_ms(w);
 }
 
 static void watch_unref(watch_t *w)
@@ -196,12 +204,24 @@ int nm_watchdog_poke(void)
     return err;
 }
 
+static void free_ctx(redisContext **c)
+{
+    if (*c)
+        redisFree(*c);
+    *c = NULL;
+}
+
+static void io_close_connections(void)
+{
+    for (size_t i = 0; i < NM_SERVERS_MAX; i++) {
+        free_ctx(&io.srv[i].renew);
+        free_ctx(&io.srv[i].sub);
+    }
+}
+
 static void io_close(void)
 {
-    if (io.renew)
-        redisFree(io.renew);
-    if (io.sub)
-        redisFree(io.sub);
+    io_close_connections();
     nm_config_unref(io.cfg);
     memset(&io, 0, sizeof io);
 }
@@ -220,7 +240,7 @@ void nm_watchdog_stop(void)
         pthread_mutex_unlock(&wd.lock);
     }
     if (running)
-        nm_wake_disconnected();
+        nm_wake_disconnected(NM_WAKE_ALL);
 }
 
 /* ---- records ------------------------------------------------------------ */
@@ -256,6 +276,10 @@ static watch_t *watch_new(const nm_lease_t *l, const char *name, const nm_watch_
     memcpy(w->token, l->token, sizeof w->token);
     w->lease_ms = l->lease_ms;
     w->interval = NM_MAX((int64_t)l->lease_ms * l->cfg->renew_percent / 100, 1);
+    /* Covers clock drift between us and the servers (drift_factor, 1% and
+     * 2 ms by default, as Redlock allows) and the time this thread needs to
+     * notice and report: at least 5% plus 2 ms. */
+    w->margin = NM_MAX((int64_t)l->lease_ms / 20 + 2, nm_redlock_drift(l->cfg, l->lease_ms));
     snprintf(w->lease_str, sizeof w->lease_str, "%u", l->lease_ms);
     w->opts = *o;
     w->refs = 1;
@@ -409,21 +433,22 @@ static void collect_due_locked(int64_t now, round_t *r)
     }
 }
 
-static int renew_connect(int64_t deadline)
+static redisContext *renew_connect(size_t i, int64_t deadline)
 {
-    if (io.renew)
-        return 0;
-    int err = nm_conn_dial(io.cfg, &io.cfg->servers[0], deadline, &io.renew);
+    server_io_t *s = &io.srv[i];
+    if (s->renew || nm_now_ms() < s->renew_retry_at)
+        return s->renew;
+    int err = nm_conn_dial(io.cfg, &io.cfg->servers[i], deadline, &s->renew);
     if (!err)
-        err = nm_script_load(io.renew, NM_SCRIPT_RENEW);
-    if (err && io.renew) {
-        redisFree(io.renew);
-        io.renew = NULL;
+        err = nm_script_load(s->renew, NM_SCRIPT_RENEW);
+    if (err) {
+        free_ctx(&s->renew);
+        s->renew_retry_at = nm_now_ms() + RENEW_RETRY_MS;
     }
-    return err;
+    return s->renew;
 }
 
-static int send_batch(const round_t *r, size_t from, size_t n)
+static int send_batch(redisContext *c, const round_t *r, size_t from, size_t n)
 {
     const char *argv[3 * NM_RENEW_BATCH];
     size_t lens[3 * NM_RENEW_BATCH];
@@ -436,50 +461,78 @@ static int send_batch(const round_t *r, size_t from, size_t n)
         argv[n + 2 * i + 1] = w->lease_str;
         lens[n + 2 * i + 1] = strlen(w->lease_str);
     }
-    return nm_script_append(io.renew, NM_SCRIPT_RENEW, (int)n, (int)(3 * n), argv, lens);
+    return nm_script_append(c, NM_SCRIPT_RENEW, (int)n, (int)(3 * n), argv, lens);
 }
 
-static int read_batch(round_t *r, size_t from, size_t n)
+/* Adds batch REPLY (renewing records FROM..FROM+N) to the votes: per
+ * record, how many servers renewed it and how many said it is not ours. */
+static void count_batch(const redisReply *reply, size_t from, size_t n, int *ok, int *gone)
 {
-    redisReply *reply;
-    int err = nm_get_reply(io.renew, &reply);
-    if (err)
-        return err;
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != n)
-        err = EPROTO;
-    for (size_t i = 0; !err && i < n; i++) {
-        long long v;
-        err = nm_reply_integer(reply->element[i], &v);
-        if (!err)
-            r->result[from + i] = v == 1;
+    long long v;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != n)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        if (nm_reply_integer(reply->element[i], &v) != 0)
+            continue;
+        ok[from + i] += v == 1;
+        gone[from + i] += v != 1;
     }
-    freeReplyObject(reply);
-    return err;
 }
 
-/* All batches go out in one pipeline, then all replies are read: a round
- * costs one round trip however many leases it renews. */
+/* Queues every batch of the round on server I's renewal connection. */
+static redisContext *send_round(size_t i, const round_t *r, size_t batches, int64_t until)
+{
+    redisContext *c = renew_connect(i, until);
+    for (size_t b = 0; c && b < batches; b++)
+        if (send_batch(c, r, b * NM_RENEW_BATCH, NM_MIN(NM_RENEW_BATCH, r->n - b * NM_RENEW_BATCH)))
+            free_ctx(&io.srv[i].renew), c = NULL;
+    return c;
+}
+
+/* Per record: renewed by a quorum (1), refused by so many that a quorum
+ * is out of reach (0: lost), or not known this time (-1). */
+static void decide(round_t *r, const int *ok, const int *gone)
+{
+    size_t n = io.cfg->nservers, q = io.cfg->quorum;
+    for (size_t k = 0; k < r->n; k++)
+        r->result[k] = (size_t)ok[k] >= q ? 1 : (size_t)gone[k] > n - q ? 0 : -1;
+}
+
+/* All batches go out to every server in one pipeline each, then poll()
+ * collects every answer: a round costs one round trip however many leases
+ * and servers it covers. */
 static void renew_io(round_t *r)
 {
-    size_t batches = (r->n + NM_RENEW_BATCH - 1) / NM_RENEW_BATCH;
-    int err = renew_connect(r->deadline);
-    if (!err) {
-        int64_t left = NM_MAX(NM_MIN((int64_t)io.cfg->io_timeout_ms, nm_remaining_ms(r->deadline)), 1);
-        struct timeval tv = { (time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000 };
-        redisSetTimeout(io.renew, tv);
-        r->sent_at = nm_now_ms();
+    size_t batches = (r->n + NM_RENEW_BATCH - 1) / NM_RENEW_BATCH, n = io.cfg->nservers;
+    int64_t per_server = n > 1 ? io.cfg->server_timeout_ms : io.cfg->io_timeout_ms;
+    int64_t until = NM_MIN(nm_now_ms() + per_server, NM_MAX(r->deadline, nm_now_ms() + 1));
+    int *ok = calloc(2 * r->n, sizeof *ok);
+    nm_fan_t f = { .n = n };
+
+    for (size_t i = 0; ok && i < n; i++) {
+        f.out[i] = calloc(batches, sizeof *f.out[i]);
+        f.want[i] = batches;
+        f.ctx[i] = f.out[i] ? send_round(i, r, batches, until) : NULL;
     }
-    for (size_t b = 0; !err && b < batches; b++)
-        err = send_batch(r, b * NM_RENEW_BATCH, NM_MIN(NM_RENEW_BATCH, r->n - b * NM_RENEW_BATCH));
-    for (size_t b = 0; !err && b < batches; b++)
-        err = read_batch(r, b * NM_RENEW_BATCH, NM_MIN(NM_RENEW_BATCH, r->n - b * NM_RENEW_BATCH));
-    if (err == ENOENT && io.renew)
-        nm_script_load(io.renew, NM_SCRIPT_RENEW); /* flushed: reload, retry soon */
-    if (err && io.renew) {
-        /* Replies may be pending or the stream broken: start clean. */
-        redisFree(io.renew);
-        io.renew = NULL;
+    r->sent_at = nm_now_ms();
+    if (ok)
+        nm_fan_run(&f, until);
+    for (size_t i = 0; ok && i < n; i++) {
+        for (size_t b = 0; b < f.got[i]; b++) {
+            count_batch(f.out[i][b], b * NM_RENEW_BATCH,
+                        NM_MIN(NM_RENEW_BATCH, r->n - b * NM_RENEW_BATCH), ok, ok + r->n);
+            if (f.out[i][b])
+                freeReplyObject(f.out[i][b]);
+        }
+        if (f.err[i] == ENOENT && f.ctx[i])
+            nm_script_load(f.ctx[i], NM_SCRIPT_RENEW); /* flushed: reload, retry soon */
+        else if (f.err[i] && f.ctx[i])
+            free_ctx(&io.srv[i].renew); /* replies pending or the stream broken */
+        free(f.out[i]);
     }
+    if (ok)
+        decide(r, ok, ok + r->n);
+    free(ok);
 }
 
 static void apply_round_locked(round_t *r, int64_t now, lost_list_t *lost)
@@ -522,45 +575,51 @@ static void renew_due(int64_t now, lost_list_t *lost)
 
 /* ---- the subscriber ------------------------------------------------------- */
 
-static void sub_drop(int64_t now)
+static void sub_drop(size_t i, int64_t now)
 {
-    if (io.sub) {
-        redisFree(io.sub);
-        io.sub = NULL;
-    }
-    nm_wake_disconnected();
-    io.sub_backoff = NM_MIN(NM_MAX(io.sub_backoff * 2, SUB_BACKOFF_MIN_MS), SUB_BACKOFF_MAX_MS);
-    io.sub_retry_at = now + io.sub_backoff;
+    server_io_t *s = &io.srv[i];
+    free_ctx(&s->sub);
+    nm_wake_disconnected(i);
+    s->sub_backoff = NM_MIN(NM_MAX(s->sub_backoff * 2, SUB_BACKOFF_MIN_MS), SUB_BACKOFF_MAX_MS);
+    s->sub_retry_at = now + s->sub_backoff;
 }
 
-/* Connects the subscriber when channels are wanted, and sends what is due.
- * Returns when it next needs attention.  Dialing never blocks past the next
- * lease check, so a dead server cannot delay a lost-lease notice. */
-static int64_t sub_maintain(int64_t now, int64_t next_check)
+/* Connects server I's subscriber when channels are wanted, and sends what
+ * is due.  Returns when it next needs attention.  Dialing never blocks past
+ * the next lease check (nor, in quorum mode, the server timeout), so a dead
+ * server cannot delay a lost-lease notice. */
+static int64_t sub_maintain(size_t i, int64_t now, int64_t next_check)
 {
+    server_io_t *s = &io.srv[i];
     int64_t next = NM_FOREVER;
     if (!nm_wake_wanted()) {
-        if (io.sub) {
-            redisFree(io.sub);
-            io.sub = NULL;
-        }
+        free_ctx(&s->sub);
         return next;
     }
-    if (!io.sub) {
-        if (now < io.sub_retry_at)
-            return io.sub_retry_at;
-        int64_t deadline = NM_MIN(now + (int64_t)io.cfg->connect_timeout_ms, NM_MAX(next_check, now + 5));
-        if (nm_conn_dial(io.cfg, &io.cfg->servers[0], deadline, &io.sub) != 0) {
-            io.sub = NULL;
-            sub_drop(now);
-            return io.sub_retry_at;
+    if (!s->sub) {
+        if (now < s->sub_retry_at)
+            return s->sub_retry_at;
+        int64_t bound = io.cfg->nservers > 1 ? io.cfg->server_timeout_ms : io.cfg->connect_timeout_ms;
+        int64_t deadline = NM_MIN(now + bound, NM_MAX(next_check, now + 5));
+        if (nm_conn_dial(io.cfg, &io.cfg->servers[i], deadline, &s->sub) != 0) {
+            s->sub = NULL;
+            sub_drop(i, now);
+            return s->sub_retry_at;
         }
-        io.sub_backoff = 0;
+        s->sub_backoff = 0;
     }
-    if (nm_wake_flush(io.sub, &next) != 0) {
-        sub_drop(now);
-        return io.sub_retry_at;
+    if (nm_wake_flush(s->sub, i, &next) != 0) {
+        sub_drop(i, now);
+        return s->sub_retry_at;
     }
+    return next;
+}
+
+static int64_t subs_maintain(int64_t next_check)
+{
+    int64_t next = NM_FOREVER;
+    for (size_t i = 0; i < io.cfg->nservers; i++)
+        next = NM_MIN(next, sub_maintain(i, nm_now_ms(), next_check));
     return next;
 }
 
@@ -574,30 +633,30 @@ static void bind_config(void)
         return;
     if (nm_config_current(&cfg) != 0)
         return;
-    if (io.renew)
-        redisFree(io.renew);
-    if (io.sub)
-        redisFree(io.sub);
-    io.renew = io.sub = NULL;
-    nm_config_unref(io.cfg);
+    io_close();
     io.cfg = cfg;
-    nm_wake_disconnected();
+    nm_wake_disconnected(NM_WAKE_ALL);
 }
 
+/* Sleeps until UNTIL, a poke, or a message on a subscriber. */
 static void wait_events(int64_t until)
 {
-    struct pollfd fds[2] = { { wd.pipe[0], POLLIN, 0 }, { io.sub ? io.sub->fd : -1, POLLIN, 0 } };
+    struct pollfd fds[1 + NM_SERVERS_MAX] = { { wd.pipe[0], POLLIN, 0 } };
+    size_t n = io.cfg ? io.cfg->nservers : 0;
     int64_t left = nm_remaining_ms(until);
     int timeout = until == NM_FOREVER ? -1 : (int)NM_MIN(left, 60000);
     char buf[64];
 
-    if (poll(fds, 2, timeout) <= 0)
+    for (size_t i = 0; i < n; i++)
+        fds[1 + i] = (struct pollfd){ io.srv[i].sub ? io.srv[i].sub->fd : -1, POLLIN, 0 };
+    if (poll(fds, 1 + n, timeout) <= 0)
         return;
     if (fds[0].revents)
         while (read(wd.pipe[0], buf, sizeof buf) > 0)
             ;
-    if (fds[1].revents && nm_wake_read(io.sub) != 0)
-        sub_drop(nm_now_ms());
+    for (size_t i = 0; i < n; i++)
+        if (fds[1 + i].revents && nm_wake_read(io.srv[i].sub, i) != 0)
+            sub_drop(i, nm_now_ms());
 }
 
 static int stop_requested(void)
@@ -623,7 +682,7 @@ static void *watchdog_main(void *arg)
         pthread_mutex_lock(&wd.lock);
         int64_t next = wd.nrecs ? wd.next_check : NM_FOREVER;
         pthread_mutex_unlock(&wd.lock);
-        next = NM_MIN(next, sub_maintain(nm_now_ms(), next));
+        next = NM_MIN(next, subs_maintain(next));
         pthread_mutex_lock(&wd.lock);
         /* A lease tracked from now on pokes us if it is due earlier; one
          * tracked since we read next_check lowered it, so take it again. */
@@ -651,7 +710,7 @@ void nm_watchdog_after_fork_parent(void)
  * reachable (see nm_watchdog_after_fork_child).  volatile: nothing reads
  * them, and the compiler would otherwise drop the stores. */
 static nm_config_t *volatile orphaned_cfg;
-static redisContext *volatile orphans[2];
+static redisContext *volatile orphans[2 * NM_SERVERS_MAX];
 
 /* The child inherits no thread.  Its copies of the parent's records are
  * dropped without a word to the server: the leases are the parent's, and
@@ -676,9 +735,11 @@ void nm_watchdog_after_fork_child(void)
         close(wd.pipe[1]);
         wd.pipe[0] = wd.pipe[1] = -1;
     }
-    orphans[0] = io.renew;
-    orphans[1] = io.sub;
-    for (int i = 0; i < 2; i++)
+    for (size_t i = 0; i < NM_SERVERS_MAX; i++) {
+        orphans[2 * i] = io.srv[i].renew;
+        orphans[2 * i + 1] = io.srv[i].sub;
+    }
+    for (size_t i = 0; i < 2 * NM_SERVERS_MAX; i++)
         if (orphans[i] && orphans[i]->fd >= 0)
             close(orphans[i]->fd);
     /* The thread may have been swapping io.cfg when fork() copied it: its

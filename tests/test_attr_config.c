@@ -207,16 +207,24 @@ static void test_url_accepted(void)
     nm_configure(redis);
 }
 
-static void test_url_quorum_enotsup(void)
+/* Quorum lists: 2 to NETMUTEX_SERVERS_MAX valid URLs; one bad URL or one
+ * too many spoils the list.  The servers need not be up to configure. */
+static void test_url_quorum_list(void)
 {
-    char *one = nm_redis_tcp_url(redis, -1);
-    char *list = g_strdup_printf("%s,%s", one, "redis://127.0.0.1:1");
+    GString *many = g_string_new("unix:///tmp/s0.sock");
 
-    nm_assert_rc(configure_url(list), ENOTSUP);
-    nm_assert_rc(configure_url("unix:///tmp/a.sock,unix:///tmp/b.sock"), ENOTSUP);
+    nm_assert_rc(configure_url("unix:///tmp/a.sock,unix:///tmp/b.sock"), 0);
+    nm_assert_rc(configure_url("unix:///tmp/a.sock,redis://127.0.0.1:1,redis://[::1]:2"), 0);
+    nm_assert_rc(configure_url("unix:///tmp/a.sock,,unix:///tmp/b.sock"), EINVAL);
+    nm_assert_rc(configure_url("unix:///tmp/a.sock,http://x"), EINVAL);
+    nm_assert_rc(configure_url("unix:///tmp/a.sock,"), EINVAL);
+    for (int i = 1; i < NETMUTEX_SERVERS_MAX; i++)
+        g_string_append_printf(many, ",unix:///tmp/s%d.sock", i);
+    nm_assert_rc(configure_url(many->str), 0);
+    g_string_append(many, ",unix:///tmp/one-too-many.sock");
+    nm_assert_rc(configure_url(many->str), EINVAL);
     nm_configure(redis);
-    g_free(list);
-    g_free(one);
+    g_string_free(many, TRUE);
 }
 
 /* Locks a mutex named after SUFFIX through URL and, while it is held,
@@ -423,6 +431,46 @@ static void test_env_prefix(void)
     g_free(url);
 }
 
+/* The quorum timing settings: API fields, then the environment; a value out
+ * of range is EINVAL wherever it comes from. */
+static void test_quorum_timing_settings(void)
+{
+    char *url = nm_redis_url(redis);
+    netmutex_config_t cfg = { .url = url };
+    static const char *const bad_factor[] = { "0", "-0.1", "0.3", "x", "0.01x", NULL };
+
+    cfg.drift_factor = 0.05;
+    cfg.drift_ms = 5;
+    cfg.server_timeout_ms = 20;
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    cfg.drift_factor = 0.5;
+    nm_assert_rc(netmutex_configure(&cfg), EINVAL);
+    cfg.drift_factor = -1;
+    nm_assert_rc(netmutex_configure(&cfg), EINVAL);
+    /* Fields left 0 fall back to the environment. */
+    cfg.drift_factor = 0;
+    cfg.drift_ms = 0;
+    cfg.server_timeout_ms = 0;
+    for (const char *const *v = bad_factor; *v; v++) {
+        g_setenv("NETMUTEX_DRIFT_FACTOR", *v, TRUE);
+        nm_assert_rc(netmutex_configure(&cfg), EINVAL);
+    }
+    g_setenv("NETMUTEX_DRIFT_FACTOR", "0.02", TRUE);
+    g_setenv("NETMUTEX_DRIFT_MS", "70000", TRUE);
+    nm_assert_rc(netmutex_configure(&cfg), EINVAL);
+    g_setenv("NETMUTEX_DRIFT_MS", "3", TRUE);
+    g_setenv("NETMUTEX_SERVER_TIMEOUT_MS", "0", TRUE);
+    nm_assert_rc(netmutex_configure(&cfg), EINVAL);
+    g_setenv("NETMUTEX_SERVER_TIMEOUT_MS", "30", TRUE);
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    g_unsetenv("NETMUTEX_DRIFT_FACTOR");
+    g_unsetenv("NETMUTEX_DRIFT_MS");
+    g_unsetenv("NETMUTEX_SERVER_TIMEOUT_MS");
+    lock_unlock_once("m");
+    nm_configure(redis);
+    g_free(url);
+}
+
 /* After shutdown the configuration is forgotten: the next call configures
  * itself from the environment. */
 static void test_shutdown_reconfigures_from_env(void)
@@ -516,7 +564,8 @@ int main(int argc, char **argv)
     g_test_add_func("/config/url/malformed-einval", test_url_malformed);
     g_test_add_func("/config/url/too-long-einval", test_url_too_long);
     g_test_add_func("/config/url/well-formed-accepted", test_url_accepted);
-    g_test_add_func("/config/url/server-list-enotsup", test_url_quorum_enotsup);
+    g_test_add_func("/config/url/server-list", test_url_quorum_list);
+    g_test_add_func("/config/quorum/timing-settings", test_quorum_timing_settings);
     g_test_add_func("/config/url/unreachable-server-accepted", test_configure_unreachable_accepted);
     g_test_add_func("/config/url/tcp-lock-works", test_url_tcp_lock_works);
     g_test_add_func("/config/url/tcp-db-number-used", test_url_tcp_db);

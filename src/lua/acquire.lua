@@ -3,7 +3,9 @@
 -- ARGV[1] token, ARGV[2] lease in ms, ARGV[3] holder description,
 -- ARGV[4] queue entry lifetime in ms (0: do not queue; trylock),
 -- ARGV[5] the caller's wall clock in ms (for 'since', display only)
--- Returns {1, fence, previous_holder_died} when the lock is ours,
+-- Returns {1, fence, previous_holder_died, held, released} when the lock is
+-- ours (held and released: the meta fields as found, which quorum mode uses
+-- to tell a holder that died from one whose release missed this server),
 -- {0, pttl, 0} when someone else holds it (pttl -1: the key never expires),
 -- or {-1, 0, 0} when the mutex was left ENOTRECOVERABLE.
 local K, M, Q, W = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -19,7 +21,7 @@ if cur == token then
   return {1, tonumber(meta[1] or 0), tonumber(meta[2] or 0)}
 end
 if not cur then
-  local meta = redis.call('HMGET', M, 'unrecoverable', 'held')
+  local meta = redis.call('HMGET', M, 'unrecoverable', 'held', 'released')
   if meta[1] then
     return {-1, 0, 0}
   end
@@ -31,10 +33,10 @@ if not cur then
   end
   if not head then
     fence, dead = take(K, M, token, lease, holder, ARGV[5], meta[2])
-    return {1, fence, dead}
+    return {1, fence, dead, meta[2] or '', meta[3] or ''}
   end
 end
 if ttl > 0 then
-  enqueue(Q, W, token, lease, ttl)
+  enqueue(Q, W, token, lease, ttl, holder)
 end
 return {0, redis.call('PTTL', K), 0}

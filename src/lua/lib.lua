@@ -7,7 +7,7 @@
 --                           released), holder, since, dead, released,
 --                           unrecoverable
 --   Q  <prefix>{<name>}:q   list: tokens of queued waiters, in arrival order
---   W  <prefix>{<name>}:w   hash: token -> "<expires_ms>:<lease_ms>"
+--   W  <prefix>{<name>}:w   hash: token -> "<expires_ms>:<lease_ms>:<holder>"
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -51,9 +51,9 @@ local function grant_next(K, M, Q, W, held)
     local entry = redis.call('HGET', W, token)
     redis.call('HDEL', W, token)
     if entry then
-      local expires, lease = string.match(entry, '^(%d+):(%d+)$')
+      local expires, lease, holder = string.match(entry, '^(%d+):(%d+):(.*)$')
       if expires and tonumber(expires) > now then
-        local fence, dead = take(K, M, token, lease, 'queued', now, held)
+        local fence, dead = take(K, M, token, lease, holder, now, held)
         redis.pcall('PUBLISH', K, 'granted ' .. token .. ' ' .. fence .. ' ' .. dead)
         return token, fence, dead
       end
@@ -61,10 +61,11 @@ local function grant_next(K, M, Q, W, held)
   end
 end
 
--- Puts TOKEN in the queue, or refreshes its entry, for TTL ms.
-local function enqueue(Q, W, token, lease, ttl)
+-- Puts TOKEN (of HOLDER, "host:pid:tid") in the queue, or refreshes its
+-- entry, for TTL ms.
+local function enqueue(Q, W, token, lease, ttl, holder)
   local now = now_ms()
-  if redis.call('HSET', W, token, (now + ttl) .. ':' .. lease) == 1 then
+  if redis.call('HSET', W, token, (now + ttl) .. ':' .. lease .. ':' .. holder) == 1 then
     redis.call('RPUSH', Q, token)
   end
   for _, key in ipairs({Q, W}) do

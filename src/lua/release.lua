@@ -2,7 +2,9 @@
 -- to the first queued waiter if there is one.
 -- KEYS K, M, Q, W (see lib.lua); ARGV[1] token, ARGV[2] '1' when a robust
 -- mutex is unlocked after EOWNERDEAD without netmutex_consistent(): then it
--- stays ENOTRECOVERABLE for every later locker, as in pthread.
+-- stays ENOTRECOVERABLE for every later locker, as in pthread.  ARGV[3] '1'
+-- gives back a grant quorum mode did not keep (no quorum): nobody waits for
+-- that, so nobody is woken or handed the lock.
 -- Returns 1 released, 2 released already (by an earlier attempt whose reply
 -- was lost), 0 the key is gone (our lease ran out), -1 the key holds
 -- another owner's token (ours ran out and someone else took it).
@@ -22,6 +24,9 @@ redis.call('DEL', K)
 -- 'released' is remembered so that a retry after a lost reply knows it
 -- was us; an empty 'held' tells the next taker nobody died holding it.
 redis.call('HSET', M, 'held', '', 'released', token)
+if ARGV[3] == '1' then
+  return 1
+end
 if ARGV[2] == '1' then
   redis.call('HSET', M, 'unrecoverable', '1')
 elseif grant_next(K, M, Q, W, '') then

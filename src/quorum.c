@@ -1,0 +1,215 @@
+/* quorum.c -- one request to every server at once, answers collected by poll(). */
+#include "nm.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+
+#include "clock.h"
+#include "conn.h"
+#include "quorum.h"
+#include "reply.h"
+
+/* How long a server that failed is left alone.  Short, so a restarted
+ * server rejoins quickly; long enough that a dead one does not cost every
+ * call a dial. */
+#define DOWN_MS 500
+/* A request made at the caller's deadline still gets this long for its
+ * answers (as conn.c does for one server). */
+#define MIN_REPLY_WAIT_MS 10
+
+/* ---- the fan: many pipelines, one poll() ---------------------------------- */
+
+/* Server I failed: it is left alone for a moment in quorum mode, where the
+ * others can do without it; a single server is redialed at once. */
+static void set_down(const nm_config_t *cfg, size_t i)
+{
+    if (cfg->nservers > 1)
+        nm_conn_set_down(i, nm_now_ms() + DOWN_MS);
+    else
+        nm_conn_drop(i);
+}
+
+static int pending(const nm_fan_t *f, size_t i)
+{
+    return f->ctx[i] && !f->err[i] && f->got[i] < f->want[i];
+}
+
+/* Takes every complete reply server I has sent. */
+static void take_replies(nm_fan_t *f, size_t i)
+{
+    while (pending(f, i)) {
+        redisReply *r;
+        int err = nm_take_reply(f->ctx[i], &r);
+        if (err == NM_ECONN || err == ENOMEM) {
+            f->err[i] = err;
+            return;
+        }
+        if (!err && !r)
+            return; /* the rest is still on its way */
+        f->out[i][f->got[i]++] = r;
+        if (err && !f->err[i])
+            f->err[i] = err; /* an error reply; later replies still count */
+    }
+}
+
+static void send_all(nm_fan_t *f)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (pending(f, i) && nm_send(f->ctx[i]) != 0)
+            f->err[i] = NM_ECONN;
+}
+
+void nm_fan_run(nm_fan_t *f, int64_t until)
+{
+    struct pollfd fds[NM_SERVERS_MAX];
+    size_t idx[NM_SERVERS_MAX];
+
+    send_all(f);
+    for (;;) {
+        nfds_t nfds = 0;
+        for (size_t i = 0; i < f->n; i++)
+            if (pending(f, i)) {
+                fds[nfds] = (struct pollfd){ f->ctx[i]->fd, POLLIN, 0 };
+                idx[nfds++] = i;
+            }
+        int64_t left = nm_remaining_ms(until);
+        if (nfds == 0 || left == 0)
+            break;
+        if (poll(fds, nfds, (int)NM_MIN(left, 60000)) < 0 && errno != EINTR)
+            break;
+        for (nfds_t k = 0; k < nfds; k++) {
+            if (!fds[k].revents)
+                continue;
+            if (nm_receive(f->ctx[idx[k]]) != 0)
+                f->err[idx[k]] = NM_ECONN;
+            else
+                take_replies(f, idx[k]);
+        }
+    }
+    for (size_t i = 0; i < f->n; i++)
+        if (pending(f, i))
+            f->err[i] = ETIMEDOUT;
+}
+
+/* ---- one script call on every server ---------------------------------------- */
+
+typedef struct call {
+    nm_config_t *cfg;
+    nm_script_t id;
+    int nkeys, nargs;
+    const char **argv;
+    const size_t *lens;
+} call_t;
+
+/* Dials server I if needed and queues the call on it: its context, or NULL
+ * with V->err[I] set. */
+static redisContext *prepare(const call_t *c, size_t i, int64_t until, nm_votes_t *v)
+{
+    redisContext *ctx;
+    int err = nm_conn_get(c->cfg, i, until, &ctx);
+    if (!err) {
+        err = nm_script_append(ctx, c->id, c->nkeys, c->nargs, c->argv, c->lens);
+        if (err == ENOENT) { /* this process never loaded it yet */
+            err = nm_script_load(ctx, c->id);
+            if (!err)
+                err = nm_script_append(ctx, c->id, c->nkeys, c->nargs, c->argv, c->lens);
+        }
+    }
+    if (err == NM_ECONN)
+        set_down(c->cfg, i);
+    v->err[i] = err;
+    return err ? NULL : ctx;
+}
+
+/* What happened to server I decides whether it is tried again at once: a
+ * stale cached connection (the server restarted, CLIENT KILL) or a lost
+ * script (the server restarted, SCRIPT FLUSH) is; a server that did not
+ * answer in time is left alone a while. */
+static int settle(const call_t *c, redisContext *ctx, size_t i, int err, int was_cached,
+                  int round, nm_votes_t *v)
+{
+    if (round == 0 && err == ENOENT && nm_script_load(ctx, c->id) == 0)
+        return 1;
+    if (round == 0 && err == NM_ECONN && was_cached) {
+        nm_conn_drop(i);
+        return 1;
+    }
+    if (err == NM_ECONN || err == ETIMEDOUT) {
+        set_down(c->cfg, i);
+        err = NM_ECONN;
+    }
+    v->err[i] = err == ENOENT ? EPROTO : err;
+    return 0;
+}
+
+/* One round over the servers in TODO; those to retry stay in TODO. */
+static void call_round(const call_t *c, int round, int todo[], int64_t until, nm_votes_t *v)
+{
+    nm_fan_t f = { .n = v->n };
+    int cached[NM_SERVERS_MAX];
+
+    for (size_t i = 0; i < v->n; i++) {
+        if (!todo[i])
+            continue;
+        cached[i] = nm_conn_cached(c->cfg, i);
+        f.ctx[i] = prepare(c, i, until, v);
+        f.want[i] = 1;
+        f.out[i] = &v->reply[i];
+        todo[i] = 0;
+    }
+    nm_fan_run(&f, until);
+    for (size_t i = 0; i < v->n; i++) {
+        if (!f.ctx[i])
+            continue;
+        v->err[i] = 0;
+        if (f.err[i])
+            todo[i] = settle(c, f.ctx[i], i, f.err[i], cached[i], round, v);
+    }
+}
+
+void nm_quorum_call(nm_config_t *cfg, nm_script_t id, int nkeys, int nargs,
+                    const char **argv, const size_t *lens, int64_t deadline,
+                    nm_votes_t *v)
+{
+    call_t c = { cfg, id, nkeys, nargs, argv, lens };
+    int todo[NM_SERVERS_MAX];
+
+    memset(v, 0, sizeof *v);
+    v->n = cfg->nservers;
+    for (size_t i = 0; i < v->n; i++)
+        todo[i] = 1;
+    v->sent_at = nm_now_ms();
+    for (int round = 0; round < 2; round++) {
+        int64_t now = nm_now_ms();
+        int64_t floor = now + MIN_REPLY_WAIT_MS;
+        int64_t per_server = cfg->nservers > 1 ? cfg->server_timeout_ms : cfg->io_timeout_ms;
+        int64_t until = NM_MIN(now + per_server, NM_MAX(deadline, floor));
+        call_round(&c, round, todo, until, v);
+    }
+}
+
+void nm_votes_clear(nm_votes_t *v)
+{
+    for (size_t i = 0; i < v->n; i++)
+        if (v->reply[i])
+            freeReplyObject(v->reply[i]);
+    memset(v, 0, sizeof *v);
+}
+
+size_t nm_votes_answered(const nm_votes_t *v)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < v->n; i++)
+        n += v->err[i] == 0 && v->reply[i] != NULL;
+    return n;
+}
+
+int nm_votes_failure(const nm_votes_t *v)
+{
+    int err = NM_ECONN;
+    for (size_t i = 0; i < v->n; i++)
+        if (v->err[i] == EACCES || (v->err[i] == EPROTO && err != EACCES))
+            err = v->err[i];
+    return err;
+}

@@ -1,0 +1,163 @@
+/*
+ * redlock.c -- counting the votes of quorum mode.
+ *
+ * Fencing.  Each server keeps its own fence counter, and acquire.lua
+ * increments it on every server that grants.  The counters drift apart
+ * (a server that was down misses increments; one restarted empty starts
+ * again at 1), so the largest value the quorum returned, F, is what the
+ * holder gets -- but only after every granting server's counter is at
+ * least F (fence.lua, a second round that lease.c makes only when the
+ * granting servers disagree, which they do not while all of them are up).
+ * Then the next grant, which needs a quorum too, includes at least one of
+ * those servers, whose increment yields more than F: fences only grow.
+ *
+ * A dead previous holder.  Each granting server reports whether the lock's
+ * previous holder there ('held') never released it; but a release that
+ * did not reach one server (down at that moment) looks the same on that
+ * server.  So a server's "dead" counts only if no server reports that very
+ * token as released.
+ */
+#include "nm.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "redlock.h"
+#include "reply.h"
+
+/* After a split vote, everyone backs off a random few milliseconds, so the
+ * contenders do not collide again in lockstep; the bound doubles with every
+ * split in a row (a grant left on a server by a request that timed out
+ * blocks the quorum until its lease ends, and must not be polled hard). */
+#define SPLIT_BACKOFF_MIN_MS 8
+#define SPLIT_BACKOFF_MAX_MS 256
+
+int64_t nm_redlock_drift(const nm_config_t *cfg, unsigned int lease_ms)
+{
+    return (int64_t)(cfg->drift_factor * lease_ms) + cfg->drift_ms;
+}
+
+/* One server's answer to acquire.lua. */
+typedef struct ballot {
+    long long result, fence_or_pttl, dead;
+    const redisReply *held, *released; /* NULL if not reported */
+} ballot_t;
+
+static int read_ballot(const redisReply *r, ballot_t *b)
+{
+    long long v[3];
+    if (!r || nm_reply_integers(r, v, 3) != 0)
+        return EPROTO;
+    b->result = v[0];
+    b->fence_or_pttl = v[1];
+    b->dead = v[2];
+    b->held = r->elements >= 5 ? r->element[3] : NULL;
+    b->released = r->elements >= 5 ? r->element[4] : NULL;
+    return 0;
+}
+
+static int same_string(const redisReply *a, const redisReply *b)
+{
+    return a && b && a->type == REDIS_REPLY_STRING && b->type == REDIS_REPLY_STRING &&
+           a->len == b->len && a->len > 0 && memcmp(a->str, b->str, a->len) == 0;
+}
+
+/* Whether some server saw the holder HELD release the lock. */
+static int released_somewhere(const nm_votes_t *v, const redisReply *held)
+{
+    ballot_t b;
+    for (size_t i = 0; i < v->n; i++)
+        if (read_ballot(v->reply[i], &b) == 0 && same_string(b.released, held))
+            return 1;
+    return 0;
+}
+
+typedef struct tally {
+    size_t granted, busy, unrecoverable;
+    long long fence_min, fence_max, pttl;
+    int dead;
+} tally_t;
+
+static void count(const nm_votes_t *v, tally_t *t)
+{
+    ballot_t b;
+    memset(t, 0, sizeof *t);
+    t->fence_min = -1;
+    for (size_t i = 0; i < v->n; i++) {
+        if (v->err[i] || read_ballot(v->reply[i], &b) != 0)
+            continue;
+        if (b.result == 1) {
+            t->granted++;
+            t->fence_max = NM_MAX(t->fence_max, b.fence_or_pttl);
+            t->fence_min = t->fence_min < 0 ? b.fence_or_pttl : NM_MIN(t->fence_min, b.fence_or_pttl);
+            t->dead |= b.dead && !released_somewhere(v, b.held);
+        } else if (b.result == -1) {
+            t->unrecoverable++;
+        } else {
+            t->busy++;
+            /* Wait for the longest of the leases that stand in the way. */
+            t->pttl = NM_MAX(t->pttl, b.fence_or_pttl);
+        }
+    }
+}
+
+int nm_redlock_granted(nm_lease_t *l, const nm_votes_t *v, long long *raise_to,
+                       long long *pttl)
+{
+    const nm_config_t *cfg = l->cfg;
+    tally_t t;
+    count(v, &t);
+    int64_t elapsed = nm_now_ms() - v->sent_at;
+    int64_t validity = (int64_t)l->lease_ms - elapsed - nm_redlock_drift(cfg, l->lease_ms);
+
+    if (t.granted >= cfg->quorum && validity > 0) {
+        l->fence = t.fence_max;
+        l->owner_died = t.dead;
+        l->sent_at = v->sent_at;
+        *raise_to = t.fence_min == t.fence_max ? 0 : t.fence_max;
+        return 0;
+    }
+    if (t.unrecoverable >= cfg->quorum)
+        return ENOTRECOVERABLE;
+    if (t.granted + t.busy + t.unrecoverable < cfg->quorum)
+        return nm_votes_failure(v);
+    if (t.granted) {
+        unsigned int shift = NM_MIN(l->splits++, 5u);
+        *pttl = 1 + rand() % NM_MIN(SPLIT_BACKOFF_MIN_MS << shift, SPLIT_BACKOFF_MAX_MS);
+    } else {
+        *pttl = t.pttl;
+    }
+    return EBUSY;
+}
+
+/* 1 when reply R says "done": the integer 1 or 2, or an array whose first
+ * element is 1. */
+static int says_done(const redisReply *r)
+{
+    long long x;
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1)
+        r = r->element[0];
+    return r && nm_reply_integer(r, &x) == 0 && (x == 1 || x == 2);
+}
+
+int nm_redlock_done(const nm_config_t *cfg, const nm_votes_t *v)
+{
+    size_t done = 0;
+    for (size_t i = 0; i < v->n; i++)
+        done += v->err[i] == 0 && says_done(v->reply[i]);
+    if (done >= cfg->quorum)
+        return 0;
+    return nm_votes_answered(v) >= cfg->quorum ? ENOLCK : EIO;
+}
+
+int nm_redlock_broken(const nm_config_t *cfg, const nm_votes_t *v)
+{
+    int held = 0;
+    for (size_t i = 0; i < v->n; i++)
+        held |= v->err[i] == 0 && says_done(v->reply[i]);
+    if (nm_votes_answered(v) < cfg->quorum)
+        return EAGAIN;
+    return held ? 0 : ENOENT;
+}

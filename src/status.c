@@ -1,0 +1,111 @@
+/*
+ * status.c -- what the servers know about a mutex, for people and tools.
+ *
+ * Every server answers status.lua; in quorum mode a name counts as held
+ * only when a quorum of servers holds the same token, which is exactly when
+ * somebody's acquisition succeeded and has not ended.
+ */
+#include "nm.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "keys.h"
+#include "quorum.h"
+#include "reply.h"
+#include "status.h"
+
+/* One server's answer (status.lua). */
+typedef struct view {
+    const redisReply *token, *holder;
+    long long pttl, fence, since, queued, unrecoverable;
+} view_t;
+
+static int read_view(const redisReply *r, view_t *v)
+{
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 7 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[3]->type != REDIS_REPLY_STRING)
+        return EPROTO;
+    const size_t at[5] = { 1, 2, 4, 5, 6 };
+    long long *to[5] = { &v->pttl, &v->fence, &v->since, &v->queued, &v->unrecoverable };
+    for (int k = 0; k < 5; k++)
+        if (nm_reply_integer(r->element[at[k]], to[k]) != 0)
+            return EPROTO;
+    v->token = r->element[0];
+    v->holder = r->element[3];
+    return 0;
+}
+
+/* How many views hold the same non-empty token as VIEWS[I]. */
+static size_t agreeing(const view_t *views, const int *ok, size_t n, size_t i)
+{
+    size_t count = 0;
+    const redisReply *t = views[i].token;
+    for (size_t j = 0; j < n && t->len > 0; j++)
+        count += ok[j] && views[j].token->len == t->len &&
+                 memcmp(views[j].token->str, t->str, t->len) == 0;
+    return count;
+}
+
+static void describe_holder(const view_t *v, netmutex_status_t *st)
+{
+    size_t len = NM_MIN(v->holder->len, sizeof st->holder - 1);
+    memcpy(st->holder, v->holder->str, len);
+    st->holder[len] = '\0';
+    st->held = 1;
+    st->since_ms = v->since;
+    if (st->ttl_ms < 0 || v->pttl < st->ttl_ms)
+        st->ttl_ms = v->pttl;
+}
+
+static void summarize(const nm_config_t *cfg, const view_t *views, const int *ok, size_t n,
+                      netmutex_status_t *st)
+{
+    size_t unrecoverable = 0;
+    memset(st, 0, sizeof *st);
+    st->ttl_ms = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!ok[i])
+            continue;
+        st->fence = NM_MAX(st->fence, (uint64_t)views[i].fence);
+        st->waiters = NM_MAX(st->waiters, (unsigned int)views[i].queued);
+        unrecoverable += views[i].unrecoverable != 0;
+        if (agreeing(views, ok, n, i) >= cfg->quorum)
+            describe_holder(&views[i], st);
+    }
+    st->unrecoverable = unrecoverable >= cfg->quorum;
+}
+
+int nm_status(const char *name, size_t name_len, netmutex_status_t *st)
+{
+    nm_config_t *cfg;
+    char *keys;
+    size_t key_len;
+    const char *argv[3];
+    size_t lens[3];
+    view_t views[NM_SERVERS_MAX];
+    int ok[NM_SERVERS_MAX] = { 0 };
+    nm_votes_t v;
+
+    int err = nm_config_current(&cfg);
+    if (err)
+        return err;
+    err = nm_keys_build(cfg, name, name_len, &keys, &key_len);
+    if (!err) {
+        nm_keys_put(keys, key_len, 3, argv, lens);
+        nm_quorum_call(cfg, NM_SCRIPT_STATUS, 3, 3, argv, lens, NM_FOREVER, &v);
+        size_t answered = 0;
+        for (size_t i = 0; i < v.n; i++)
+            answered += ok[i] = v.err[i] == 0 && read_view(v.reply[i], &views[i]) == 0;
+        if (answered >= cfg->quorum)
+            summarize(cfg, views, ok, v.n, st);
+        else
+            err = nm_votes_failure(&v);
+        nm_votes_clear(&v);
+        free(keys);
+    }
+    nm_config_unref(cfg);
+    return err == NM_ECONN ? EAGAIN : err;
+}
