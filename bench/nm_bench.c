@@ -78,6 +78,13 @@
  *                      batched.
  *   fair_procs         contended_procs with the mutex in fair mode; prints
  *                      "skipped" while netmutex.h has no fair mode.
+ *   quorum_uncontended uncontended in quorum mode: server 0 and two more
+ *                      private servers started for it (not available with
+ *                      -u).  "cycles_per_s"; "cycle_time_ratio" = this
+ *                      run's single-server rate / the quorum rate, target
+ *                      <= 1.3 (needs the uncontended scenario in the run).
+ *   quorum_contended_procs  contended_procs in quorum mode, with its
+ *                      "cycle_time_ratio" to contended_procs (no target).
  * -p, -t, --hold-us and --think-us replace the defaults of contended_procs,
  * threads, threads_two_procs and fair_procs; uncontended stays 1 x 1.
  * Targets other than the fixed ones (p99, fairness, lost, RSS) follow the
@@ -152,7 +159,7 @@ static struct {
 static pid_t main_pid;
 static double rtt_us;                /* median PING round trip */
 static const char *server_kind = "url";
-static char server_url[400];         /* what the library is given */
+static char server_url[640];         /* what the library is given */
 static char name_prefix[64];         /* "nm_bench/PID" */
 
 static void complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -595,28 +602,35 @@ static int read_cmdstats(redisContext *c, cmdstats_t *out)
 
 /* Only the main process touches these, and the signal handler only in the
  * main process (checked with getpid: workers inherit the handler). */
-static volatile pid_t redis_pid;
-static char tmp_dir[128], sock_path[192], log_path[192];
+/* Server 0 serves every scenario; the quorum scenarios add servers 1 and 2
+ * (independent masters) beside it. */
+#define NSERVERS 3
+static volatile pid_t redis_pid[NSERVERS];
+static char tmp_dir[128], sock_path[NSERVERS][192], log_path[NSERVERS][192];
 
 static void remove_tmp_dir(void)
 {
     if (tmp_dir[0] == '\0')
         return;
-    unlink(sock_path);
-    unlink(log_path);
+    for (int i = 0; i < NSERVERS; i++) {
+        unlink(sock_path[i]);
+        unlink(log_path[i]);
+    }
     rmdir(tmp_dir);
 }
 
 static void stop_redis(void)
 {
-    pid_t pid = redis_pid;
     if (getpid() != main_pid)
         return;
-    if (pid > 0) {
+    for (int i = 0; i < NSERVERS; i++) {
+        pid_t pid = redis_pid[i];
+        if (pid <= 0)
+            continue;
         kill(pid, SIGTERM);
         while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
             ;
-        redis_pid = 0;
+        redis_pid[i] = 0;
     }
     remove_tmp_dir();
     tmp_dir[0] = '\0';
@@ -627,10 +641,11 @@ static void stop_redis(void)
 static void on_fatal_signal(int sig)
 {
     if (getpid() == main_pid) {
-        if (redis_pid > 0) {
-            kill(redis_pid, SIGTERM);
-            waitpid(redis_pid, NULL, 0);
-        }
+        for (int i = 0; i < NSERVERS; i++)
+            if (redis_pid[i] > 0) {
+                kill(redis_pid[i], SIGTERM);
+                waitpid(redis_pid[i], NULL, 0);
+            }
         remove_tmp_dir();
     }
     signal(sig, SIG_DFL);
@@ -664,12 +679,12 @@ static int free_tcp_port(void)
     return port;
 }
 
-/* Does the server answer PING on its unix socket?  (Used for readiness in
+/* Does server I answer PING on its unix socket?  (Used for readiness in
  * both modes: the socket is always there, even with --tcp.) */
-static int redis_answers(void)
+static int redis_answers(int i)
 {
     struct timeval tv = { 0, 200000 };
-    redisContext *c = redisConnectUnixWithTimeout(sock_path, tv);
+    redisContext *c = redisConnectUnixWithTimeout(sock_path[i], tv);
     int ok = 0;
     if (c && c->err == 0) {
         redisSetTimeout(c, tv);
@@ -683,9 +698,9 @@ static int redis_answers(void)
     return ok;
 }
 
-static void print_log(void)
+static void print_log(int i)
 {
-    FILE *f = fopen(log_path, "r");
+    FILE *f = fopen(log_path[i], "r");
     char line[512];
     if (!f)
         return;
@@ -694,9 +709,9 @@ static void print_log(void)
     fclose(f);
 }
 
-/* One attempt to start redis-server on PORT (0: unix socket only); waits,
- * bounded, until it answers.  0, or -1 after a message. */
-static int spawn_redis(const char *server, int port)
+/* One attempt to start redis-server I on PORT (0: unix socket only);
+ * waits, bounded, until it answers.  0, or -1 after a message. */
+static int spawn_redis(int i, const char *server, int port)
 {
     char port_arg[16];
     snprintf(port_arg, sizeof port_arg, "%d", port);
@@ -713,43 +728,71 @@ static int spawn_redis(const char *server, int port)
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (getppid() != main_pid)
             _exit(127);
-        int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int fd = open(log_path[i], O_WRONLY | O_CREAT | O_TRUNC, 0600);
         if (fd != -1) {
             dup2(fd, STDOUT_FILENO);
             dup2(fd, STDERR_FILENO);
             close(fd);
         }
         execlp(server, server, "--port", port_arg, "--bind", "127.0.0.1",
-               "--unixsocket", sock_path, "--unixsocketperm", "700",
+               "--unixsocket", sock_path[i], "--unixsocketperm", "700",
                "--dir", tmp_dir, "--save", "", "--appendonly", "no",
                "--daemonize", "no", (char *)NULL);
         fprintf(stderr, "exec %s: %s\n", server, strerror(errno));
         _exit(127);
     }
-    redis_pid = pid;
+    redis_pid[i] = pid;
     for (int waited = 0; waited < READY_TIMEOUT_MS; waited += 20) {
         if (waitpid(pid, NULL, WNOHANG) == pid) {
-            redis_pid = 0;
+            redis_pid[i] = 0;
             complain("%s exited before it was ready; its log:", server);
-            print_log();
+            print_log(i);
             return -1;
         }
-        if (redis_answers())
+        if (redis_answers(i))
             return 0;
         sleep_us(20000);
     }
-    complain("%s did not answer on %s within %d ms", server, sock_path, READY_TIMEOUT_MS);
+    complain("%s did not answer on %s within %d ms", server, sock_path[i], READY_TIMEOUT_MS);
     stop_redis();
+    return -1;
+}
+
+static const char *redis_binary(void)
+{
+    const char *server = getenv("REDIS_SERVER");
+    return server && *server ? server : REDIS_SERVER_PATH;
+}
+
+/* Starts private server I (its socket and log in tmp_dir) and writes its
+ * URL to URL.  0, or -1 after a message. */
+static int start_server(int i, char *url, size_t url_size)
+{
+    snprintf(sock_path[i], sizeof sock_path[i], "%s/redis%d.sock", tmp_dir, i);
+    snprintf(log_path[i], sizeof log_path[i], "%s/redis%d.log", tmp_dir, i);
+    /* With --tcp, a port found free may be taken before the server binds
+     * it: a few attempts. */
+    for (int attempt = 0; attempt < (opt.tcp ? 3 : 1); attempt++) {
+        int port = opt.tcp ? free_tcp_port() : 0;
+        if (port < 0) {
+            complain("no free TCP port on 127.0.0.1: %s", strerror(errno));
+            return -1;
+        }
+        if (spawn_redis(i, redis_binary(), port) == 0) {
+            if (opt.tcp)
+                snprintf(url, url_size, "redis://127.0.0.1:%d", port);
+            else
+                snprintf(url, url_size, "unix://%s", sock_path[i]);
+            return 0;
+        }
+    }
     return -1;
 }
 
 /* Starts the private server and sets server_url.  0, or -1 after a message. */
 static int start_redis(void)
 {
-    const char *server = getenv("REDIS_SERVER");
     const char *tmp = getenv("TMPDIR");
-    if (!server || !*server)
-        server = REDIS_SERVER_PATH;
     if (!tmp || !*tmp)
         tmp = "/tmp";
 
@@ -764,27 +807,34 @@ static int start_redis(void)
         tmp_dir[0] = '\0';
         return -1;
     }
-    snprintf(sock_path, sizeof sock_path, "%s/redis.sock", tmp_dir);
-    snprintf(log_path, sizeof log_path, "%s/redis.log", tmp_dir);
+    if (start_server(0, server_url, sizeof server_url) != 0)
+        return -1;
+    server_kind = opt.tcp ? "private-tcp" : "private-unix";
+    return 0;
+}
 
-    /* With --tcp, a port found free may be taken before the server binds
-     * it: a few attempts. */
-    for (int attempt = 0; attempt < (opt.tcp ? 3 : 1); attempt++) {
-        int port = opt.tcp ? free_tcp_port() : 0;
-        if (port < 0) {
-            complain("no free TCP port on 127.0.0.1: %s", strerror(errno));
-            return -1;
-        }
-        if (spawn_redis(server, port) == 0) {
-            if (opt.tcp)
-                snprintf(server_url, sizeof server_url, "redis://127.0.0.1:%d", port);
-            else
-                snprintf(server_url, sizeof server_url, "unix://%s", sock_path);
-            server_kind = opt.tcp ? "private-tcp" : "private-unix";
-            return 0;
-        }
+/* The quorum scenarios' URL list: server 0 and two more private servers,
+ * started on first use.  NULL (after a message) when they cannot be had. */
+static const char *quorum_url(void)
+{
+    static char list[sizeof server_url + 2 * 200];
+    char one[200];
+    if (list[0])
+        return list;
+    if (tmp_dir[0] == '\0') {
+        complain("quorum scenarios need the private servers (no -u / NETMUTEX_URL)");
+        return NULL;
     }
-    return -1;
+    snprintf(list, sizeof list, "%s", server_url);
+    for (int i = 1; i < NSERVERS; i++) {
+        if (start_server(i, one, sizeof one) != 0) {
+            list[0] = '\0';
+            return NULL;
+        }
+        strncat(list, ",", sizeof list - strlen(list) - 1);
+        strncat(list, one, sizeof list - strlen(list) - 1);
+    }
+    return list;
 }
 
 /* ===================================================================== */
@@ -1225,12 +1275,17 @@ typedef struct scenario {
     load_t load;             /* defaults, for the lock-loop scenarios */
 } scenario_t;
 
+/* This run's single-server figures, for the quorum scenarios' ratios (0:
+ * not measured in this run). */
+static double single_cycles_per_s, single_contended_per_s;
+
 static int sc_uncontended(const scenario_t *sc)
 {
     group_result_t r;
     jline_t j;
     if (measure(sc->name, &sc->load, &r, &j) != 0)   /* never overridden */
         return -1;
+    single_cycles_per_s = rate(&r);
     double bound = 1e6 / (2.0 * rtt_us);
     j_num(&j, "wait_p99_ms", r.wait_p99_us / 1e3);
     j_figure(&j, "cycles_per_s", rate(&r), 0.9 * bound, AT_LEAST);
@@ -1266,6 +1321,67 @@ static int contended(const scenario_t *sc, int fair)
     }
     if (ld.procs > 1)
         j_figure(&j, "fairness", min_over_max(r.per_proc, ld.procs), 0.8, AT_LEAST);
+    j_end(&j);
+    if (!fair)
+        single_contended_per_s = rate(&r);
+    return 0;
+}
+
+/* measure() with the library pointed at three independent servers. */
+static int measure_quorum(const scenario_t *sc, const load_t *ld, group_result_t *r, jline_t *j)
+{
+    char single[sizeof server_url];
+    const char *list = quorum_url();
+    if (!list)
+        return report_error(sc->name, "the quorum servers could not be started");
+    memcpy(single, server_url, sizeof single);
+    snprintf(server_url, sizeof server_url, "%s", list);
+    int rc = measure(sc->name, ld, r, j);
+    memcpy(server_url, single, sizeof single);
+    if (rc == 0)
+        j_int(j, "servers", NSERVERS);
+    return rc;
+}
+
+/* How many times longer a quorum cycle takes than a single-server one,
+ * from two rates measured in this run (left out when the single-server
+ * scenario did not run). */
+static void j_vs_single(jline_t *j, double single_per_s, double quorum_per_s, double target)
+{
+    if (single_per_s <= 0 || quorum_per_s <= 0)
+        return;
+    j_num(j, "single_server_per_s", single_per_s);
+    if (target > 0)
+        j_figure(j, "cycle_time_ratio", single_per_s / quorum_per_s, target, AT_MOST);
+    else
+        j_num(j, "cycle_time_ratio", single_per_s / quorum_per_s);
+}
+
+static int sc_quorum_uncontended(const scenario_t *sc)
+{
+    group_result_t r;
+    jline_t j;
+    if (measure_quorum(sc, &sc->load, &r, &j) != 0)
+        return -1;
+    j_num(&j, "cycles_per_s", rate(&r));
+    j_num(&j, "wait_p99_ms", r.wait_p99_us / 1e3);
+    j_vs_single(&j, single_cycles_per_s, rate(&r), 1.3);
+    j_end(&j);
+    return 0;
+}
+
+static int sc_quorum_contended_procs(const scenario_t *sc)
+{
+    load_t ld = with_overrides(sc->load);
+    group_result_t r;
+    jline_t j;
+    if (measure_quorum(sc, &ld, &r, &j) != 0)
+        return -1;
+    j_num(&j, "acq_per_s", rate(&r));
+    j_num(&j, "wait_p50_ms", r.wait_p50_us / 1e3);
+    j_num(&j, "wait_p99_ms", r.wait_p99_us / 1e3);
+    j_num(&j, "fairness", min_over_max(r.per_proc, ld.procs));
+    j_vs_single(&j, single_contended_per_s, rate(&r), 0);
     j_end(&j);
     return 0;
 }
@@ -1485,6 +1601,8 @@ static const scenario_t scenarios[] = {
     { "threads_two_procs", sc_threads_two_procs, { 2, 8, 0, 0, 0 } },
     { "many_locks", sc_many_locks, { 1, 1, 0, 0, 0 } },
     { "fair_procs", sc_fair_procs, { 4, 1, 1000, 1000, 0 } },
+    { "quorum_uncontended", sc_quorum_uncontended, { 1, 1, 0, 0, 0 } },
+    { "quorum_contended_procs", sc_quorum_contended_procs, { 4, 1, 1000, 1000, 0 } },
 };
 #define NSCENARIOS (sizeof scenarios / sizeof scenarios[0])
 
