@@ -10,6 +10,7 @@
 #include "fixture.h"
 
 #include <string.h>
+#include <unistd.h>
 
 static NmRedis *redis;
 
@@ -142,6 +143,70 @@ static void test_fence_increments(void)
     nm_assert_rc(netmutex_destroy(&m), 0);
     g_free(key);
     g_free(name);
+}
+
+/* ---- netmutex_status ------------------------------------------------------ */
+
+/* While held: our host and pid as the holder, the fence the holder got,
+ * a ttl within the lease; after unlock: free, the fence kept. */
+static void test_status_held_and_free(void)
+{
+    netmutex_t m;
+    netmutex_status_t st;
+    uint64_t fence;
+    char host[256], *prefix;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 5000);
+
+    nm_assert_rc(netmutex_status(name, &st), 0);
+    g_assert_cmpint(st.held, ==, 0);
+    g_assert_cmpint(st.ttl_ms, ==, -1);
+    g_assert_cmpuint(st.fence, ==, 0);
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_fence(&m, &fence), 0);
+    nm_assert_rc(netmutex_status(name, &st), 0);
+    g_assert_cmpint(st.held, ==, 1);
+    gethostname(host, sizeof host);
+    prefix = g_strdup_printf("%s:%ld:", host, (long)getpid());
+    g_assert_true(g_str_has_prefix(st.holder, prefix));
+    g_assert_cmpuint(st.fence, ==, fence);
+    g_assert_cmpint(st.ttl_ms, >, 0);
+    g_assert_cmpint(st.ttl_ms, <=, 5000);
+    g_assert_cmpint(st.since_ms, >, 0);
+    g_assert_cmpint(st.unrecoverable, ==, 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_assert_rc(netmutex_status(name, &st), 0);
+    g_assert_cmpint(st.held, ==, 0);
+    g_assert_cmpstr(st.holder, ==, "");
+    g_assert_cmpuint(st.fence, ==, fence);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(prefix);
+    g_free(name);
+}
+
+static void test_status_bad_arguments(void)
+{
+    netmutex_status_t st;
+    char *long_name = g_malloc(NETMUTEX_NAME_MAX + 2);
+
+    memset(long_name, 'x', NETMUTEX_NAME_MAX + 1);
+    long_name[NETMUTEX_NAME_MAX + 1] = '\0';
+    nm_assert_rc(netmutex_status(NULL, &st), EINVAL);
+    nm_assert_rc(netmutex_status("x", NULL), EINVAL);
+    nm_assert_rc(netmutex_status("", &st), EINVAL);
+    nm_assert_rc(netmutex_status(long_name, &st), EINVAL);
+    g_free(long_name);
+}
+
+/* A server that is down: EAGAIN, not a hang and not a crash. */
+static void test_status_unreachable(void)
+{
+    netmutex_config_t cfg = { .url = "redis://127.0.0.1:1", .io_timeout_ms = 200,
+                              .connect_timeout_ms = 200 };
+    netmutex_status_t st;
+
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    nm_assert_rc(netmutex_status("x", &st), EAGAIN);
+    nm_configure(redis);
 }
 
 /* RECURSIVE: one Redis key, depth kept locally -- relocking neither
@@ -415,6 +480,9 @@ int main(int argc, char **argv)
     g_test_add_func("/redis/key/pttl-within-attr-lease", test_pttl_attr_lease);
     g_test_add_func("/redis/key/pttl-within-default-lease", test_pttl_default_lease);
     g_test_add_func("/redis/fence/incremented-per-acquisition", test_fence_increments);
+    g_test_add_func("/redis/status/held-then-free", test_status_held_and_free);
+    g_test_add_func("/redis/status/bad-arguments-einval", test_status_bad_arguments);
+    g_test_add_func("/redis/status/unreachable-eagain", test_status_unreachable);
     g_test_add_func("/redis/recursive/one-key-one-acquisition", test_recursive_one_key);
     g_test_add_func("/redis/unlock/foreign-token-enolck-untouched", test_unlock_foreign_token);
     g_test_add_func("/redis/unlock/key-deleted-enolck", test_unlock_key_deleted);
