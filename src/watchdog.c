@@ -61,6 +61,7 @@ struct nm_watch {
     int refs;
     int released;
     int64_t valid_until;  /* atomic: read by the owner without the lock */
+    int64_t set_at;       /* when the latest request that set it left */
     int64_t next_renew;
     int lost;             /* atomic */
 };
@@ -109,6 +110,18 @@ static int64_t valid_until(const watch_t *w)
 static void set_valid_until(watch_t *w, int64_t t)
 {
     __atomic_store_n(&w->valid_until, t, __ATOMIC_RELEASE);
+}
+
+/* A request sent at SENT_AT set W's expiry to MS from when the server ran
+ * it.  The latest request wins at the server, so it wins here too, whether
+ * it lengthened the lease or shortened it (netmutex_extend with less than
+ * what was left, or a renewal after an extension). */
+static void expiry_set_locked(watch_t *w, int64_t sent_at, unsigned int ms)
+{
+    if (sent_at < w->set_at)
+        return;
+    w->set_at = sent_at;
+    set_valid_until(w, sent_at + ms);
 }
 
 static int64_t lost_at(const watch_t *w)
@@ -284,6 +297,7 @@ static watch_t *watch_new(const nm_lease_t *l, const char *name, const nm_watch_
     w->opts = *o;
     w->refs = 1;
     w->valid_until = l->sent_at + l->lease_ms;
+    w->set_at = l->sent_at;
     w->next_renew = o->autorenew ? l->sent_at + w->interval : NM_FOREVER;
     return w;
 }
@@ -346,8 +360,7 @@ void nm_watchdog_extended(nm_lease_t *l, int64_t sent_at, unsigned int ms)
     if (!w)
         return;
     pthread_mutex_lock(&wd.lock);
-    if (sent_at + (int64_t)ms > valid_until(w))
-        set_valid_until(w, sent_at + ms);
+    expiry_set_locked(w, sent_at, ms);
     pthread_mutex_unlock(&wd.lock);
 }
 
@@ -540,8 +553,7 @@ static void apply_round_locked(round_t *r, int64_t now, lost_list_t *lost)
     for (size_t i = 0; i < r->n; i++) {
         watch_t *w = r->recs[i];
         if (!w->released && r->result[i] == 1) {
-            if (r->sent_at + (int64_t)w->lease_ms > valid_until(w))
-                set_valid_until(w, r->sent_at + w->lease_ms);
+            expiry_set_locked(w, r->sent_at, w->lease_ms);
             w->next_renew = r->sent_at + w->interval;
         } else if (!w->released && r->result[i] == 0) {
             declare_lost(w, lost);

@@ -333,6 +333,28 @@ static void test_validity(void)
     g_free(name);
 }
 
+/* The latest request sets the lease, also when it shortens it: validity
+ * follows an extension down as well as up, never past the server's expiry. */
+static void test_validity_follows_shorter_extend(void)
+{
+    netmutex_t m;
+    char *name = init_mutex(&m, "m", NETMUTEX_STALLED, 0, 60000);
+    char *key = nm_lock_key(name);
+    uint64_t left = 0;
+
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_validity(&m, &left), 0);
+    g_assert_cmpuint(left, >, 30000);
+    nm_assert_rc(netmutex_extend(&m, 2000), 0);
+    g_assert_cmpint(nm_redis_pttl(redis, key), <=, 2000);
+    nm_assert_rc(netmutex_validity(&m, &left), 0);
+    g_assert_cmpuint(left, <=, 2000);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(key);
+    g_free(name);
+}
+
 /* ---- a holder that died ----------------------------------------------------- */
 
 /* Another process takes NAME with a short lease and is killed holding it. */
@@ -440,6 +462,8 @@ int main(int argc, char **argv)
     g_test_add_func("/lease/renew/held-for-several-leases-after-idle", test_autorenew_after_idle);
     g_test_add_func("/lease/renew/off-lease-runs-out-enolck", test_no_autorenew_expires);
     g_test_add_func("/lease/extend/sets-pttl-and-enolck-when-lost", test_extend);
+    g_test_add_func("/lease/extend/validity-follows-a-shorter-lease",
+                    test_validity_follows_shorter_extend);
     g_test_add_func("/lease/lost/attr-callback-validity-unlock-enolck", test_lost_callback_attr);
     g_test_add_func("/lease/lost/config-callback", test_lost_callback_config);
     g_test_add_func("/lease/fence/matches-redis-and-increases", test_fence);
