@@ -60,24 +60,47 @@ static void send_all(nm_fan_t *f)
             f->err[i] = NM_ECONN;
 }
 
+/* Gives up on the servers whose deadline passed; returns the earliest
+ * deadline of those still pending (NM_FOREVER: none is). */
+static int64_t expire(nm_fan_t *f)
+{
+    int64_t now = nm_now_ms(), next = NM_FOREVER;
+    for (size_t i = 0; i < f->n; i++) {
+        if (!pending(f, i))
+            continue;
+        if (now >= f->until[i])
+            f->err[i] = ETIMEDOUT;
+        else
+            next = NM_MIN(next, f->until[i]);
+    }
+    return next;
+}
+
 void nm_fan_run(nm_fan_t *f, int64_t until)
 {
     struct pollfd fds[NM_SERVERS_MAX];
     size_t idx[NM_SERVERS_MAX];
 
+    for (size_t i = 0; i < f->n; i++)
+        if (f->until[i] == 0)
+            f->until[i] = until;
     send_all(f);
     for (;;) {
+        int64_t next = expire(f);
         nfds_t nfds = 0;
         for (size_t i = 0; i < f->n; i++)
             if (pending(f, i)) {
                 fds[nfds] = (struct pollfd){ f->ctx[i]->fd, POLLIN, 0 };
                 idx[nfds++] = i;
             }
-        int64_t left = nm_remaining_ms(until);
-        if (nfds == 0 || left == 0)
+        int64_t left = nm_remaining_ms(next);
+        if (nfds == 0)
             break;
-        if (poll(fds, nfds, (int)NM_MIN(left, 60000)) < 0 && errno != EINTR)
+        if (poll(fds, nfds, (int)NM_MIN(left, 60000)) < 0 && errno != EINTR) {
+            for (nfds_t k = 0; k < nfds; k++)
+                f->err[idx[k]] = NM_ECONN;
             break;
+        }
         for (nfds_t k = 0; k < nfds; k++) {
             if (!fds[k].revents)
                 continue;
@@ -87,9 +110,6 @@ void nm_fan_run(nm_fan_t *f, int64_t until)
                 take_replies(f, idx[k]);
         }
     }
-    for (size_t i = 0; i < f->n; i++)
-        if (pending(f, i))
-            f->err[i] = ETIMEDOUT;
 }
 
 /* ---- one script call on every server ---------------------------------------- */
@@ -102,12 +122,25 @@ typedef struct call {
     const size_t *lens;
 } call_t;
 
-/* Dials server I if needed and queues the call on it: its context, or NULL
- * with V->err[I] set. */
-static redisContext *prepare(const call_t *c, size_t i, int64_t until, nm_votes_t *v)
+/* When to give up on a server asked at NOW: the server timeout, but never
+ * much past the caller's deadline. */
+static int64_t server_deadline(const call_t *c, int64_t deadline)
+{
+    const nm_config_t *cfg = c->cfg;
+    int64_t now = nm_now_ms();
+    int64_t per_server = cfg->nservers > 1 ? cfg->server_timeout_ms : cfg->io_timeout_ms;
+    return NM_MIN(now + per_server, NM_MAX(deadline, now + MIN_REPLY_WAIT_MS));
+}
+
+/* Dials server I if needed, and sends it the call at once (so a slow server
+ * later in the list does not eat into this one's time): its context, or
+ * NULL with V->err[I] set.  *UNTIL: when to stop waiting for its answer;
+ * *SEND_ERR: the send failed (settle() decides what that means). */
+static redisContext *prepare(const call_t *c, size_t i, int64_t deadline, int64_t *until,
+                             int *send_err, nm_votes_t *v)
 {
     redisContext *ctx;
-    int err = nm_conn_get(c->cfg, i, until, &ctx);
+    int err = nm_conn_get(c->cfg, i, server_deadline(c, deadline), &ctx);
     if (!err) {
         err = nm_script_append(ctx, c->id, c->nkeys, c->nargs, c->argv, c->lens);
         if (err == ENOENT) { /* this process never loaded it yet */
@@ -116,6 +149,8 @@ static redisContext *prepare(const call_t *c, size_t i, int64_t until, nm_votes_
                 err = nm_script_append(ctx, c->id, c->nkeys, c->nargs, c->argv, c->lens);
         }
     }
+    *until = server_deadline(c, deadline);
+    *send_err = err ? 0 : nm_send(ctx);
     if (err == NM_ECONN)
         set_down(c->cfg, i);
     v->err[i] = err;
@@ -144,7 +179,7 @@ static int settle(const call_t *c, redisContext *ctx, size_t i, int err, int was
 }
 
 /* One round over the servers in TODO; those to retry stay in TODO. */
-static void call_round(const call_t *c, int round, int todo[], int64_t until, nm_votes_t *v)
+static void call_round(const call_t *c, int round, int todo[], int64_t deadline, nm_votes_t *v)
 {
     nm_fan_t f = { .n = v->n };
     int cached[NM_SERVERS_MAX];
@@ -153,12 +188,12 @@ static void call_round(const call_t *c, int round, int todo[], int64_t until, nm
         if (!todo[i])
             continue;
         cached[i] = nm_conn_cached(c->cfg, i);
-        f.ctx[i] = prepare(c, i, until, v);
+        f.ctx[i] = prepare(c, i, deadline, &f.until[i], &f.err[i], v);
         f.want[i] = 1;
         f.out[i] = &v->reply[i];
         todo[i] = 0;
     }
-    nm_fan_run(&f, until);
+    nm_fan_run(&f, NM_FOREVER); /* each server has its own deadline */
     for (size_t i = 0; i < v->n; i++) {
         if (!f.ctx[i])
             continue;
@@ -180,13 +215,8 @@ void nm_quorum_call(nm_config_t *cfg, nm_script_t id, int nkeys, int nargs,
     for (size_t i = 0; i < v->n; i++)
         todo[i] = 1;
     v->sent_at = nm_now_ms();
-    for (int round = 0; round < 2; round++) {
-        int64_t now = nm_now_ms();
-        int64_t floor = now + MIN_REPLY_WAIT_MS;
-        int64_t per_server = cfg->nservers > 1 ? cfg->server_timeout_ms : cfg->io_timeout_ms;
-        int64_t until = NM_MIN(now + per_server, NM_MAX(deadline, floor));
-        call_round(&c, round, todo, until, v);
-    }
+    for (int round = 0; round < 2; round++)
+        call_round(&c, round, todo, deadline, v);
 }
 
 void nm_votes_clear(nm_votes_t *v)

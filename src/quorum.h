@@ -29,6 +29,8 @@ typedef struct nm_fan {
     size_t want[NM_SERVERS_MAX];       /* replies expected from it */
     size_t got[NM_SERVERS_MAX];
     redisReply **out[NM_SERVERS_MAX];  /* want[i] slots: NULL for an error reply */
+    int64_t until[NM_SERVERS_MAX];     /* when to give up on it (monotonic
+                                          ms); 0: the UNTIL of nm_fan_run */
     int err[NM_SERVERS_MAX];           /* 0, or its first error: NM_ECONN,
                                           ETIMEDOUT (no answer in time: the
                                           connection must go), ENOENT
@@ -36,7 +38,8 @@ typedef struct nm_fan {
 } nm_fan_t;
 
 /* Writes every pipeline out and reads the replies until each server has
- * answered or failed, or UNTIL (monotonic ms) passes. */
+ * answered or failed, or its own deadline (UNTIL, monotonic ms, for those
+ * without one) passes. */
 void nm_fan_run(nm_fan_t *f, int64_t until);
 
 /* The answers of one script call made on every server. */
