@@ -320,7 +320,7 @@ struct NmRedis {
  * nm_redis_free.  The server dies with us anyway (PDEATHSIG); this also
  * removes its directory.  Paths are prepared in advance because only
  * async-signal-safe calls are allowed in the handler. */
-#define MAX_SERVERS 4
+#define MAX_SERVERS 8
 static const char *const dir_files[] = { "redis.sock", "redis.log", "dump.rdb", "counter" };
 static char cleanup_paths[MAX_SERVERS][G_N_ELEMENTS(dir_files) + 1][512];
 static volatile sig_atomic_t cleanup_pids[MAX_SERVERS];
@@ -1327,9 +1327,20 @@ static void run_remote_if_asked(int argc, char **argv)
 NmRemote *nm_remote_start(NmRedis *r, const char *name, int type,
                           unsigned int lease_ms)
 {
+    char *url = nm_redis_url(r);
+    NmRemote *rem = nm_remote_start_url(url, NULL, name, type, lease_ms);
+
+    g_free(url);
+    return rem;
+}
+
+NmRemote *nm_remote_start_url(const char *url, const char *const *env,
+                              const char *name, int type, unsigned int lease_ms)
+{
     NmRemote *rem = g_new0(NmRemote, 1);
     char *self = g_file_read_link("/proc/self/exe", NULL);
-    char *url = nm_redis_url(r);
+    /* Built before fork: between fork and exec only execve runs. */
+    char **envp = g_get_environ();
     int down[2], up[2];
     int rc = -1;
     char *argv[9];
@@ -1339,23 +1350,31 @@ NmRemote *nm_remote_start(NmRedis *r, const char *name, int type,
     g_assert_cmpint(pipe(up), ==, 0);
     argv[0] = self;
     argv[1] = (char *)REMOTE_FLAG;
-    argv[2] = url;
+    argv[2] = (char *)url;
     argv[3] = (char *)name;
     argv[4] = g_strdup_printf("%d", type);
     argv[5] = g_strdup_printf("%u", lease_ms);
     argv[6] = g_strdup_printf("%d", down[0]);
     argv[7] = g_strdup_printf("%d", up[1]);
     argv[8] = NULL;
+    for (const char *const *e = env; e && *e; e++) {
+        char *eq = strchr(*e, '=');
+        char *var = g_strndup(*e, eq ? (gsize)(eq - *e) : strlen(*e));
+
+        g_assert_nonnull(eq);
+        envp = g_environ_setenv(envp, var, eq + 1, TRUE);
+        g_free(var);
+    }
     rem->pid = nm_fork();
     if (rem->pid == 0) {
         close(down[1]);
         close(up[0]);
-        execv(self, argv);
+        execve(self, argv, envp);
         _exit(127);
     }
     for (int i = 4; i < 8; i++)
         g_free(argv[i]);
-    g_free(url);
+    g_strfreev(envp);
     g_free(self);
     close(down[0]);
     close(up[1]);

@@ -244,6 +244,11 @@ void nm_child_wait_ok(pid_t pid, unsigned int timeout_ms);
 typedef struct NmRemote NmRemote;
 NmRemote *nm_remote_start(NmRedis *r, const char *name, int type,
                           unsigned int lease_ms);
+/* The same for any URL (a comma-separated list: quorum mode), with ENV
+ * (NULL, or a NULL-terminated list of "NETMUTEX_X=value") added to the
+ * remote's environment, where its netmutex_configure() finds them. */
+NmRemote *nm_remote_start_url(const char *url, const char *const *env,
+                              const char *name, int type, unsigned int lease_ms);
 /* SIGKILLs the remote (a holder that dies without unlocking) and reaps it. */
 void nm_remote_kill(NmRemote *rem);
 
