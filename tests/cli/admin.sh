@@ -65,4 +65,11 @@ rc=$?
 check "--on-lost none: still 75 (exit $rc)" test "$rc" = 75
 check "... and the command got no signal" test ! -e "$tmp/none"
 
+# A break the watchdog has not seen yet (30 s lease) is found by the
+# release: the command exits 0 at once, and still the tool says 75.
+"$NM" nightly sh -c '"$1" break nightly' sh "$NM" 2>"$tmp/unlock.err"
+rc=$?
+check "a break found at release gives 75 too (exit $rc)" test "$rc" = 75
+check "... and it says so on stderr" quiet grep -q "lost" "$tmp/unlock.err"
+
 done_testing
