@@ -1,0 +1,100 @@
+# lib.sh -- sourced by the netmutex(1) tests: a private redis-server (or
+# three) on unix sockets in a temporary directory, removed at exit however
+# the test ends, and TAP output for automake's tap-driver.
+#
+# From the test environment (tests/Makefile.am): NETMUTEX_CLI, the tool
+# under test; REDIS_SERVER; NETMUTEX_TEST_SLOWDOWN, which scales every time
+# bound (CI sets it for valgrind and TSan).  Bounds are generous limits for
+# "did not hang", never measurements of speed.
+
+set -u
+
+NM=${NETMUTEX_CLI:?NETMUTEX_CLI must name the netmutex tool}
+REDIS_SERVER=${REDIS_SERVER:-redis-server}
+case $REDIS_SERVER in */*) ;; *) REDIS_SERVER=$(command -v "$REDIS_SERVER") ;; esac
+# The environment may point elsewhere; the tests choose their servers.
+unset NETMUTEX_URL NETMUTEX_LEASE_MS NETMUTEX_PREFIX
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/netmutex-cli.XXXXXX") || exit 99
+bg_pids=
+redis_pids=
+tap_n=0
+
+cleanup() {
+    for p in $bg_pids $redis_pids; do
+        kill -9 "$p" 2>/dev/null
+    done
+    wait 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 99' HUP INT TERM
+
+# Whole seconds: N times the slowdown, rounded up.
+secs() {
+    awk -v n="$1" -v s="${NETMUTEX_TEST_SLOWDOWN:-1}" \
+        'BEGIN { if (s + 0 < 1) s = 1; v = n * s; printf "%d\n", (v == int(v)) ? v : int(v) + 1 }'
+}
+
+ok() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1"; }
+not_ok() { tap_n=$((tap_n + 1)); echo "not ok $tap_n - $1"; }
+diag() { echo "# $*"; }
+done_testing() { echo "1..$tap_n"; }
+bail() { echo "Bail out! $*"; exit 99; }
+
+# check DESC COMMAND...: ok when COMMAND succeeds.
+check() {
+    desc=$1; shift
+    if "$@"; then ok "$desc"; else not_ok "$desc"; fi
+}
+
+# expect_rc WANT DESC COMMAND...: ok when COMMAND exits with WANT.
+expect_rc() {
+    want=$1 desc=$2; shift 2
+    "$@"
+    got=$?
+    if [ "$got" = "$want" ]; then ok "$desc"; else not_ok "$desc"; diag "exit $got, want $want"; fi
+}
+
+# wait_for SECS COMMAND...: until COMMAND succeeds; 1 when SECS (scaled)
+# pass first.
+wait_for() {
+    tries=$(( $(secs "$1") * 20 )); shift
+    until "$@"; do
+        tries=$((tries - 1))
+        [ "$tries" -gt 0 ] || return 1
+        sleep 0.05
+    done
+}
+
+# start_redis TAG: a server on $tmp/TAG.sock; prints its URL.
+start_redis() {
+    "$REDIS_SERVER" --port 0 --unixsocket "$tmp/$1.sock" --unixsocketperm 700 \
+        --dir "$tmp" --dbfilename "$1.rdb" --save '' --appendonly no \
+        >"$tmp/$1.log" 2>&1 &
+    redis_pids="$redis_pids $!"
+    wait_for 30 test -S "$tmp/$1.sock" || bail "redis-server $1 did not start"
+    echo "unix://$tmp/$1.sock"
+}
+
+# hold NAME [OPTIONS...]: a background netmutex holding NAME until
+# release_hold; sets hold_pid (the tool's pid) once the lock is taken.
+hold() {
+    name=$1; shift
+    rm -f "$tmp/held"
+    "$NM" "$@" "$name" sh -c 'echo $PPID >"$1"; exec sleep 300' sh "$tmp/held" &
+    hold_pid=$!
+    bg_pids="$bg_pids $hold_pid"
+    wait_for 30 test -s "$tmp/held" || bail "the holder of $name never got it"
+}
+
+# release_hold: SIGTERM to the tool, which passes it to its command; sets
+# hold_rc to the tool's exit status.
+release_hold() {
+    kill -TERM "$hold_pid"
+    wait "$hold_pid"
+    hold_rc=$?
+}
+
+# quiet COMMAND...: COMMAND without its output, for expect_rc.
+quiet() { "$@" >/dev/null 2>&1; }

@@ -1,0 +1,59 @@
+/*
+ * cli.h -- the pieces of netmutex(1), the command line tool that runs a
+ * command while holding a netmutex (see netmutex.1 for the user's view).
+ *
+ * Exit codes follow <sysexits.h> where one fits, and a shell where a command
+ * could not be run (126, 127) or died of a signal (128 + signal), so the
+ * tool can stand in a script exactly where the command stood.
+ */
+#ifndef NETMUTEX_CLI_H
+#define NETMUTEX_CLI_H
+
+#include <sysexits.h>
+
+#define CLI_EX_CONFLICT 1     /* default for -n and -w, see -E */
+#define CLI_EX_USAGE 2        /* like most tools, not EX_USAGE (64) */
+#define CLI_EX_UNRECOVERABLE EX_DATAERR
+#define CLI_EX_UNAVAILABLE EX_UNAVAILABLE
+#define CLI_EX_OSERR EX_OSERR
+#define CLI_EX_LOST EX_TEMPFAIL
+#define CLI_EX_PROTOCOL EX_PROTOCOL
+#define CLI_EX_NOPERM EX_NOPERM
+#define CLI_EX_CONFIG EX_CONFIG
+#define CLI_EX_NOEXEC 126
+#define CLI_EX_NOTFOUND 127
+
+enum cli_cmd { CLI_RUN, CLI_STATUS, CLI_BREAK };
+
+struct cli_opts {
+    enum cli_cmd cmd;
+    const char *name;
+    char **argv;              /* the command to run, NULL-terminated */
+    const char *shell_cmd;    /* -c: run through /bin/sh instead */
+    int nonblock;
+    int has_timeout;
+    double timeout_s;
+    int conflict_code;
+    int verbose;
+    unsigned int lease_ms;    /* 0: the configured default */
+    int lost_sig;             /* 0: --on-lost none */
+    const char *url;          /* NULL: NETMUTEX_URL or the default */
+    int json;
+};
+
+/* opts.c: fills O from the command line; 0 or an exit code (the message is
+ * already printed; -h and -V give CLI_EX_DONE). */
+#define CLI_EX_DONE (-1)
+int cli_parse(int argc, char **argv, struct cli_opts *o);
+
+/* netmutex.c */
+void cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int cli_exit_code(int err);
+const char *cli_strerror(int err);
+
+/* run.c, admin.c: each returns the process's exit code. */
+int cli_run(const struct cli_opts *o);
+int cli_status(const struct cli_opts *o);
+int cli_break(const struct cli_opts *o);
+
+#endif /* NETMUTEX_CLI_H */

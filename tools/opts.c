@@ -1,0 +1,307 @@
+/*
+ * opts.c -- the command line of netmutex(1).
+ *
+ *   netmutex [options] [run] [--] NAME COMMAND [ARGS...]
+ *   netmutex [options] [run] [--] NAME -c 'shell command'
+ *   netmutex [options] status [--json] NAME
+ *   netmutex [options] break NAME
+ *
+ * "status" and "break" are words only in the first position after the
+ * options; a lock with such a name is reached with "run" or "--" (both make
+ * the next word a NAME whatever it is).  Options stop at the first word that
+ * is not one, as in flock(1), so the command's own options are never ours.
+ */
+#include "ac_config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <netmutex.h>
+
+#include "cli.h"
+
+/* Which command an option is limited to, to reject e.g. `status -n`;
+ * 0 for the options every command takes. */
+#define FOR_RUN 1u
+#define FOR_STATUS 2u
+
+enum { OPT_LEASE = 256, OPT_ON_LOST, OPT_JSON };
+
+static const struct option long_opts[] = {
+    { "nonblock", no_argument, NULL, 'n' },
+    { "timeout", required_argument, NULL, 'w' },
+    { "conflict-exit-code", required_argument, NULL, 'E' },
+    { "verbose", no_argument, NULL, 'v' },
+    { "url", required_argument, NULL, 'u' },
+    { "lease", required_argument, NULL, OPT_LEASE },
+    { "on-lost", required_argument, NULL, OPT_ON_LOST },
+    { "json", no_argument, NULL, OPT_JSON },
+    { "help", no_argument, NULL, 'h' },
+    { "version", no_argument, NULL, 'V' },
+    { NULL, 0, NULL, 0 }
+};
+
+/* The leading '+' stops at the first non-option (no permutation), and the
+ * ':' lets us word the message for a missing argument ourselves. */
+static const char short_opts[] = "+:nw:E:vu:hV";
+
+static void usage(FILE *f)
+{
+    fputs("Usage:\n"
+          "  netmutex [options] [run] [--] NAME COMMAND [ARGS...]\n"
+          "  netmutex [options] [run] [--] NAME -c 'SHELL COMMAND'\n"
+          "  netmutex [-u URL] status [--json] NAME\n"
+          "  netmutex [-u URL] break NAME\n"
+          "\n"
+          "Runs COMMAND while holding the cluster-wide lock NAME (kept in Redis).\n"
+          "\n"
+          "  -n, --nonblock            fail at once if NAME is held\n"
+          "  -w, --timeout SECS        give up after SECS (fractions allowed)\n"
+          "  -E, --conflict-exit-code N  exit code for -n and -w (default 1)\n"
+          "      --lease MS            lease length in milliseconds\n"
+          "      --on-lost SIGNAL      signal for COMMAND if the lease is lost\n"
+          "                            (default TERM; 'none' to send nothing)\n"
+          "  -u, --url URL             Redis URL(s), default $NETMUTEX_URL\n"
+          "      --json                status: print JSON\n"
+          "  -v, --verbose             report waiting, acquired, released\n"
+          "  -h, --help                this text\n"
+          "  -V, --version             the version\n"
+          "\n"
+          "Exit: COMMAND's status (128+N if killed by signal N); 1 conflict;\n"
+          "2 usage; 65 unrecoverable; 69 unreachable; 75 lease lost;\n"
+          "76 protocol; 77 refused; 78 bad configuration; 126/127 cannot run.\n"
+          "See netmutex(1).\n", f);
+}
+
+static int usage_error(const char *fmt, const char *what)
+{
+    fputs("netmutex: ", stderr);
+    fprintf(stderr, fmt, what);
+    fputs("\nTry 'netmutex --help'.\n", stderr);
+    return CLI_EX_USAGE;
+}
+
+/* A whole decimal number in [MIN, MAX]; strtoul alone would take "-1",
+ * " 7" and "7x". */
+static int parse_uint(const char *s, unsigned long min, unsigned long max,
+                      unsigned long *out)
+{
+    char *end;
+
+    if (!isdigit((unsigned char)s[0]))
+        return EINVAL;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < min || v > max)
+        return EINVAL;
+    *out = v;
+    return 0;
+}
+
+/* Seconds for -w: fractions allowed, no sign, nothing that is not finite.
+ * The upper bound keeps the deadline well inside a time_t. */
+static int parse_seconds(const char *s, double *out)
+{
+    char *end;
+
+    if (!isdigit((unsigned char)s[0]) && s[0] != '.')
+        return EINVAL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || *end != '\0' || !isfinite(v) || v > 1e8)
+        return EINVAL;
+    *out = v;
+    return 0;
+}
+
+static const struct { const char *name; int sig; } signals[] = {
+    { "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT },
+    { "KILL", SIGKILL }, { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
+    { "ALRM", SIGALRM }, { "TERM", SIGTERM },
+};
+
+/* "TERM", "SIGTERM", "term", "15"; "none" gives 0. */
+static int parse_signal(const char *s, int *sig)
+{
+    unsigned long n;
+
+    if (strcasecmp(s, "none") == 0) {
+        *sig = 0;
+        return 0;
+    }
+    if (parse_uint(s, 1, NSIG - 1, &n) == 0) {
+        *sig = (int)n;
+        return 0;
+    }
+    if (strncasecmp(s, "SIG", 3) == 0)
+        s += 3;
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) {
+        if (strcasecmp(s, signals[i].name) == 0) {
+            *sig = signals[i].sig;
+            return 0;
+        }
+    }
+    return EINVAL;
+}
+
+/* One option's value into O; 0 or an exit code. */
+static int take_option(int c, const char *arg, struct cli_opts *o)
+{
+    unsigned long n;
+
+    switch (c) {
+    case 'n': o->nonblock = 1; return 0;
+    case 'v': o->verbose = 1; return 0;
+    case 'u': o->url = arg; return 0;
+    case OPT_JSON: o->json = 1; return 0;
+    case 'w':
+        o->has_timeout = 1;
+        if (parse_seconds(arg, &o->timeout_s) == 0)
+            return 0;
+        return usage_error("bad timeout '%s': want seconds, e.g. 10 or 0.5", arg);
+    case 'E':
+        if (parse_uint(arg, 0, 255, &n) == 0) {
+            o->conflict_code = (int)n;
+            return 0;
+        }
+        return usage_error("bad conflict exit code '%s': want 0 to 255", arg);
+    case OPT_LEASE:
+        if (parse_uint(arg, NETMUTEX_LEASE_MIN_MS, NETMUTEX_LEASE_MAX_MS, &n) == 0) {
+            o->lease_ms = (unsigned int)n;
+            return 0;
+        }
+        return usage_error("bad lease '%s': want milliseconds, 10 to 86400000", arg);
+    case OPT_ON_LOST:
+        if (parse_signal(arg, &o->lost_sig) == 0)
+            return 0;
+        return usage_error("bad signal '%s': want e.g. TERM, KILL, 9 or none", arg);
+    case 'h': usage(stdout); return CLI_EX_DONE;
+    case 'V': puts("netmutex " PACKAGE_VERSION); return CLI_EX_DONE;
+    case ':': return usage_error("option '%s' needs a value", arg);
+    default: return usage_error("unknown option '%s'", arg);
+    }
+}
+
+static unsigned int option_scope(int c)
+{
+    switch (c) {
+    case 'n': case 'w': case 'E': case OPT_LEASE: case OPT_ON_LOST:
+        return FOR_RUN;
+    case OPT_JSON:
+        return FOR_STATUS;
+    default:
+        return 0;
+    }
+}
+
+/* getopt over ARGV[1..]; leaves the first non-option at optind and the
+ * scopes of the options seen in *SEEN. */
+static int parse_options(int argc, char **argv, struct cli_opts *o, unsigned int *seen)
+{
+    int c;
+
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
+        /* getopt names the bad option only through optopt or argv. */
+        const char *arg = (c == '?' || c == ':') ? argv[optind - 1] : optarg;
+        int rc = take_option(c, arg, o);
+        if (rc != 0)
+            return rc;
+        *seen |= option_scope(c);
+    }
+    return 0;
+}
+
+static int check_name(const char *name)
+{
+    if (name == NULL)
+        return usage_error("%s", "missing lock NAME");
+    if (name[0] == '\0')
+        return usage_error("%s", "empty lock NAME");
+    if (strlen(name) > NETMUTEX_NAME_MAX)
+        return usage_error("lock NAME longer than %s bytes", "1024");
+    return 0;
+}
+
+/* NAME COMMAND [ARGS...] or NAME -c 'COMMAND'. */
+static int take_command(char **rest, struct cli_opts *o)
+{
+    int rc = check_name(rest[0]);
+
+    if (rc != 0)
+        return rc;
+    o->name = rest[0];
+    if (rest[1] == NULL)
+        return usage_error("%s", "missing COMMAND");
+    if (strcmp(rest[1], "-c") != 0 && strcmp(rest[1], "--command") != 0) {
+        o->argv = rest + 1;
+        return 0;
+    }
+    if (rest[2] == NULL || rest[3] != NULL)
+        return usage_error("%s", "-c takes exactly one shell command");
+    o->shell_cmd = rest[2];
+    return 0;
+}
+
+static int take_name_only(char **rest, struct cli_opts *o)
+{
+    int rc = check_name(rest[0]);
+
+    if (rc != 0)
+        return rc;
+    if (rest[1] != NULL)
+        return usage_error("unexpected argument '%s'", rest[1]);
+    o->name = rest[0];
+    return 0;
+}
+
+static int command_word(const char *w, enum cli_cmd *cmd)
+{
+    if (w == NULL)
+        return 0;
+    if (strcmp(w, "run") == 0)
+        *cmd = CLI_RUN;
+    else if (strcmp(w, "status") == 0)
+        *cmd = CLI_STATUS;
+    else if (strcmp(w, "break") == 0)
+        *cmd = CLI_BREAK;
+    else
+        return 0;
+    return 1;
+}
+
+int cli_parse(int argc, char **argv, struct cli_opts *o)
+{
+    static const unsigned int allowed[] = { [CLI_RUN] = FOR_RUN,
+                                            [CLI_STATUS] = FOR_STATUS,
+                                            [CLI_BREAK] = 0 };
+    unsigned int seen = 0;
+    int rc;
+
+    memset(o, 0, sizeof *o);
+    o->conflict_code = CLI_EX_CONFLICT;
+    o->lost_sig = SIGTERM;
+    if ((rc = parse_options(argc, argv, o, &seen)) != 0)
+        return rc;
+    /* After "--" the next word is a NAME even if it spells a command. */
+    int literal = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
+    if (!literal && command_word(argv[optind], &o->cmd)) {
+        argc -= optind;
+        argv += optind;
+        if ((rc = parse_options(argc, argv, o, &seen)) != 0)
+            return rc;
+    }
+    if ((seen & ~allowed[o->cmd]) != 0)
+        return usage_error("%s", "an option does not apply to this command");
+    if (o->cmd == CLI_RUN)
+        return take_command(argv + optind, o);
+    return take_name_only(argv + optind, o);
+}

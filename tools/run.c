@@ -1,0 +1,317 @@
+/*
+ * run.c -- `netmutex NAME COMMAND`: take the lock, run COMMAND as a child
+ * while the library's watchdog renews the lease, release it when the child
+ * is gone, and exit as the child did.
+ *
+ * Everything asynchronous -- our signals, the child's exit, the lost-lease
+ * callback, which runs on the library's background thread -- only writes
+ * one byte to a self-pipe (the byte is the signal number, 0 for a lost
+ * lease).  The main thread reads the pipe and does the real work: kill(2),
+ * waitpid(2), messages.  So nothing but write(2) runs where only
+ * async-signal-safe calls are allowed.
+ */
+#include "ac_config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <netmutex.h>
+
+#include "cli.h"
+
+extern char **environ;
+
+#define LOST_BYTE 0
+
+static int wake_pipe[2] = { -1, -1 };
+
+/* The signals we pass on to the child. */
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP };
+
+static void wake(unsigned char byte)
+{
+    int saved = errno;
+    /* A full pipe already holds a wake-up, and the main thread drains it. */
+    (void)!write(wake_pipe[1], &byte, 1);
+    errno = saved;
+}
+
+static void on_lost(const char *name, void *arg)
+{
+    wake(LOST_BYTE);
+}
+
+static void on_signal(int sig, siginfo_t *info, void *ctx)
+{
+    /* A terminal's ^C reaches the whole foreground process group, the child
+     * included (si_code SI_KERNEL); passing it on would deliver it twice.
+     * Only what another process sent (si_code <= 0) is for us to forward. */
+    if (sig == SIGCHLD || info == NULL || info->si_code <= 0)
+        wake((unsigned char)sig);
+}
+
+/* Handlers for SIGCHLD and for each forwarded signal that was not ignored
+ * when we started: a command run under nohup(1) or `&` must keep ignoring
+ * what its caller ignored, so those we leave alone.  TAKEN gets the ones we
+ * caught, which the child must get back at their default. */
+static int catch_signals(sigset_t *taken)
+{
+    struct sigaction sa, old;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NOCLDSTOP;
+    sigemptyset(&sa.sa_mask);
+    sigemptyset(taken);
+    for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) {
+        if (sigaction(forwarded[i], NULL, &old) != 0)
+            return errno;
+        if (old.sa_handler == SIG_IGN)
+            continue;
+        if (sigaction(forwarded[i], &sa, NULL) != 0)
+            return errno;
+        sigaddset(taken, forwarded[i]);
+    }
+    sigaddset(taken, SIGCHLD);
+    return sigaction(SIGCHLD, &sa, NULL) != 0 ? errno : 0;
+}
+
+static int make_pipe(void)
+{
+    if (pipe(wake_pipe) != 0)
+        return errno;
+    for (int i = 0; i < 2; i++) {
+        /* CLOEXEC: the child must not hold our end; NONBLOCK: a writer in a
+         * signal handler must never block. */
+        if (fcntl(wake_pipe[i], F_SETFD, FD_CLOEXEC) != 0 ||
+            fcntl(wake_pipe[i], F_SETFL, O_NONBLOCK) != 0)
+            return errno;
+    }
+    return 0;
+}
+
+/* environ with NETMUTEX_FENCE=TOKEN in place of any inherited one, so the
+ * command can hand the token to the resource it protects. */
+static char **child_environ(uint64_t fence, char *var, size_t len)
+{
+    static const char key[] = "NETMUTEX_FENCE=";
+    size_t n = 0, j = 0;
+
+    while (environ[n] != NULL)
+        n++;
+    char **env = calloc(n + 2, sizeof *env);
+    if (env == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(environ[i], key, sizeof key - 1) != 0)
+            env[j++] = environ[i];
+    }
+    snprintf(var, len, "%s%" PRIu64, key, fence);
+    env[j] = var;
+    return env;
+}
+
+static int spawn(const struct cli_opts *o, char **env, const sigset_t *dfl, pid_t *pid)
+{
+    char *sh_argv[] = { "sh", "-c", (char *)o->shell_cmd, NULL };
+    posix_spawnattr_t sa;
+    int err;
+
+    if ((err = posix_spawnattr_init(&sa)) != 0)
+        return err;
+    err = posix_spawnattr_setsigdefault(&sa, dfl);
+    if (err == 0)
+        err = posix_spawnattr_setflags(&sa, POSIX_SPAWN_SETSIGDEF);
+    if (err == 0 && o->shell_cmd != NULL)
+        err = posix_spawn(pid, "/bin/sh", NULL, &sa, sh_argv, env);
+    else if (err == 0)
+        err = posix_spawnp(pid, o->argv[0], NULL, &sa, o->argv, env);
+    posix_spawnattr_destroy(&sa);
+    return err;
+}
+
+/* Starts the command; 0 or the exit code a shell would give. */
+static int start_child(const struct cli_opts *o, uint64_t fence, const sigset_t *dfl,
+                       pid_t *pid)
+{
+    char var[48];
+    char **env = child_environ(fence, var, sizeof var);
+    int err = env != NULL ? spawn(o, env, dfl, pid) : ENOMEM;
+
+    free(env);
+    if (err == 0)
+        return 0;
+    cli_say("cannot run %s: %s", o->shell_cmd ? "/bin/sh" : o->argv[0], strerror(err));
+    if (err == ENOMEM)
+        return CLI_EX_OSERR;
+    return err == ENOENT ? CLI_EX_NOTFOUND : CLI_EX_NOEXEC;
+}
+
+/* What a shell would say of a child that ended with STATUS. */
+static int shell_status(int status)
+{
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}
+
+/* One byte from the self-pipe. */
+static void handle_wake(unsigned char byte, const struct cli_opts *o, pid_t pid, int *lost)
+{
+    if (byte == SIGCHLD)
+        return;
+    if (byte != LOST_BYTE) {
+        kill(pid, byte);
+        return;
+    }
+    if (*lost)
+        return;
+    *lost = 1;
+    cli_say("lease of %s lost while the command ran%s", o->name,
+            o->lost_sig ? ": signalling it" : "");
+    if (o->lost_sig)
+        kill(pid, o->lost_sig);
+}
+
+/* Waits for the child, acting on every wake-up meanwhile, and gives its
+ * wait status.  Should poll(2) ever fail, a plain wait still reaps it, so
+ * the lock is never released before the command is over. */
+static int supervise(const struct cli_opts *o, pid_t pid, int *lost)
+{
+    int status = 0;
+
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid || (r < 0 && errno != EINTR))
+            return status;
+        struct pollfd p = { .fd = wake_pipe[0], .events = POLLIN };
+        if (poll(&p, 1, -1) < 0 && errno != EINTR)
+            break;
+        unsigned char buf[64];
+        ssize_t n = read(wake_pipe[0], buf, sizeof buf);
+        for (ssize_t i = 0; i < n; i++)
+            handle_wake(buf[i], o, pid, lost);
+    }
+    cli_say("poll: %s", strerror(errno));
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        continue;
+    return status;
+}
+
+/* 0 or an errno: EBUSY and ETIMEDOUT are the conflicts.  A trylock comes
+ * first so an unreachable server is reported (EAGAIN) instead of waited
+ * for, which is what netmutex_lock would do. */
+static int acquire(const struct cli_opts *o, netmutex_t *m, const struct timespec *deadline)
+{
+    int err = netmutex_trylock(m);
+
+    if (err != EBUSY || o->nonblock || (o->has_timeout && o->timeout_s <= 0))
+        return err;
+    if (o->verbose)
+        cli_say("waiting for %s", o->name);
+    if (o->has_timeout)
+        return netmutex_clocklock(m, CLOCK_MONOTONIC, deadline);
+    return netmutex_lock(m);
+}
+
+static void release(const struct cli_opts *o, netmutex_t *m, int *lost)
+{
+    int err = netmutex_unlock(m);
+
+    if (err == ENOLCK && !*lost)
+        cli_say("lease of %s was lost while the command ran", o->name);
+    if (err == ENOLCK)
+        *lost = 1;
+    else if (err == EIO)
+        cli_say("could not tell the server that %s is free; it frees itself "
+                "when its lease runs out", o->name);
+    else if (err != 0)
+        cli_say("unlock %s: %s", o->name, cli_strerror(err));
+    else if (o->verbose)
+        cli_say("released %s", o->name);
+}
+
+static int init_mutex(const struct cli_opts *o, netmutex_t *m)
+{
+    netmutex_attr_t a;
+    int err = netmutex_attr_init(&a);
+
+    if (err == 0)
+        err = netmutex_attr_setlease(&a, o->lease_ms);
+    if (err == 0)
+        err = netmutex_attr_setlostfn(&a, on_lost, NULL);
+    if (err == 0)
+        err = netmutex_init(m, o->name, &a);
+    netmutex_attr_destroy(&a);
+    return err;
+}
+
+/* Runs the command while M is held; the exit code before the release. */
+static int run_locked(const struct cli_opts *o, netmutex_t *m, int *lost)
+{
+    uint64_t fence = 0;
+    sigset_t dfl;
+    pid_t pid;
+    int err, rc;
+
+    netmutex_fence(m, &fence);
+    if (o->verbose)
+        cli_say("acquired %s (fence %" PRIu64 ")", o->name, fence);
+    if ((err = catch_signals(&dfl)) != 0) {
+        cli_say("sigaction: %s", strerror(err));
+        return CLI_EX_OSERR;
+    }
+    if ((rc = start_child(o, fence, &dfl, &pid)) != 0)
+        return rc;
+    return shell_status(supervise(o, pid, lost));
+}
+
+static void deadline_after(double secs, struct timespec *ts)
+{
+    double whole = (double)(time_t)secs;
+
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += (time_t)whole;
+    ts->tv_nsec += (long)((secs - whole) * 1e9);
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+int cli_run(const struct cli_opts *o)
+{
+    struct timespec deadline;
+    netmutex_t m;
+    int err, rc, lost = 0;
+
+    deadline_after(o->has_timeout ? o->timeout_s : 0, &deadline);
+    if ((err = make_pipe()) != 0 || (err = init_mutex(o, &m)) != 0) {
+        cli_say("%s: %s", o->name, strerror(err));
+        return cli_exit_code(err);
+    }
+    err = acquire(o, &m, &deadline);
+    if (err == EBUSY || err == ETIMEDOUT) {
+        if (o->verbose)
+            cli_say("%s is held elsewhere: giving up", o->name);
+        rc = o->conflict_code;
+    } else if (err != 0) {
+        cli_say("cannot lock %s: %s", o->name, cli_strerror(err));
+        rc = cli_exit_code(err);
+    } else {
+        rc = run_locked(o, &m, &lost);
+        release(o, &m, &lost);
+    }
+    netmutex_destroy(&m);
+    return lost ? CLI_EX_LOST : rc;
+}
