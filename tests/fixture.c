@@ -1493,3 +1493,64 @@ int nm_kill_when_queued(void *p)
     nm_remote_kill(k->victim);
     return queued ? 0 : 1;
 }
+
+/* ---- lost-lease callbacks ---------------------------------------------- */
+
+void nm_lost_init(NmLost *l)
+{
+    pthread_condattr_t attr;
+
+    memset(l, 0, sizeof *l);
+    pthread_mutex_init(&l->lock, NULL);
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->cond, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+void nm_lost_clear(NmLost *l)
+{
+    pthread_mutex_destroy(&l->lock);
+    pthread_cond_destroy(&l->cond);
+    g_free(l->name);
+}
+
+void nm_lost_record(const char *name, void *arg)
+{
+    NmLost *l = arg;
+    gint64 now = nm_now_ms();
+
+    pthread_mutex_lock(&l->lock);
+    if (l->calls++ == 0) {
+        l->first_at = now;
+        l->name = g_strdup(name);
+    }
+    pthread_cond_broadcast(&l->cond);
+    pthread_mutex_unlock(&l->lock);
+}
+
+int nm_lost_calls(NmLost *l)
+{
+    int calls;
+
+    pthread_mutex_lock(&l->lock);
+    calls = l->calls;
+    pthread_mutex_unlock(&l->lock);
+    return calls;
+}
+
+/* Waits at most TIMEOUT_MS (not scaled) for a first call; returns the
+ * number of calls so far. */
+int nm_lost_wait(NmLost *l, unsigned int timeout_ms)
+{
+    struct timespec end;
+    int calls;
+
+    nm_deadline(&end, CLOCK_MONOTONIC, timeout_ms);
+    pthread_mutex_lock(&l->lock);
+    while (l->calls == 0 && pthread_cond_timedwait(&l->cond, &l->lock, &end) != ETIMEDOUT)
+        ;
+    calls = l->calls;
+    pthread_mutex_unlock(&l->lock);
+    return calls;
+}

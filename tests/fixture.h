@@ -19,6 +19,7 @@
 #define NM_TEST_FIXTURE_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <sys/types.h>
 #include <time.h>
@@ -280,6 +281,27 @@ void nm_remote_stop(NmRemote *rem);
 int nm_exec_count_sockets(void);
 /* A fresh process's trylock result on NAME (it unlocks again on success). */
 int nm_probe_trylock(NmRedis *r, const char *name, int type);
+
+/* ---- lost-lease callbacks ---------------------------------------------- */
+
+/* What a lost-lease callback saw.  pthread primitives, not GMutex:
+ * GLib's futex-based GMutex is invisible to ThreadSanitizer. */
+typedef struct NmLost {
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* CLOCK_MONOTONIC */
+    int calls;
+    gint64 first_at; /* nm_now_ms() of the first call */
+    char *name;      /* name given to the first call */
+} NmLost;
+
+void nm_lost_init(NmLost *l);
+void nm_lost_clear(NmLost *l);
+/* A netmutex_lost_fn: give it an NmLost as its argument. */
+void nm_lost_record(const char *name, void *arg);
+int nm_lost_calls(NmLost *l);
+/* Waits at most TIMEOUT_MS (not scaled) for a first call; returns the
+ * number of calls so far. */
+int nm_lost_wait(NmLost *l, unsigned int timeout_ms);
 
 G_END_DECLS
 

@@ -727,61 +727,6 @@ static void test_fences_with_lagging_counters(void)
 
 /* ---- 7. renewal -------------------------------------------------------------------- */
 
-/* What the lost-lease callback saw.  pthread primitives, not GMutex:
- * GLib's futex-based GMutex is invisible to ThreadSanitizer. */
-typedef struct Lost {
-    pthread_mutex_t lock;
-    pthread_cond_t cond; /* CLOCK_MONOTONIC */
-    int calls;
-    gint64 first_at;
-} Lost;
-
-static void lost_init(Lost *l)
-{
-    pthread_condattr_t attr;
-
-    memset(l, 0, sizeof *l);
-    pthread_mutex_init(&l->lock, NULL);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&l->cond, &attr);
-    pthread_condattr_destroy(&attr);
-}
-
-static void lost_clear(Lost *l)
-{
-    pthread_mutex_destroy(&l->lock);
-    pthread_cond_destroy(&l->cond);
-}
-
-static void on_lost(const char *name, void *arg)
-{
-    Lost *l = arg;
-    gint64 now = nm_now_ms();
-
-    (void)name;
-    pthread_mutex_lock(&l->lock);
-    if (l->calls++ == 0)
-        l->first_at = now;
-    pthread_cond_broadcast(&l->cond);
-    pthread_mutex_unlock(&l->lock);
-}
-
-/* Waits at most TIMEOUT_MS for a first call; the number of calls. */
-static int lost_wait(Lost *l, unsigned int timeout_ms)
-{
-    struct timespec end;
-    int calls;
-
-    nm_deadline(&end, CLOCK_MONOTONIC, timeout_ms);
-    pthread_mutex_lock(&l->lock);
-    while (l->calls == 0 && pthread_cond_timedwait(&l->cond, &l->lock, &end) != ETIMEDOUT)
-        ;
-    calls = l->calls;
-    pthread_mutex_unlock(&l->lock);
-    return calls;
-}
-
 #define SHORT_LEASE_MS nm_ms(300)
 
 static void test_renewal_survives_one_loss(void)
@@ -789,16 +734,16 @@ static void test_renewal_survives_one_loss(void)
     netmutex_attr_t attr;
     netmutex_t m;
     char *name = nm_test_name("m");
-    Lost lost;
+    NmLost lost;
     uint64_t left = 0;
     gint64 second_down_at;
     int rc;
 
-    lost_init(&lost);
+    nm_lost_init(&lost);
     configure_quorum(3, 0, nm_ms(100));
     nm_assert_rc(netmutex_attr_init(&attr), 0);
     nm_assert_rc(netmutex_attr_setlease(&attr, SHORT_LEASE_MS), 0);
-    nm_assert_rc(netmutex_attr_setlostfn(&attr, on_lost, &lost), 0);
+    nm_assert_rc(netmutex_attr_setlostfn(&attr, nm_lost_record, &lost), 0);
     nm_assert_rc(netmutex_init(&m, name, &attr), 0);
     nm_assert_rc(netmutex_attr_destroy(&attr), 0);
 
@@ -809,13 +754,13 @@ static void test_renewal_survives_one_loss(void)
     nm_sleep_ms(4 * SHORT_LEASE_MS);
     nm_assert_rc(netmutex_validity(&m, &left), 0);
     g_assert_cmpuint(left, >, 0);
-    g_assert_cmpint(lost_wait(&lost, 0), ==, 0);
+    g_assert_cmpint(nm_lost_wait(&lost, 0), ==, 0);
     nm_assert_rc(probe_trylock(3, name), EBUSY);
 
     /* One of three is no quorum: the lease runs out and is declared lost. */
     stop_server(1);
     second_down_at = nm_now_ms();
-    g_assert_cmpint(lost_wait(&lost, SHORT_LEASE_MS + PROMPT_MS), ==, 1);
+    g_assert_cmpint(nm_lost_wait(&lost, SHORT_LEASE_MS + PROMPT_MS), ==, 1);
     g_test_message("lost %" G_GINT64_FORMAT " ms after the second server went (lease %u ms)",
                    lost.first_at - second_down_at, SHORT_LEASE_MS);
     g_assert_cmpint(lost.first_at - second_down_at, <=, SHORT_LEASE_MS + nm_ms(2000));
@@ -823,7 +768,7 @@ static void test_renewal_survives_one_loss(void)
     rc = netmutex_unlock(&m);
     if (rc != ENOLCK && rc != EIO)
         nm_assert_rc(rc, ENOLCK);
-    g_assert_cmpint(lost_wait(&lost, 0), ==, 1); /* once */
+    g_assert_cmpint(nm_lost_wait(&lost, 0), ==, 1); /* once */
 
     all_running();
     /* What is left on server 2 expires with the lease. */
@@ -835,7 +780,7 @@ static void test_renewal_survives_one_loss(void)
 
     nm_assert_rc(netmutex_destroy(&m), 0);
     finish_test();
-    lost_clear(&lost);
+    nm_lost_clear(&lost);
     g_free(name);
 }
 

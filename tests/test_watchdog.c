@@ -35,79 +35,10 @@ static int baseline_threads;
 
 /* ---- helpers ------------------------------------------------------------- */
 
-/* What the lost-lease callback saw.  pthread primitives, not GMutex:
- * GLib's futex-based GMutex is invisible to ThreadSanitizer. */
-typedef struct Lost {
-    pthread_mutex_t lock;
-    pthread_cond_t cond; /* CLOCK_MONOTONIC */
-    int calls;
-    gint64 first_at; /* nm_now_ms() of the first call */
-    char *name;      /* name given to the first call */
-} Lost;
-
-static void lost_init(Lost *l)
-{
-    pthread_condattr_t attr;
-
-    memset(l, 0, sizeof *l);
-    pthread_mutex_init(&l->lock, NULL);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&l->cond, &attr);
-    pthread_condattr_destroy(&attr);
-}
-
-static void lost_clear(Lost *l)
-{
-    pthread_mutex_destroy(&l->lock);
-    pthread_cond_destroy(&l->cond);
-    g_free(l->name);
-}
-
-static void on_lost(const char *name, void *arg)
-{
-    Lost *l = arg;
-    gint64 now = nm_now_ms();
-
-    pthread_mutex_lock(&l->lock);
-    if (l->calls++ == 0) {
-        l->first_at = now;
-        l->name = g_strdup(name);
-    }
-    pthread_cond_broadcast(&l->cond);
-    pthread_mutex_unlock(&l->lock);
-}
-
-static int lost_calls(Lost *l)
-{
-    int calls;
-
-    pthread_mutex_lock(&l->lock);
-    calls = l->calls;
-    pthread_mutex_unlock(&l->lock);
-    return calls;
-}
-
-/* Waits at most TIMEOUT_MS (not scaled) for a first call; returns the
- * number of calls so far. */
-static int lost_wait(Lost *l, unsigned int timeout_ms)
-{
-    struct timespec end;
-    int calls;
-
-    nm_deadline(&end, CLOCK_MONOTONIC, timeout_ms);
-    pthread_mutex_lock(&l->lock);
-    while (l->calls == 0 && pthread_cond_timedwait(&l->cond, &l->lock, &end) != ETIMEDOUT)
-        ;
-    calls = l->calls;
-    pthread_mutex_unlock(&l->lock);
-    return calls;
-}
-
 /* A mutex named after the test, with a lease, automatic renewal on or off
  * and (LOST not NULL) a lost-lease callback recording into LOST. */
 static char *init_mutex(netmutex_t *m, const char *suffix, int autorenew,
-                        unsigned int lease_ms, Lost *lost)
+                        unsigned int lease_ms, NmLost *lost)
 {
     char *name = nm_test_name(suffix);
     netmutex_attr_t attr;
@@ -116,7 +47,7 @@ static char *init_mutex(netmutex_t *m, const char *suffix, int autorenew,
     nm_assert_rc(netmutex_attr_setlease(&attr, lease_ms), 0);
     nm_assert_rc(netmutex_attr_setautorenew(&attr, autorenew), 0);
     if (lost)
-        nm_assert_rc(netmutex_attr_setlostfn(&attr, on_lost, lost), 0);
+        nm_assert_rc(netmutex_attr_setlostfn(&attr, nm_lost_record, lost), 0);
     nm_assert_rc(netmutex_init(m, name, &attr), 0);
     nm_assert_rc(netmutex_attr_destroy(&attr), 0);
     return name;
@@ -196,13 +127,13 @@ static int child_expect(int got, int want, const char *what)
 static void test_renewal_held_3x_lease(void)
 {
     unsigned int lease = nm_ms(500);
-    Lost lost;
+    NmLost lost;
     netmutex_t m;
     char *name, *token, *after;
     gint64 end;
     int checks = 0;
 
-    lost_init(&lost);
+    nm_lost_init(&lost);
     nm_configure(redis);
     name = init_mutex(&m, "m", 1, lease, &lost);
 
@@ -218,15 +149,15 @@ static void test_renewal_held_3x_lease(void)
     }
     g_assert_cmpint(checks, >=, 3);
     assert_held_by(name, token);
-    g_assert_cmpint(lost_calls(&lost), ==, 0);
+    g_assert_cmpint(nm_lost_calls(&lost), ==, 0);
     nm_assert_rc(netmutex_unlock(&m), 0);
     after = nm_token_of(redis, name);
     g_assert_null(after);
-    g_assert_cmpint(lost_calls(&lost), ==, 0);
+    g_assert_cmpint(nm_lost_calls(&lost), ==, 0);
 
     nm_assert_rc(netmutex_destroy(&m), 0);
     nm_assert_rc(netmutex_shutdown(), 0);
-    lost_clear(&lost);
+    nm_lost_clear(&lost);
     g_free(token);
     g_free(name);
 }
@@ -237,13 +168,13 @@ static void test_renewal_held_3x_lease(void)
 static void test_autorenew_off_expires(void)
 {
     unsigned int lease = nm_ms(400);
-    Lost lost;
+    NmLost lost;
     netmutex_t m;
     char *name, *key, *token, *after;
     uint64_t left = 0;
     long long pttl;
 
-    lost_init(&lost);
+    nm_lost_init(&lost);
     nm_configure(redis);
     name = init_mutex(&m, "m", 0, lease, &lost);
     key = nm_lock_key(name);
@@ -257,7 +188,7 @@ static void test_autorenew_off_expires(void)
     assert_valid(&m, lease);
 
     g_assert_true(wait_key_gone(name, lease + nm_ms(5000)));
-    g_assert_cmpint(lost_wait(&lost, nm_ms(5000)), ==, 1);
+    g_assert_cmpint(nm_lost_wait(&lost, nm_ms(5000)), ==, 1);
     pthread_mutex_lock(&lost.lock);
     g_assert_cmpstr(lost.name, ==, name);
     pthread_mutex_unlock(&lost.lock);
@@ -267,9 +198,9 @@ static void test_autorenew_off_expires(void)
     g_assert_null(after); /* extend did not bring it back */
     /* Once, not again. */
     nm_sleep_ms(lease);
-    g_assert_cmpint(lost_calls(&lost), ==, 1);
+    g_assert_cmpint(nm_lost_calls(&lost), ==, 1);
     nm_assert_rc(netmutex_unlock(&m), ENOLCK);
-    g_assert_cmpint(lost_calls(&lost), ==, 1);
+    g_assert_cmpint(nm_lost_calls(&lost), ==, 1);
 
     /* The loss was this hold's, not the mutex's. */
     nm_assert_rc(netmutex_lock(&m), 0);
@@ -277,7 +208,7 @@ static void test_autorenew_off_expires(void)
 
     nm_assert_rc(netmutex_destroy(&m), 0);
     nm_assert_rc(netmutex_shutdown(), 0);
-    lost_clear(&lost);
+    nm_lost_clear(&lost);
     g_free(token);
     g_free(key);
     g_free(name);
@@ -293,14 +224,14 @@ static int call_extend(void *m)
 static void test_extend_pushes_expiry(void)
 {
     unsigned int lease = nm_ms(400);
-    Lost lost;
+    NmLost lost;
     netmutex_t m;
     char *name, *key, *token;
     long long before, after;
     uint64_t left = 0;
     gint64 start;
 
-    lost_init(&lost);
+    nm_lost_init(&lost);
     nm_configure(redis);
     name = init_mutex(&m, "m", 0, lease, &lost);
     key = nm_lock_key(name);
@@ -331,13 +262,13 @@ static void test_extend_pushes_expiry(void)
     assert_held_by(name, token);
     nm_assert_rc(netmutex_validity(&m, &left), 0);
     g_assert_cmpuint(left, >, 0);
-    g_assert_cmpint(lost_calls(&lost), ==, 0);
+    g_assert_cmpint(nm_lost_calls(&lost), ==, 0);
     nm_assert_rc(netmutex_unlock(&m), 0);
-    g_assert_cmpint(lost_calls(&lost), ==, 0);
+    g_assert_cmpint(nm_lost_calls(&lost), ==, 0);
 
     nm_assert_rc(netmutex_destroy(&m), 0);
     nm_assert_rc(netmutex_shutdown(), 0);
-    lost_clear(&lost);
+    nm_lost_clear(&lost);
     g_free(token);
     g_free(key);
     g_free(name);
@@ -362,14 +293,14 @@ static void test_paused_server_callback_before_expiry(void)
     unsigned int renew_at = lease * 80 / 100;
     char *url = nm_redis_url(redis);
     netmutex_config_t cfg = { .url = url, .renew_percent = 80 };
-    Lost lost;
+    NmLost lost;
     netmutex_t m;
     char *name, *token, *theirs, *after;
     gint64 start, paused_at, bound, fired_at;
     uint64_t left = 0;
     NmRemote *other;
 
-    lost_init(&lost);
+    nm_lost_init(&lost);
     nm_assert_rc(netmutex_configure(&cfg), 0);
     name = init_mutex(&m, "m", 1, lease, &lost);
     /* A first cycle, so the lock below needs no dialing. */
@@ -382,7 +313,7 @@ static void test_paused_server_callback_before_expiry(void)
     nm_redis_pause(redis);
     bound = paused_at - start < renew_at ? start + lease : paused_at + lease;
 
-    g_assert_cmpint(lost_wait(&lost, lease + nm_ms(10000)), ==, 1);
+    g_assert_cmpint(nm_lost_wait(&lost, lease + nm_ms(10000)), ==, 1);
     pthread_mutex_lock(&lost.lock);
     fired_at = lost.first_at;
     pthread_mutex_unlock(&lost.lock);
@@ -404,13 +335,13 @@ static void test_paused_server_callback_before_expiry(void)
     nm_assert_rc(netmutex_unlock(&m), ENOLCK);
     after = nm_token_of(redis, name);
     g_assert_cmpstr(after, ==, theirs);
-    g_assert_cmpint(lost_calls(&lost), ==, 1);
+    g_assert_cmpint(nm_lost_calls(&lost), ==, 1);
     nm_assert_rc(nm_remote(other, 'u'), 0);
     nm_remote_stop(other);
 
     nm_assert_rc(netmutex_destroy(&m), 0);
     nm_assert_rc(netmutex_shutdown(), 0);
-    lost_clear(&lost);
+    nm_lost_clear(&lost);
     g_free(after);
     g_free(theirs);
     g_free(url);
@@ -425,14 +356,14 @@ static void test_paused_server_callback_before_expiry(void)
 static void test_client_kill_renewals_continue(void)
 {
     unsigned int lease = nm_ms(500);
-    Lost lost;
+    NmLost lost;
     netmutex_t m;
     char *name, *token;
     long long killed = 0;
     int rounds = 0;
     gint64 end;
 
-    lost_init(&lost);
+    nm_lost_init(&lost);
     nm_configure(redis);
     name = init_mutex(&m, "m", 1, lease, &lost);
 
@@ -456,13 +387,13 @@ static void test_client_kill_renewals_continue(void)
     nm_sleep_ms(lease);
     assert_held_by(name, token);
     assert_valid(&m, lease);
-    g_assert_cmpint(lost_calls(&lost), ==, 0);
+    g_assert_cmpint(nm_lost_calls(&lost), ==, 0);
     nm_assert_rc(netmutex_unlock(&m), 0);
-    g_assert_cmpint(lost_calls(&lost), ==, 0);
+    g_assert_cmpint(nm_lost_calls(&lost), ==, 0);
 
     nm_assert_rc(netmutex_destroy(&m), 0);
     nm_assert_rc(netmutex_shutdown(), 0);
-    lost_clear(&lost);
+    nm_lost_clear(&lost);
     g_free(token);
     g_free(name);
 }
@@ -652,14 +583,14 @@ static int fork_child(void *p)
 static void test_fork_while_holding(void)
 {
     unsigned int lease = nm_ms(400);
-    Lost lost;
+    NmLost lost;
     netmutex_t m;
     ForkWork w = { .m = &m, .lease = lease };
     char *name, *token, *after;
     gint64 end;
     pid_t pid;
 
-    lost_init(&lost);
+    nm_lost_init(&lost);
     nm_configure(redis);
     name = w.name = init_mutex(&m, "m", 1, lease, &lost);
     nm_assert_rc(netmutex_lock(&m), 0);
@@ -674,14 +605,14 @@ static void test_fork_while_holding(void)
     nm_child_wait_ok(pid, PROMPT_MS + 3 * lease);
     assert_held_by(name, token);
     assert_valid(&m, lease);
-    g_assert_cmpint(lost_calls(&lost), ==, 0);
+    g_assert_cmpint(nm_lost_calls(&lost), ==, 0);
     nm_assert_rc(netmutex_unlock(&m), 0);
     after = nm_token_of(redis, name);
     g_assert_null(after);
 
     nm_assert_rc(netmutex_destroy(&m), 0);
     nm_assert_rc(netmutex_shutdown(), 0);
-    lost_clear(&lost);
+    nm_lost_clear(&lost);
     g_free(token);
     g_free(name);
 }
@@ -696,12 +627,12 @@ static void test_many_locks_survive(void)
 {
     unsigned int lease = nm_ms(1500);
     netmutex_t *ms = g_new0(netmutex_t, MANY);
-    Lost lost;
+    NmLost lost;
     int lock_failures = 0, invalid = 0, unlock_failures = 0;
     gint64 end;
     redisReply *reply;
 
-    lost_init(&lost);
+    nm_lost_init(&lost);
     nm_configure(redis);
     for (int i = 0; i < MANY; i++) {
         char *suffix = g_strdup_printf("m%05d", i);
@@ -721,7 +652,7 @@ static void test_many_locks_survive(void)
     end = nm_now_ms() + 3 * (gint64)lease;
     while (nm_now_ms() < end) {
         nm_sleep_ms(lease / 2);
-        g_assert_cmpint(lost_calls(&lost), ==, 0);
+        g_assert_cmpint(nm_lost_calls(&lost), ==, 0);
     }
     /* Every key is there (the test's keys are the only ones with PX). */
     reply = nm_redis_cmd(redis, "INFO keyspace");
@@ -742,12 +673,12 @@ static void test_many_locks_survive(void)
             g_test_message("unlock %d: %s", i, nm_errname(rc));
     }
     g_assert_cmpint(unlock_failures, ==, 0);
-    g_assert_cmpint(lost_calls(&lost), ==, 0);
+    g_assert_cmpint(nm_lost_calls(&lost), ==, 0);
 
     for (int i = 0; i < MANY; i++)
         nm_assert_rc(netmutex_destroy(&ms[i]), 0);
     nm_assert_rc(netmutex_shutdown(), 0);
-    lost_clear(&lost);
+    nm_lost_clear(&lost);
     g_free(ms);
 }
 
