@@ -44,7 +44,8 @@ typedef struct line_sel {
 } line_sel_t;
 
 static slot_t table[SLOTS];
-static unsigned int nkeys;     /* atomic */
+unsigned int nm_select_nkeys;  /* atomic: keys in the table */
+int nm_select_parsed;          /* atomic: parse_env has run */
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static line_sel_t *lines;      /* written once, by parse_env */
 static size_t nlines;
@@ -90,10 +91,10 @@ static slot_t *claim(const void *addr)
         __atomic_store_n(&tomb->key, want, __ATOMIC_RELEASE);
         return tomb;
     }
-    if (nkeys >= MAX_KEYS || table[i].key != 0)
+    if (nm_select_nkeys >= MAX_KEYS || table[i].key != 0)
         return NULL;
     __atomic_store_n(&table[i].key, want, __ATOMIC_RELEASE);
-    __atomic_add_fetch(&nkeys, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&nm_select_nkeys, 1, __ATOMIC_RELEASE);
     return &table[i];
 }
 
@@ -162,7 +163,7 @@ static void add_item(char *item)
         complain(item, strerror(err));
 }
 
-static void parse_env(void)
+static void parse_items(void)
 {
     const char *env = getenv("NETMUTEX_MUTEXES");
     char *copy, *save = NULL;
@@ -171,6 +172,18 @@ static void parse_env(void)
     for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save))
         add_item(item);
     free(copy);
+}
+
+static void parse_env(void)
+{
+    parse_items();
+    __atomic_store_n(&nm_select_parsed, 1, __ATOMIC_RELEASE);
+}
+
+static void ensure_parsed(void)
+{
+    if (!__atomic_load_n(&nm_select_parsed, __ATOMIC_ACQUIRE))
+        pthread_once(&parse_once, parse_env);
 }
 
 /* Under table_lock: the port of S, made now if it has none yet. */
@@ -182,11 +195,11 @@ static nm_port_t *make_port(slot_t *s, pthread_mutex_t *addr, int *err)
     return p;
 }
 
-nm_port_t *nm_select_port(pthread_mutex_t *addr, int *err)
+nm_port_t *nm_select_port_slow(pthread_mutex_t *addr, int *err)
 {
     *err = 0;
-    pthread_once(&parse_once, parse_env);
-    if (__atomic_load_n(&nkeys, __ATOMIC_ACQUIRE) == 0)
+    ensure_parsed();
+    if (__atomic_load_n(&nm_select_nkeys, __ATOMIC_ACQUIRE) == 0)
         return NULL;
     slot_t *s = find(addr);
     if (!s)
@@ -211,7 +224,7 @@ static int drop_port(slot_t *s)
 
 int nm_select_drop(pthread_mutex_t *addr)
 {
-    pthread_once(&parse_once, parse_env);
+    ensure_parsed();
     slot_t *s = find(addr);
     if (!s)
         return 0;
@@ -235,7 +248,7 @@ int nm_select_register(pthread_mutex_t *addr, const char *name)
         return err;
     if (!(copy = strdup(name)))
         return ENOMEM;
-    pthread_once(&parse_once, parse_env);
+    ensure_parsed();
     __real_pthread_mutex_lock(&table_lock);
     slot_t *s = claim(addr);
     err = !s ? ENOSPC : drop_port(s);
@@ -261,7 +274,7 @@ static int same_file(const char *file, const char *sel)
 
 const char *nm_select_name(const void *addr, const char *file, int line)
 {
-    pthread_once(&parse_once, parse_env);
+    ensure_parsed();
     for (size_t i = 0; file && i < nlines; i++) {
         if (lines[i].line == line && same_file(file, lines[i].file))
             return lines[i].name;

@@ -100,7 +100,24 @@ static inline int nm_port_real_cond_wait(pthread_cond_t *c, pthread_mutex_t *m,
 
 /* The port of the mutex at ADDR if it is selected (made on first use),
  * NULL with *err 0 if it is not, NULL with *err set if it cannot be made. */
-nm_port_t *nm_select_port(pthread_mutex_t *addr, int *err);
+nm_port_t *nm_select_port_slow(pthread_mutex_t *addr, int *err);
+
+/* What every wrapped call asks first: is anything selected at all?  Set
+ * once NETMUTEX_MUTEXES was read, and counted up by every selection. */
+#define NM_HIDDEN __attribute__((visibility("hidden")))
+extern NM_HIDDEN int nm_select_parsed;
+extern NM_HIDDEN unsigned int nm_select_nkeys;
+
+/* Inline, so an unselected mutex in a process that selected nothing costs
+ * two loads and no call. */
+static inline nm_port_t *nm_select_port(pthread_mutex_t *addr, int *err)
+{
+    *err = 0;
+    if (__atomic_load_n(&nm_select_parsed, __ATOMIC_ACQUIRE) &&
+        __atomic_load_n(&nm_select_nkeys, __ATOMIC_RELAXED) == 0)
+        return NULL;
+    return nm_select_port_slow(addr, err);
+}
 /* Destroy of a selected mutex: frees its port (EBUSY while locked) and
  * forgets a runtime registration; env selections stay. */
 int nm_select_drop(pthread_mutex_t *addr);
