@@ -244,3 +244,12 @@ void conf_check_backing(const char *name, int held)
     else
         conf_ok(conf_key_exists(name) == -1, "%s: plain build, no server", name);
 }
+
+/* ThreadSanitizer's start-up hook: the checks misuse mutexes on purpose
+ * (unlock by a non-owner, destroy while locked) to see pthread's error
+ * codes, which TSan would otherwise report as bugs of the program. */
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+    return "report_mutex_bugs=0";
+}
