@@ -251,5 +251,5 @@ void conf_check_backing(const char *name, int held)
 const char *__tsan_default_options(void);
 const char *__tsan_default_options(void)
 {
-    return "report_mutex_bugs=0";
+    return "report_mutex_bugs=0 report_destroy_locked=0";
 }
