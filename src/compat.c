@@ -37,36 +37,30 @@ static nm_port_t *decide(netmutex_pthread_mutex_t *m, int *err)
     return expected == LOCAL ? NULL : expected;
 }
 
-/* The port of M, or NULL for a local mutex (*ERR says why not, if not). */
-static nm_port_t *port_of(netmutex_pthread_mutex_t *m, int *err)
+/* The port of M into *P (NULL: a local mutex); EINVAL for a NULL M, or
+ * why its port could not be made. */
+static int resolve(netmutex_pthread_mutex_t *m, nm_port_t **p)
 {
-    void *p = __atomic_load_n(&m->nmp_port, __ATOMIC_ACQUIRE);
-    *err = 0;
-    if (p == LOCAL)
-        return NULL;
-    return p ? p : decide(m, err);
+    int err = 0;
+    if (!m)
+        return EINVAL;
+    void *v = __atomic_load_n(&m->nmp_port, __ATOMIC_ACQUIRE);
+    *p = v == LOCAL ? NULL : v ? v : decide(m, &err);
+    return err;
 }
 
 static int lock_with(netmutex_pthread_mutex_t *m, nm_port_wait_t how)
 {
-    int err;
-    if (!m)
-        return EINVAL;
-    nm_port_t *p = port_of(m, &err);
-    if (p)
-        return nm_port_lock(p, &m->nmp_local, how);
-    return err ? err : nm_port_real_lock(&m->nmp_local, how);
+    nm_port_t *p;
+    int err = resolve(m, &p);
+    return err ? err : nm_port_lock_any(p, &m->nmp_local, how);
 }
 
 static int cond_with(pthread_cond_t *c, netmutex_pthread_mutex_t *m, nm_port_wait_t how)
 {
-    int err;
-    if (!c || !m)
-        return EINVAL;
-    nm_port_t *p = port_of(m, &err);
-    if (p)
-        return nm_port_cond_wait(p, &m->nmp_local, c, how);
-    return err ? err : nm_port_real_cond_wait(c, &m->nmp_local, how);
+    nm_port_t *p;
+    int err = c ? resolve(m, &p) : EINVAL;
+    return err ? err : nm_port_cond_wait_any(p, &m->nmp_local, c, how);
 }
 
 int netmutex_pthread_setname(netmutex_pthread_mutex_t *m, const char *name)
@@ -132,31 +126,21 @@ int netmutex_pthread_mutex_timedlock(netmutex_pthread_mutex_t *m,
 int netmutex_pthread_mutex_clocklock(netmutex_pthread_mutex_t *m, clockid_t clockid,
                                      const struct timespec *abstime)
 {
-    if (clockid < 0)
-        return EINVAL;
-    return lock_with(m, (nm_port_wait_t){ clockid, abstime });
+    return clockid < 0 ? EINVAL : lock_with(m, (nm_port_wait_t){ clockid, abstime });
 }
 
 int netmutex_pthread_mutex_unlock(netmutex_pthread_mutex_t *m)
 {
-    int err;
-    if (!m)
-        return EINVAL;
-    nm_port_t *p = port_of(m, &err);
-    if (p)
-        return nm_port_unlock(p, &m->nmp_local);
-    return err ? err : __real_pthread_mutex_unlock(&m->nmp_local);
+    nm_port_t *p;
+    int err = resolve(m, &p);
+    return err ? err : nm_port_unlock_any(p, &m->nmp_local);
 }
 
 int netmutex_pthread_mutex_consistent(netmutex_pthread_mutex_t *m)
 {
-    int err;
-    if (!m)
-        return EINVAL;
-    nm_port_t *p = port_of(m, &err);
-    if (p)
-        return nm_port_consistent(p);
-    return err ? err : __real_pthread_mutex_consistent(&m->nmp_local);
+    nm_port_t *p;
+    int err = resolve(m, &p);
+    return err ? err : nm_port_consistent_any(p, &m->nmp_local);
 }
 
 int netmutex_pthread_cond_wait(pthread_cond_t *cond, netmutex_pthread_mutex_t *m)
@@ -173,7 +157,5 @@ int netmutex_pthread_cond_timedwait(pthread_cond_t *cond, netmutex_pthread_mutex
 int netmutex_pthread_cond_clockwait(pthread_cond_t *cond, netmutex_pthread_mutex_t *m,
                                     clockid_t clockid, const struct timespec *abstime)
 {
-    if (clockid < 0)
-        return EINVAL;
-    return cond_with(cond, m, (nm_port_wait_t){ clockid, abstime });
+    return clockid < 0 ? EINVAL : cond_with(cond, m, (nm_port_wait_t){ clockid, abstime });
 }

@@ -198,7 +198,7 @@ int nm_port_cond_wait(nm_port_t *p, pthread_mutex_t *local, pthread_cond_t *c,
     p->depth = 0;
     set_owner(p, 0);
     unlock_result(netmutex_unlock(&p->net));   /* local stays ours */
-    int waited = nm_port_real_cond_wait(c, local, how);
+    int waited = nm_port_cond_wait_any(NULL, local, c, how);
     __real_pthread_mutex_unlock(local);
     int err = nm_port_lock(p, local, forever);
     return err ? err : waited;

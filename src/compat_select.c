@@ -27,15 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SLOTS 1024u            /* a power of two */
+#define SLOTS NM_SELECT_SLOTS
 #define MAX_KEYS (SLOTS / 2)   /* keeps probe chains short */
 
-typedef struct slot {
-    uintptr_t key;       /* atomic; 0: empty, never reset */
-    char *name;          /* atomic; NULL: not selected (any more) */
-    nm_port_t *port;     /* atomic; made on first use */
-    int permanent;       /* from NETMUTEX_MUTEXES: survives destroy */
-} slot_t;
+typedef nm_slot_t slot_t;
 
 typedef struct line_sel {
     char *file;
@@ -43,7 +38,7 @@ typedef struct line_sel {
     char *name;
 } line_sel_t;
 
-static slot_t table[SLOTS];
+slot_t nm_select_table[SLOTS];
 unsigned int nm_select_nkeys;  /* atomic: keys in the table */
 int nm_select_parsed;          /* atomic: parse_env has run */
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -51,19 +46,14 @@ static line_sel_t *lines;      /* written once, by parse_env */
 static size_t nlines;
 static pthread_once_t parse_once = PTHREAD_ONCE_INIT;
 
-static size_t hash(uintptr_t key)
-{
-    return (size_t)(((uint64_t)key >> 3) * 0x9e3779b97f4a7c15ull >> 40) & (SLOTS - 1);
-}
-
 static slot_t *find(const void *addr)
 {
     uintptr_t want = (uintptr_t)addr;
-    size_t i = hash(want);
+    size_t i = nm_select_hash(addr);
     for (size_t n = 0; n < SLOTS; n++, i = (i + 1) & (SLOTS - 1)) {
-        uintptr_t k = __atomic_load_n(&table[i].key, __ATOMIC_ACQUIRE);
+        uintptr_t k = __atomic_load_n(&nm_select_table[i].key, __ATOMIC_ACQUIRE);
         if (k == want)
-            return &table[i];
+            return &nm_select_table[i];
         if (k == 0)
             return NULL;
     }
@@ -76,9 +66,9 @@ static slot_t *claim(const void *addr)
 {
     uintptr_t want = (uintptr_t)addr;
     slot_t *tomb = NULL;
-    size_t i = hash(want);
+    size_t i = nm_select_hash(addr);
     for (size_t n = 0; n < SLOTS; n++, i = (i + 1) & (SLOTS - 1)) {
-        slot_t *s = &table[i];
+        slot_t *s = &nm_select_table[i];
         if (s->key == want)
             return s;
         if (s->key == 0)
@@ -91,11 +81,11 @@ static slot_t *claim(const void *addr)
         __atomic_store_n(&tomb->key, want, __ATOMIC_RELEASE);
         return tomb;
     }
-    if (nm_select_nkeys >= MAX_KEYS || table[i].key != 0)
+    if (nm_select_nkeys >= MAX_KEYS || nm_select_table[i].key != 0)
         return NULL;
-    __atomic_store_n(&table[i].key, want, __ATOMIC_RELEASE);
+    __atomic_store_n(&nm_select_table[i].key, want, __ATOMIC_RELEASE);
     __atomic_add_fetch(&nm_select_nkeys, 1, __ATOMIC_RELEASE);
-    return &table[i];
+    return &nm_select_table[i];
 }
 
 static void complain(const char *item, const char *why)

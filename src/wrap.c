@@ -6,8 +6,8 @@
  * libraries it uses, the C library itself and libnetmutex do not.  A
  * mutex that NETMUTEX_MUTEXES or netmutex_wrap_register selected is a
  * network mutex (compat_core.c); any other goes straight to
- * __real_pthread_*, after a NULL check, a once-check and -- only when some
- * mutex is selected at all -- a lock-free table probe (compat_select.c).
+ * __real_pthread_*, after a NULL check and two loads -- plus, only when
+ * some mutex is selected at all, a lock-free table probe (compat_select.c).
  */
 #include "wrap.h"
 
@@ -33,26 +33,29 @@ WRAP_API int __wrap_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m
 WRAP_API int __wrap_pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
                                            clockid_t clockid, const struct timespec *abstime);
 
-static inline int lock_with(pthread_mutex_t *m, nm_port_wait_t how)
+/* The port of M into *P (NULL: not selected); EINVAL for a NULL M, or
+ * why its port could not be made. */
+static inline int resolve(pthread_mutex_t *m, nm_port_t **p)
 {
     int err;
     if (!m)
         return EINVAL;
-    nm_port_t *p = nm_select_port(m, &err);
-    if (p)
-        return nm_port_lock(p, m, how);
-    return err ? err : nm_port_real_lock(m, how);
+    *p = nm_select_port(m, &err);
+    return err;
+}
+
+static inline int lock_with(pthread_mutex_t *m, nm_port_wait_t how)
+{
+    nm_port_t *p;
+    int err = resolve(m, &p);
+    return err ? err : nm_port_lock_any(p, m, how);
 }
 
 static inline int cond_with(pthread_cond_t *c, pthread_mutex_t *m, nm_port_wait_t how)
 {
-    int err;
-    if (!c || !m)
-        return EINVAL;
-    nm_port_t *p = nm_select_port(m, &err);
-    if (p)
-        return nm_port_cond_wait(p, m, c, how);
-    return err ? err : nm_port_real_cond_wait(c, m, how);
+    nm_port_t *p;
+    int err = c ? resolve(m, &p) : EINVAL;
+    return err ? err : nm_port_cond_wait_any(p, m, c, how);
 }
 
 int netmutex_wrap_register(pthread_mutex_t *m, const char *name)
@@ -93,31 +96,21 @@ int __wrap_pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *ab
 int __wrap_pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clockid,
                                    const struct timespec *abstime)
 {
-    if (clockid < 0)
-        return EINVAL;
-    return lock_with(m, (nm_port_wait_t){ clockid, abstime });
+    return clockid < 0 ? EINVAL : lock_with(m, (nm_port_wait_t){ clockid, abstime });
 }
 
 int __wrap_pthread_mutex_unlock(pthread_mutex_t *m)
 {
-    int err;
-    if (!m)
-        return EINVAL;
-    nm_port_t *p = nm_select_port(m, &err);
-    if (p)
-        return nm_port_unlock(p, m);
-    return err ? err : __real_pthread_mutex_unlock(m);
+    nm_port_t *p;
+    int err = resolve(m, &p);
+    return err ? err : nm_port_unlock_any(p, m);
 }
 
 int __wrap_pthread_mutex_consistent(pthread_mutex_t *m)
 {
-    int err;
-    if (!m)
-        return EINVAL;
-    nm_port_t *p = nm_select_port(m, &err);
-    if (p)
-        return nm_port_consistent(p);
-    return err ? err : __real_pthread_mutex_consistent(m);
+    nm_port_t *p;
+    int err = resolve(m, &p);
+    return err ? err : nm_port_consistent_any(p, m);
 }
 
 int __wrap_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
@@ -134,7 +127,5 @@ int __wrap_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 int __wrap_pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clockid,
                                   const struct timespec *abstime)
 {
-    if (clockid < 0)
-        return EINVAL;
-    return cond_with(c, m, (nm_port_wait_t){ clockid, abstime });
+    return clockid < 0 ? EINVAL : cond_with(c, m, (nm_port_wait_t){ clockid, abstime });
 }

@@ -19,6 +19,7 @@
 #include <ac_config.h>
 
 #include <pthread.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "netmutex.h"
@@ -74,25 +75,40 @@ int nm_port_name_ok(const char *name);
 /* EBUSY when a thread of this process holds REAL as a plain mutex. */
 int nm_port_idle(pthread_mutex_t *real);
 
-/* The real call for an unselected mutex.  Inline, so that the link
- * route's wrappers, which pass a constant HOW, reduce to one call. */
-static inline int nm_port_real_lock(pthread_mutex_t *m, nm_port_wait_t how)
+/* The calls on a mutex whose port is P, or the real calls when P is NULL
+ * (not selected).  Inline, so that the link route's wrappers, which pass
+ * a constant HOW, reduce to a test and one call for an unselected mutex. */
+static inline int nm_port_lock_any(nm_port_t *p, pthread_mutex_t *local, nm_port_wait_t how)
 {
+    if (p)
+        return nm_port_lock(p, local, how);
     switch (how.clock) {
-    case NM_PORT_FOREVER: return __real_pthread_mutex_lock(m);
-    case NM_PORT_TRY: return __real_pthread_mutex_trylock(m);
-    case NM_PORT_DEFAULT_CLOCK: return __real_pthread_mutex_timedlock(m, how.abstime);
-    default: return __real_pthread_mutex_clocklock(m, how.clock, how.abstime);
+    case NM_PORT_FOREVER: return __real_pthread_mutex_lock(local);
+    case NM_PORT_TRY: return __real_pthread_mutex_trylock(local);
+    case NM_PORT_DEFAULT_CLOCK: return __real_pthread_mutex_timedlock(local, how.abstime);
+    default: return __real_pthread_mutex_clocklock(local, how.clock, how.abstime);
     }
 }
 
-static inline int nm_port_real_cond_wait(pthread_cond_t *c, pthread_mutex_t *m,
-                                         nm_port_wait_t how)
+static inline int nm_port_unlock_any(nm_port_t *p, pthread_mutex_t *local)
 {
+    return p ? nm_port_unlock(p, local) : __real_pthread_mutex_unlock(local);
+}
+
+static inline int nm_port_consistent_any(nm_port_t *p, pthread_mutex_t *local)
+{
+    return p ? nm_port_consistent(p) : __real_pthread_mutex_consistent(local);
+}
+
+static inline int nm_port_cond_wait_any(nm_port_t *p, pthread_mutex_t *local,
+                                        pthread_cond_t *c, nm_port_wait_t how)
+{
+    if (p)
+        return nm_port_cond_wait(p, local, c, how);
     switch (how.clock) {
-    case NM_PORT_FOREVER: return __real_pthread_cond_wait(c, m);
-    case NM_PORT_DEFAULT_CLOCK: return __real_pthread_cond_timedwait(c, m, how.abstime);
-    default: return __real_pthread_cond_clockwait(c, m, how.clock, how.abstime);
+    case NM_PORT_FOREVER: return __real_pthread_cond_wait(c, local);
+    case NM_PORT_DEFAULT_CLOCK: return __real_pthread_cond_timedwait(c, local, how.abstime);
+    default: return __real_pthread_cond_clockwait(c, local, how.clock, how.abstime);
     }
 }
 
@@ -102,22 +118,42 @@ static inline int nm_port_real_cond_wait(pthread_cond_t *c, pthread_mutex_t *m,
  * NULL with *err 0 if it is not, NULL with *err set if it cannot be made. */
 nm_port_t *nm_select_port_slow(pthread_mutex_t *addr, int *err);
 
-/* What every wrapped call asks first: is anything selected at all?  Set
- * once NETMUTEX_MUTEXES was read, and counted up by every selection. */
-#define NM_HIDDEN __attribute__((visibility("hidden")))
-extern NM_HIDDEN int nm_select_parsed;
-extern NM_HIDDEN unsigned int nm_select_nkeys;
+/* The selection table (compat_select.c): open addressing over mutex
+ * addresses, probed without a lock.  Public to this library only so that
+ * the question every wrapped call asks first can be inlined. */
+#define NM_SELECT_SLOTS 1024u  /* a power of two */
+typedef struct nm_slot {
+    uintptr_t key;       /* atomic; 0: empty, never reset */
+    char *name;          /* atomic; NULL: not selected (any more) */
+    nm_port_t *port;     /* atomic; made on first use */
+    int permanent;       /* from NETMUTEX_MUTEXES: survives destroy */
+} nm_slot_t;
 
-/* Inline, so an unselected mutex in a process that selected nothing costs
- * two loads and no call. */
+#define NM_HIDDEN __attribute__((visibility("hidden")))
+extern NM_HIDDEN nm_slot_t nm_select_table[NM_SELECT_SLOTS];
+extern NM_HIDDEN int nm_select_parsed;          /* NETMUTEX_MUTEXES was read */
+extern NM_HIDDEN unsigned int nm_select_nkeys;  /* keys in the table */
+
+static inline size_t nm_select_hash(const void *addr)
+{
+    uint64_t key = (uint64_t)(uintptr_t)addr;
+    return (size_t)((key >> 3) * 0x9e3779b97f4a7c15ull >> 40) & (NM_SELECT_SLOTS - 1);
+}
+
+/* Inline, so an unselected mutex costs a few loads and no call: when
+ * nothing is selected, or when its home slot is empty. */
 static inline nm_port_t *nm_select_port(pthread_mutex_t *addr, int *err)
 {
     *err = 0;
-    if (__atomic_load_n(&nm_select_parsed, __ATOMIC_ACQUIRE) &&
-        __atomic_load_n(&nm_select_nkeys, __ATOMIC_RELAXED) == 0)
-        return NULL;
+    if (__atomic_load_n(&nm_select_parsed, __ATOMIC_ACQUIRE)) {
+        if (__atomic_load_n(&nm_select_nkeys, __ATOMIC_RELAXED) == 0)
+            return NULL;
+        if (__atomic_load_n(&nm_select_table[nm_select_hash(addr)].key, __ATOMIC_ACQUIRE) == 0)
+            return NULL;
+    }
     return nm_select_port_slow(addr, err);
 }
+
 /* Destroy of a selected mutex: frees its port (EBUSY while locked) and
  * forgets a runtime registration; env selections stay. */
 int nm_select_drop(pthread_mutex_t *addr);

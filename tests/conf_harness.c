@@ -44,12 +44,9 @@ unsigned int conf_ms(unsigned int ms)
 void conf_deadline(struct timespec *ts, clockid_t clock, unsigned int ms)
 {
     clock_gettime(clock, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
+    long long ns = ts->tv_nsec + ms * 1000000LL;
+    ts->tv_sec += (time_t)(ns / 1000000000LL);
+    ts->tv_nsec = (long)(ns % 1000000000LL);
 }
 
 long conf_diff_ms(const struct timespec *a, const struct timespec *b)

@@ -9,7 +9,7 @@
 
 #include <netmutex/pthread.h>
 
-#include "fixture.h"
+#include "conf_port.h"
 
 static NmRedis *redis;
 
@@ -20,41 +20,21 @@ static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 
 static int held_in_redis(const char *name)
 {
-    char *token = nm_token_of(redis, name);
-    int held = token != NULL;
-    g_free(token);
-    return held;
+    return conf_held_in_redis(redis, name);
 }
 
 static void test_null(void)
 {
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-    pthread_mutexattr_t a;
-    struct timespec ts = { 0, 0 };
     int v;
 
-    nm_assert_rc(pthread_mutex_init(NULL, NULL), EINVAL);
-    nm_assert_rc(pthread_mutex_destroy(NULL), EINVAL);
-    nm_assert_rc(pthread_mutex_lock(NULL), EINVAL);
-    nm_assert_rc(pthread_mutex_trylock(NULL), EINVAL);
-    nm_assert_rc(pthread_mutex_timedlock(NULL, &ts), EINVAL);
-    nm_assert_rc(pthread_mutex_clocklock(NULL, CLOCK_MONOTONIC, &ts), EINVAL);
-    nm_assert_rc(pthread_mutex_unlock(NULL), EINVAL);
-    nm_assert_rc(pthread_mutex_consistent(NULL), EINVAL);
+    conf_check_null_calls();
     nm_assert_rc(pthread_mutexattr_init(NULL), EINVAL);
     nm_assert_rc(pthread_mutexattr_destroy(NULL), EINVAL);
     nm_assert_rc(pthread_mutexattr_settype(NULL, PTHREAD_MUTEX_NORMAL), EINVAL);
     nm_assert_rc(pthread_mutexattr_gettype(NULL, &v), EINVAL);
     nm_assert_rc(pthread_mutexattr_setrobust(NULL, PTHREAD_MUTEX_ROBUST), EINVAL);
     nm_assert_rc(pthread_mutexattr_getrobust(NULL, &v), EINVAL);
-    nm_assert_rc(pthread_mutexattr_init(&a), 0);
-    nm_assert_rc(pthread_mutexattr_gettype(&a, NULL), EINVAL);
-    nm_assert_rc(pthread_mutexattr_getrobust(&a, NULL), EINVAL);
-    nm_assert_rc(pthread_mutexattr_destroy(&a), 0);
-    nm_assert_rc(pthread_cond_wait(NULL, &m), EINVAL);
-    nm_assert_rc(pthread_cond_wait(&cond, NULL), EINVAL);
-    nm_assert_rc(pthread_cond_timedwait(&cond, NULL, &ts), EINVAL);
-    nm_assert_rc(pthread_cond_clockwait(NULL, &m, CLOCK_MONOTONIC, &ts), EINVAL);
     nm_assert_rc(netmutex_pthread_setname(NULL, "x"), EINVAL);
     nm_assert_rc(netmutex_pthread_setname(&m, NULL), EINVAL);
     nm_assert_rc(netmutex_pthread_setname(&m, ""), EINVAL);
@@ -122,39 +102,49 @@ static void test_cond_refusals(void)
     g_free(name);
 }
 
+/* Locks a fresh mutex named for the running test; the caller unlocks. */
+static void lock_named(pthread_mutex_t *m, char **name)
+{
+    *name = nm_test_name("m");
+    nm_assert_rc(pthread_mutex_init(m, NULL), 0);
+    nm_assert_rc(netmutex_pthread_setname(m, *name), 0);
+    nm_assert_rc(pthread_mutex_lock(m), 0);
+}
+
+/* After an unlock that had trouble: the mutex works again. */
+static void works_again(pthread_mutex_t *m, char *name)
+{
+    nm_assert_rc(pthread_mutex_trylock(m), 0);
+    nm_assert_rc(pthread_mutex_unlock(m), 0);
+    nm_assert_rc(pthread_mutex_destroy(m), 0);
+    g_free(name);
+}
+
 /* A lease lost while held (here: broken by an administrator) is reported
  * by unlock, as netmutex_unlock does. */
 static void test_unlock_lost(void)
 {
-    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-    char *name = nm_test_name("m");
+    pthread_mutex_t m;
+    char *name;
 
-    nm_assert_rc(netmutex_pthread_setname(&m, name), 0);
-    nm_assert_rc(pthread_mutex_lock(&m), 0);
+    lock_named(&m, &name);
     nm_assert_rc(netmutex_break(name), 0);
     nm_assert_rc(pthread_mutex_unlock(&m), ENOLCK);
-    nm_assert_rc(pthread_mutex_trylock(&m), 0);
-    nm_assert_rc(pthread_mutex_unlock(&m), 0);
-    nm_assert_rc(pthread_mutex_destroy(&m), 0);
-    g_free(name);
+    works_again(&m, name);
 }
 
 /* The server gone at unlock: released here, the key expires by itself;
  * pthread_mutex_unlock says 0 (netmutex_unlock would say EIO). */
 static void test_unlock_unreachable(void)
 {
-    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-    char *name = nm_test_name("m");
+    pthread_mutex_t m;
+    char *name;
 
-    nm_assert_rc(netmutex_pthread_setname(&m, name), 0);
-    nm_assert_rc(pthread_mutex_lock(&m), 0);
+    lock_named(&m, &name);
     nm_redis_stop(redis);
     nm_assert_rc(pthread_mutex_unlock(&m), 0);
     nm_redis_restart(redis);
-    nm_assert_rc(pthread_mutex_lock(&m), 0);
-    nm_assert_rc(pthread_mutex_unlock(&m), 0);
-    nm_assert_rc(pthread_mutex_destroy(&m), 0);
-    g_free(name);
+    works_again(&m, name);
 }
 
 int main(int argc, char **argv)

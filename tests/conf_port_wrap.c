@@ -10,7 +10,7 @@
 #define NETMUTEX_PTHREAD_DECLARE_ONLY
 #include <netmutex/pthread.h>
 
-#include "fixture.h"
+#include "conf_port.h"
 
 static NmRedis *redis;
 
@@ -19,34 +19,14 @@ pthread_mutex_t port_global;
 
 static int held_in_redis(const char *name)
 {
-    char *token = nm_token_of(redis, name);
-    int held = token != NULL;
-    g_free(token);
-    return held;
+    return conf_held_in_redis(redis, name);
 }
 
-/* Through volatile pointers: glibc declares the arguments nonnull, and
- * the compiler must neither warn nor assume. */
 static void test_null(void)
 {
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-    pthread_cond_t c = PTHREAD_COND_INITIALIZER;
-    pthread_mutex_t *volatile nullm = NULL;
-    pthread_cond_t *volatile nullc = NULL;
-    struct timespec ts = { 0, 0 };
 
-    nm_assert_rc(pthread_mutex_init(nullm, NULL), EINVAL);
-    nm_assert_rc(pthread_mutex_destroy(nullm), EINVAL);
-    nm_assert_rc(pthread_mutex_lock(nullm), EINVAL);
-    nm_assert_rc(pthread_mutex_trylock(nullm), EINVAL);
-    nm_assert_rc(pthread_mutex_timedlock(nullm, &ts), EINVAL);
-    nm_assert_rc(pthread_mutex_clocklock(nullm, CLOCK_MONOTONIC, &ts), EINVAL);
-    nm_assert_rc(pthread_mutex_unlock(nullm), EINVAL);
-    nm_assert_rc(pthread_mutex_consistent(nullm), EINVAL);
-    nm_assert_rc(pthread_cond_wait(nullc, &m), EINVAL);
-    nm_assert_rc(pthread_cond_wait(&c, nullm), EINVAL);
-    nm_assert_rc(pthread_cond_timedwait(&c, nullm, &ts), EINVAL);
-    nm_assert_rc(pthread_cond_clockwait(nullc, &m, CLOCK_MONOTONIC, &ts), EINVAL);
+    conf_check_null_calls();
     nm_assert_rc(netmutex_wrap_register(NULL, "x"), EINVAL);
     nm_assert_rc(netmutex_wrap_register(&m, NULL), EINVAL);
     nm_assert_rc(netmutex_wrap_register(&m, ""), EINVAL);
