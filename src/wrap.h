@@ -72,7 +72,7 @@ int nm_port_cond_wait(nm_port_t *p, pthread_mutex_t *local, pthread_cond_t *c,
                       nm_port_wait_t how);
 /* 1 when the name is one netmutex_init would take. */
 int nm_port_name_ok(const char *name);
-/* EBUSY when a thread of this process holds REAL as a plain mutex. */
+/* EBUSY when a thread of this process holds REAL (as a plain mutex). */
 int nm_port_idle(pthread_mutex_t *real);
 
 /* The calls on a mutex whose port is P, or the real calls when P is NULL

@@ -78,6 +78,10 @@ static void test_recursive_cond(void)
     pthread_cond_t c = PTHREAD_COND_INITIALIZER;
     char *name = nm_test_name("m");
 
+    /* Held by the caller itself, as a local recursive mutex. */
+    nm_assert_rc(pthread_mutex_lock(&m), 0);
+    nm_assert_rc(netmutex_wrap_register(&m, name), EBUSY);
+    nm_assert_rc(pthread_mutex_unlock(&m), 0);
     nm_assert_rc(netmutex_wrap_register(&m, name), 0);
     nm_assert_rc(pthread_mutex_lock(&m), 0);
     nm_assert_rc(pthread_mutex_lock(&m), 0);
