@@ -1,0 +1,143 @@
+/*
+ * netmutex/pthread.h -- the source route of the porting layer.
+ *
+ * Include it (or put `-include netmutex/pthread.h` on the compiler line)
+ * and a program's pthread mutexes become netmutex-capable without other
+ * source changes:
+ *
+ *   pthread_mutex_t                      -> netmutex_pthread_mutex_t
+ *   PTHREAD_MUTEX_INITIALIZER (+ the glibc recursive/errorcheck NP ones)
+ *   pthread_mutex_{init,destroy,lock,trylock,timedlock,clocklock,unlock,
+ *                  consistent}            -> netmutex_pthread_mutex_*
+ *   pthread_mutexattr_{init,destroy,settype,gettype,setrobust,getrobust}
+ *                                        -> netmutex_pthread_mutexattr_*
+ *   pthread_cond_{wait,timedwait,clockwait} -> netmutex_pthread_cond_*
+ *
+ * A mutex stays an ordinary process-local pthread mutex (the one embedded
+ * in the struct below) unless it is selected: by NETMUTEX_MUTEXES (its
+ * global symbol name, or the FILE:LINE of its PTHREAD_MUTEX_INITIALIZER)
+ * or by netmutex_pthread_setname().  See netmutex_pthread(3).
+ *
+ * Link with libnetmutex-wrap: `pkg-config --libs netmutex-wrap`.
+ */
+#ifndef NETMUTEX_PTHREAD_H
+#define NETMUTEX_PTHREAD_H
+
+#include <pthread.h>
+#include <time.h>
+
+#include <netmutex.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Treat every field as private.  The struct is public only so that the
+ * static initializers can build one at compile time. */
+typedef struct netmutex_pthread_mutex {
+    pthread_mutex_t nmp_local;   /* the real mutex: all of it when local */
+    const char *nmp_file;        /* where PTHREAD_MUTEX_INITIALIZER was */
+    int nmp_line;
+    void *nmp_port;              /* NULL until the first use decides */
+} netmutex_pthread_mutex_t;
+
+/* The real initializer with a given glibc kind: the public macro expands
+ * to it, and the NP variants are the same with another kind. */
+#ifndef __PTHREAD_MUTEX_INITIALIZER
+#error "netmutex/pthread.h needs glibc's pthread.h"
+#endif
+#define NETMUTEX_PTHREAD_REAL_INIT_(kind) { { __PTHREAD_MUTEX_INITIALIZER(kind) } }
+#define NETMUTEX_PTHREAD_INITIALIZER_KIND(kind) \
+    { NETMUTEX_PTHREAD_REAL_INIT_(kind), __FILE__, __LINE__, (void *)0 }
+#define NETMUTEX_PTHREAD_INITIALIZER NETMUTEX_PTHREAD_INITIALIZER_KIND(0)
+
+/* Names M cluster-wide (it becomes a network mutex) whatever
+ * NETMUTEX_MUTEXES says.  M must be initialized and unlocked.
+ * EINVAL: NULL, empty or oversized name; EBUSY: M is locked. */
+NETMUTEX_API int netmutex_pthread_setname(netmutex_pthread_mutex_t *m, const char *name);
+
+NETMUTEX_API int netmutex_pthread_mutex_init(netmutex_pthread_mutex_t *m,
+                                             const pthread_mutexattr_t *attr);
+NETMUTEX_API int netmutex_pthread_mutex_destroy(netmutex_pthread_mutex_t *m);
+NETMUTEX_API int netmutex_pthread_mutex_lock(netmutex_pthread_mutex_t *m);
+NETMUTEX_API int netmutex_pthread_mutex_trylock(netmutex_pthread_mutex_t *m);
+NETMUTEX_API int netmutex_pthread_mutex_timedlock(netmutex_pthread_mutex_t *m,
+                                                  const struct timespec *abstime);
+NETMUTEX_API int netmutex_pthread_mutex_clocklock(netmutex_pthread_mutex_t *m,
+                                                  clockid_t clockid,
+                                                  const struct timespec *abstime);
+NETMUTEX_API int netmutex_pthread_mutex_unlock(netmutex_pthread_mutex_t *m);
+NETMUTEX_API int netmutex_pthread_mutex_consistent(netmutex_pthread_mutex_t *m);
+
+NETMUTEX_API int netmutex_pthread_mutexattr_init(pthread_mutexattr_t *attr);
+NETMUTEX_API int netmutex_pthread_mutexattr_destroy(pthread_mutexattr_t *attr);
+NETMUTEX_API int netmutex_pthread_mutexattr_settype(pthread_mutexattr_t *attr, int type);
+NETMUTEX_API int netmutex_pthread_mutexattr_gettype(const pthread_mutexattr_t *attr,
+                                                    int *type);
+NETMUTEX_API int netmutex_pthread_mutexattr_setrobust(pthread_mutexattr_t *attr, int robust);
+NETMUTEX_API int netmutex_pthread_mutexattr_getrobust(const pthread_mutexattr_t *attr,
+                                                      int *robust);
+
+NETMUTEX_API int netmutex_pthread_cond_wait(pthread_cond_t *cond,
+                                            netmutex_pthread_mutex_t *m);
+NETMUTEX_API int netmutex_pthread_cond_timedwait(pthread_cond_t *cond,
+                                                 netmutex_pthread_mutex_t *m,
+                                                 const struct timespec *abstime);
+NETMUTEX_API int netmutex_pthread_cond_clockwait(pthread_cond_t *cond,
+                                                 netmutex_pthread_mutex_t *m,
+                                                 clockid_t clockid,
+                                                 const struct timespec *abstime);
+
+/* The link route's one-line registration (libnetmutex-wrap): names the
+ * real pthread mutex M cluster-wide, as if NETMUTEX_MUTEXES selected it,
+ * until pthread_mutex_destroy(M).  M must be unlocked.  EINVAL: NULL,
+ * empty or oversized name; EBUSY: M is locked; ENOSPC: too many selected
+ * mutexes.  Code built for that route includes this header with
+ * NETMUTEX_PTHREAD_DECLARE_ONLY defined, so nothing is renamed. */
+NETMUTEX_API int netmutex_wrap_register(pthread_mutex_t *m, const char *name);
+
+#ifndef NETMUTEX_PTHREAD_DECLARE_ONLY
+
+/* The GNU initializers are defined whatever the feature macros: with
+ * -include, this header comes before the program's own #define
+ * _GNU_SOURCE, and <pthread.h> would not be read again. */
+#undef PTHREAD_MUTEX_INITIALIZER
+#define PTHREAD_MUTEX_INITIALIZER NETMUTEX_PTHREAD_INITIALIZER
+#undef PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP
+#define PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP \
+    NETMUTEX_PTHREAD_INITIALIZER_KIND(PTHREAD_MUTEX_RECURSIVE_NP)
+#undef PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP
+#define PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP \
+    NETMUTEX_PTHREAD_INITIALIZER_KIND(PTHREAD_MUTEX_ERRORCHECK_NP)
+#undef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+#define PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP \
+    NETMUTEX_PTHREAD_INITIALIZER_KIND(PTHREAD_MUTEX_ADAPTIVE_NP)
+
+#define pthread_mutex_t netmutex_pthread_mutex_t
+#define pthread_mutex_init netmutex_pthread_mutex_init
+#define pthread_mutex_destroy netmutex_pthread_mutex_destroy
+#define pthread_mutex_lock netmutex_pthread_mutex_lock
+#define pthread_mutex_trylock netmutex_pthread_mutex_trylock
+#define pthread_mutex_timedlock netmutex_pthread_mutex_timedlock
+#undef pthread_mutex_clocklock
+#define pthread_mutex_clocklock netmutex_pthread_mutex_clocklock
+#define pthread_mutex_unlock netmutex_pthread_mutex_unlock
+#define pthread_mutex_consistent netmutex_pthread_mutex_consistent
+#define pthread_mutexattr_init netmutex_pthread_mutexattr_init
+#define pthread_mutexattr_destroy netmutex_pthread_mutexattr_destroy
+#define pthread_mutexattr_settype netmutex_pthread_mutexattr_settype
+#define pthread_mutexattr_gettype netmutex_pthread_mutexattr_gettype
+#define pthread_mutexattr_setrobust netmutex_pthread_mutexattr_setrobust
+#define pthread_mutexattr_getrobust netmutex_pthread_mutexattr_getrobust
+#define pthread_cond_wait netmutex_pthread_cond_wait
+#define pthread_cond_timedwait netmutex_pthread_cond_timedwait
+#undef pthread_cond_clockwait
+#define pthread_cond_clockwait netmutex_pthread_cond_clockwait
+
+#endif /* NETMUTEX_PTHREAD_DECLARE_ONLY */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NETMUTEX_PTHREAD_H */

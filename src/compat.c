@@ -1,0 +1,161 @@
+/*
+ * compat.c -- the source route: the netmutex_pthread_* calls that
+ * <netmutex/pthread.h> renames the pthread mutex calls to.
+ *
+ * A netmutex_pthread_mutex_t embeds the real pthread mutex.  Its first use
+ * decides, once, what it is: a network mutex if NETMUTEX_MUTEXES selects
+ * its symbol or the FILE:LINE of its initializer, a plain local mutex
+ * otherwise; netmutex_pthread_setname() overrides that.  The decision is
+ * kept in nmp_port (LOCAL or the port), so an unselected mutex costs one
+ * load and a compare over the real call.  pthread_mutex_init gives a
+ * mutex no FILE:LINE: only its symbol (a global) or setname selects it.
+ */
+#define NETMUTEX_PTHREAD_DECLARE_ONLY
+#include "wrap.h"
+
+#include <errno.h>
+
+#include "netmutex/pthread.h"
+
+static char local_mark;
+#define LOCAL ((void *)&local_mark)
+
+/* First use: select or not, and publish the answer; a thread that loses
+ * the race to publish takes the winner's. */
+static nm_port_t *decide(netmutex_pthread_mutex_t *m, int *err)
+{
+    const char *name = nm_select_name(m, m->nmp_file, m->nmp_line);
+    nm_port_t *p = NULL;
+    void *expected = NULL;
+    if (name && (*err = nm_port_create(&p, name, &m->nmp_local)) != 0)
+        return NULL;
+    if (__atomic_compare_exchange_n(&m->nmp_port, &expected, p ? (void *)p : LOCAL, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return p;
+    if (p)
+        nm_port_free(p);
+    return expected == LOCAL ? NULL : expected;
+}
+
+/* The port of M into *P (NULL: a local mutex); EINVAL for a NULL M, or
+ * why its port could not be made. */
+static int resolve(netmutex_pthread_mutex_t *m, nm_port_t **p)
+{
+    int err = 0;
+    if (!m)
+        return EINVAL;
+    void *v = __atomic_load_n(&m->nmp_port, __ATOMIC_ACQUIRE);
+    *p = v == LOCAL ? NULL : v ? v : decide(m, &err);
+    return err;
+}
+
+static int lock_with(netmutex_pthread_mutex_t *m, nm_port_wait_t how)
+{
+    nm_port_t *p;
+    int err = resolve(m, &p);
+    return err ? err : nm_port_lock_any(p, &m->nmp_local, how);
+}
+
+static int cond_with(pthread_cond_t *c, netmutex_pthread_mutex_t *m, nm_port_wait_t how)
+{
+    nm_port_t *p;
+    int err = c ? resolve(m, &p) : EINVAL;
+    return err ? err : nm_port_cond_wait_any(p, &m->nmp_local, c, how);
+}
+
+int netmutex_pthread_setname(netmutex_pthread_mutex_t *m, const char *name)
+{
+    nm_port_t *p;
+    int err;
+    if (!m || !nm_port_name_ok(name))
+        return EINVAL;
+    if ((err = nm_port_idle(&m->nmp_local)) != 0 ||
+        (err = nm_port_create(&p, name, &m->nmp_local)) != 0)
+        return err;
+    void *old = __atomic_exchange_n(&m->nmp_port, p, __ATOMIC_ACQ_REL);
+    if (old && old != LOCAL && (err = nm_port_free(old)) != 0) {
+        __atomic_store_n(&m->nmp_port, old, __ATOMIC_RELEASE);
+        nm_port_free(p);
+    }
+    return err;
+}
+
+int netmutex_pthread_mutex_init(netmutex_pthread_mutex_t *m, const pthread_mutexattr_t *attr)
+{
+    if (!m)
+        return EINVAL;
+    int err = __real_pthread_mutex_init(&m->nmp_local, attr);
+    if (!err) {
+        m->nmp_file = NULL;
+        m->nmp_line = 0;
+        m->nmp_port = NULL;
+    }
+    return err;
+}
+
+/* The port goes first: a locked network mutex is EBUSY before anything
+ * is torn down.  The next use after a new init decides again. */
+int netmutex_pthread_mutex_destroy(netmutex_pthread_mutex_t *m)
+{
+    if (!m)
+        return EINVAL;
+    void *p = __atomic_load_n(&m->nmp_port, __ATOMIC_ACQUIRE);
+    int err = p && p != LOCAL ? nm_port_free(p) : 0;
+    if (err)
+        return err;
+    __atomic_store_n(&m->nmp_port, NULL, __ATOMIC_RELEASE);
+    return __real_pthread_mutex_destroy(&m->nmp_local);
+}
+
+int netmutex_pthread_mutex_lock(netmutex_pthread_mutex_t *m)
+{
+    return lock_with(m, (nm_port_wait_t){ NM_PORT_FOREVER, NULL });
+}
+
+int netmutex_pthread_mutex_trylock(netmutex_pthread_mutex_t *m)
+{
+    return lock_with(m, (nm_port_wait_t){ NM_PORT_TRY, NULL });
+}
+
+int netmutex_pthread_mutex_timedlock(netmutex_pthread_mutex_t *m,
+                                     const struct timespec *abstime)
+{
+    return lock_with(m, (nm_port_wait_t){ NM_PORT_DEFAULT_CLOCK, abstime });
+}
+
+int netmutex_pthread_mutex_clocklock(netmutex_pthread_mutex_t *m, clockid_t clockid,
+                                     const struct timespec *abstime)
+{
+    return clockid < 0 ? EINVAL : lock_with(m, (nm_port_wait_t){ clockid, abstime });
+}
+
+int netmutex_pthread_mutex_unlock(netmutex_pthread_mutex_t *m)
+{
+    nm_port_t *p;
+    int err = resolve(m, &p);
+    return err ? err : nm_port_unlock_any(p, &m->nmp_local);
+}
+
+int netmutex_pthread_mutex_consistent(netmutex_pthread_mutex_t *m)
+{
+    nm_port_t *p;
+    int err = resolve(m, &p);
+    return err ? err : nm_port_consistent_any(p, &m->nmp_local);
+}
+
+int netmutex_pthread_cond_wait(pthread_cond_t *cond, netmutex_pthread_mutex_t *m)
+{
+    return cond_with(cond, m, (nm_port_wait_t){ NM_PORT_FOREVER, NULL });
+}
+
+int netmutex_pthread_cond_timedwait(pthread_cond_t *cond, netmutex_pthread_mutex_t *m,
+                                    const struct timespec *abstime)
+{
+    return cond_with(cond, m, (nm_port_wait_t){ NM_PORT_DEFAULT_CLOCK, abstime });
+}
+
+int netmutex_pthread_cond_clockwait(pthread_cond_t *cond, netmutex_pthread_mutex_t *m,
+                                    clockid_t clockid, const struct timespec *abstime)
+{
+    return clockid < 0 ? EINVAL : cond_with(cond, m, (nm_port_wait_t){ clockid, abstime });
+}
