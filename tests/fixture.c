@@ -1498,14 +1498,9 @@ int nm_kill_when_queued(void *p)
 
 void nm_lost_init(NmLost *l)
 {
-    pthread_condattr_t attr;
-
     memset(l, 0, sizeof *l);
     pthread_mutex_init(&l->lock, NULL);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&l->cond, &attr);
-    pthread_condattr_destroy(&attr);
+    cond_init_monotonic(&l->cond);
 }
 
 void nm_lost_clear(NmLost *l)
