@@ -118,6 +118,22 @@ static void run_all(nm_lease_t *l, nm_script_t id, int nkeys, int nargs, const c
     nm_quorum_call(l->cfg, id, nkeys, nkeys + nargs, a.argv, a.lens, deadline, v);
 }
 
+/* Quorum mode: run_all() of a script that answers 1 for "done", and
+ * whether a quorum did it (nm_redlock_done).  *SENT_AT, if not NULL, is
+ * when the requests left. */
+static int run_all_done(nm_lease_t *l, nm_script_t id, int nkeys, int nargs,
+                        const char **args, const size_t *arg_lens, int64_t deadline,
+                        int64_t *sent_at)
+{
+    nm_votes_t v;
+    run_all(l, id, nkeys, nargs, args, arg_lens, deadline, &v);
+    if (sent_at)
+        *sent_at = v.sent_at;
+    int err = nm_redlock_done(l->cfg, &v);
+    nm_votes_clear(&v);
+    return err;
+}
+
 /* Quorum mode: release.lua everywhere, for a grant we hold, or QUIETLY for
  * one we do not keep: waking the waiters for that would wake ourselves too,
  * and contenders back off by themselves after a split vote. */
@@ -125,11 +141,7 @@ static int release_all(nm_lease_t *l, int unrecoverable, int quietly)
 {
     const char *args[3] = { l->token, unrecoverable ? "1" : "0", quietly ? "1" : "0" };
     size_t lens[3] = { NM_TOKEN_LEN, 1, 1 };
-    nm_votes_t v;
-    run_all(l, NM_SCRIPT_RELEASE, NM_NKEYS, 3, args, lens, NM_FOREVER, &v);
-    int err = nm_redlock_done(l->cfg, &v);
-    nm_votes_clear(&v);
-    return err;
+    return run_all_done(l, NM_SCRIPT_RELEASE, NM_NKEYS, 3, args, lens, NM_FOREVER, NULL);
 }
 
 /* Quorum mode's second round (redlock.c): every granting server's fence
@@ -140,11 +152,7 @@ static int raise_fence(nm_lease_t *l, long long raise_to, int64_t deadline)
     snprintf(fence, sizeof fence, "%lld", raise_to);
     const char *args[2] = { l->token, fence };
     size_t lens[2] = { NM_TOKEN_LEN, strlen(fence) };
-    nm_votes_t v;
-    run_all(l, NM_SCRIPT_FENCE, 2, 2, args, lens, deadline, &v);
-    int err = nm_redlock_done(l->cfg, &v);
-    nm_votes_clear(&v);
-    return err;
+    return run_all_done(l, NM_SCRIPT_FENCE, 2, 2, args, lens, deadline, NULL);
 }
 
 /* Quorum mode's acquire attempt: the acquire script on every server, kept
@@ -420,14 +428,8 @@ int nm_lease_extend(nm_lease_t *l, unsigned int ms, int64_t *sent_at)
     int sent, err = NM_ECONN;
     long long v = 0;
 
-    if (quorum_mode(l)) {
-        nm_votes_t votes;
-        run_all(l, NM_SCRIPT_RENEW, 1, 2, args, lens, NM_FOREVER, &votes);
-        *sent_at = votes.sent_at;
-        err = nm_redlock_done(l->cfg, &votes);
-        nm_votes_clear(&votes);
-        return err;
-    }
+    if (quorum_mode(l))
+        return run_all_done(l, NM_SCRIPT_RENEW, 1, 2, args, lens, NM_FOREVER, sent_at);
     for (int i = 0; i < 2 && err == NM_ECONN; i++) {
         *sent_at = nm_now_ms();
         err = run(l, NM_SCRIPT_RENEW, 1, 2, args, lens, NM_FOREVER, &r, &sent);

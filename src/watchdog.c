@@ -492,13 +492,23 @@ static void count_batch(const redisReply *reply, size_t from, size_t n, int *ok,
     }
 }
 
+/* How many records batch B of round R renews (it starts at record
+ * B * NM_RENEW_BATCH). */
+static size_t batch_len(const round_t *r, size_t b)
+{
+    return NM_MIN(NM_RENEW_BATCH, r->n - b * NM_RENEW_BATCH);
+}
+
 /* Queues every batch of the round on server I's renewal connection. */
 static redisContext *send_round(size_t i, const round_t *r, size_t batches, int64_t until)
 {
     redisContext *c = renew_connect(i, until);
-    for (size_t b = 0; c && b < batches; b++)
-        if (send_batch(c, r, b * NM_RENEW_BATCH, NM_MIN(NM_RENEW_BATCH, r->n - b * NM_RENEW_BATCH)))
-            free_ctx(&io.srv[i].renew), c = NULL;
+    for (size_t b = 0; c && b < batches; b++) {
+        if (send_batch(c, r, b * NM_RENEW_BATCH, batch_len(r, b)) != 0) {
+            free_ctx(&io.srv[i].renew);
+            c = NULL;
+        }
+    }
     return c;
 }
 
@@ -532,8 +542,7 @@ static void renew_io(round_t *r)
         nm_fan_run(&f, until);
     for (size_t i = 0; ok && i < n; i++) {
         for (size_t b = 0; b < f.got[i]; b++) {
-            count_batch(f.out[i][b], b * NM_RENEW_BATCH,
-                        NM_MIN(NM_RENEW_BATCH, r->n - b * NM_RENEW_BATCH), ok, ok + r->n);
+            count_batch(f.out[i][b], b * NM_RENEW_BATCH, batch_len(r, b), ok, ok + r->n);
             if (f.out[i][b])
                 freeReplyObject(f.out[i][b]);
         }
