@@ -286,6 +286,12 @@ typedef struct netmutex_config {
     /* Lost-lease callback for mutexes whose attributes name none. */
     netmutex_lost_fn on_lost;
     void *on_lost_arg;
+    /* A server with a memory limit (maxmemory) and an eviction policy other
+     * than noeviction may evict a held lock key, after which a second
+     * process acquires while the first still holds: such a server is
+     * refused with ENOTSUP unless this is 1.  NETMUTEX_ALLOW_EVICTION
+     * (0 or 1, default 0). */
+    int allow_eviction;
 } netmutex_config_t;
 
 /* Sets the process-wide configuration.  CFG may be NULL: environment and

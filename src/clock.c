@@ -45,6 +45,15 @@ int nm_deadline_from_abstime(clockid_t clockid, const struct timespec *abstime,
     return 0;
 }
 
+#define MIN_REPLY_WAIT_MS 10
+
+int64_t nm_request_deadline(int64_t bound_ms, int64_t deadline)
+{
+    int64_t now = nm_now_ms();
+    int64_t floor = now + NM_MIN(bound_ms, MIN_REPLY_WAIT_MS);
+    return NM_MIN(now + bound_ms, NM_MAX(deadline, floor));
+}
+
 int64_t nm_remaining_ms(int64_t deadline)
 {
     if (deadline == NM_FOREVER)

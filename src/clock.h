@@ -20,6 +20,12 @@ int64_t nm_now_ms(void);
 int nm_deadline_from_abstime(clockid_t clockid, const struct timespec *abstime,
                              int64_t *deadline);
 
+/* When the answer to a request sent now is due: BOUND_MS from now (the I/O
+ * timeout), but never much past the caller's DEADLINE.  A request made at
+ * the deadline still gets a few milliseconds for its answer: giving up
+ * mid-reply would cost the connection. */
+int64_t nm_request_deadline(int64_t bound_ms, int64_t deadline);
+
 /* Milliseconds left until DEADLINE, never negative. */
 int64_t nm_remaining_ms(int64_t deadline);
 

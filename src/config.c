@@ -292,6 +292,22 @@ static int pick_uint(unsigned int api, const char *env, unsigned int dflt,
     return *out >= min && *out <= max ? 0 : EINVAL;
 }
 
+/* A 0/1 switch: the API's 1, else the variable ("0" or "1"), else 0. */
+static int pick_flag(int api, const char *env, int *out)
+{
+    const char *s = getenv(env);
+    if (api != 0 && api != 1)
+        return EINVAL;
+    if (api || !s || !*s) {
+        *out = api;
+        return 0;
+    }
+    if (strcmp(s, "0") != 0 && strcmp(s, "1") != 0)
+        return EINVAL;
+    *out = *s == '1';
+    return 0;
+}
+
 static const char *pick_str(const char *api, const char *env, const char *dflt)
 {
     const char *s = getenv(env);
@@ -397,6 +413,8 @@ static int fill_config(const netmutex_config_t *u, nm_config_t *cfg)
         err = pick_cohort(u, cfg);
     if (!err)
         err = pick_quorum(u, cfg);
+    if (!err)
+        err = pick_flag(u->allow_eviction, "NETMUTEX_ALLOW_EVICTION", &cfg->allow_eviction);
     if (err)
         return err;
     cfg->on_lost = u->on_lost;

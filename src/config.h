@@ -57,6 +57,7 @@ typedef struct nm_config {
     size_t quorum;                  /* nservers / 2 + 1 */
     netmutex_lost_fn on_lost;
     void *on_lost_arg;
+    int allow_eviction;       /* accept servers that may evict lock keys */
     uint64_t generation;      /* unique per built configuration */
 } nm_config_t;
 

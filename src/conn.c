@@ -11,12 +11,11 @@
 #include "clock.h"
 #include "conn.h"
 #include "reply.h"
+#include "server_check.h"
 
-#define MIN_REPLY_WAIT_MS 10
 
 typedef struct conn_slot {
     redisContext *ctx;
-    int64_t timeout_ms; /* what the socket's timeout is set to now */
     int64_t down_until; /* quorum mode: do not dial before this */
 } conn_slot_t;
 
@@ -97,7 +96,7 @@ static int cache_bind(conn_cache_t *cache, nm_config_t *cfg)
 }
 
 /* AUTH and SELECT, in that order, as the server requires. */
-static int handshake(redisContext *c, const nm_server_t *srv)
+static int handshake(redisContext *c, const nm_server_t *srv, int64_t deadline)
 {
     redisReply *r;
     char db[16];
@@ -107,7 +106,7 @@ static int handshake(redisContext *c, const nm_server_t *srv)
         const char *argv[3] = { "AUTH", srv->user, srv->password };
         if (!srv->user)
             argv[1] = srv->password;
-        err = nm_call(c, srv->user ? 3 : 2, argv, NULL, &r);
+        err = nm_call(c, srv->user ? 3 : 2, argv, NULL, deadline, &r);
         if (!err) {
             err = nm_reply_expect_status(r, "OK");
             freeReplyObject(r);
@@ -116,7 +115,7 @@ static int handshake(redisContext *c, const nm_server_t *srv)
     if (!err && srv->db != 0) {
         snprintf(db, sizeof db, "%d", srv->db);
         const char *argv[2] = { "SELECT", db };
-        err = nm_call(c, 2, argv, NULL, &r);
+        err = nm_call(c, 2, argv, NULL, deadline, &r);
         if (!err) {
             err = nm_reply_expect_status(r, "OK");
             freeReplyObject(r);
@@ -128,13 +127,15 @@ static int handshake(redisContext *c, const nm_server_t *srv)
 int nm_conn_dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadline,
                  redisContext **out)
 {
-    int64_t budget = NM_MIN((int64_t)cfg->connect_timeout_ms, nm_remaining_ms(deadline));
-    struct timeval tv = ms_timeval(NM_MAX(budget, 1));
+    int64_t budget = NM_MAX(NM_MIN((int64_t)cfg->connect_timeout_ms, nm_remaining_ms(deadline)), 1);
+    /* Connect and handshake together get the connect timeout. */
+    int64_t until = nm_now_ms() + budget;
+    struct timeval tv = ms_timeval(budget);
     redisContext *c = srv->is_unix ? redisConnectUnixWithTimeout(srv->path, tv)
                                    : redisConnectWithTimeout(srv->host, srv->port, tv);
     if (c == NULL)
         return ENOMEM;
-    if (c->err) {
+    if (c->err || nm_io_setup(c) != 0) {
         redisFree(c);
         return NM_ECONN;
     }
@@ -143,28 +144,15 @@ int nm_conn_dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadlin
     fcntl(c->fd, F_SETFD, fcntl(c->fd, F_GETFD) | FD_CLOEXEC);
     if (!srv->is_unix)
         redisEnableKeepAlive(c);
-    redisSetTimeout(c, tv);
-    int err = handshake(c, srv);
+    int err = handshake(c, srv, until);
+    if (!err)
+        err = nm_server_check(c, cfg, srv, until);
     if (err) {
         redisFree(c);
         return err;
     }
     *out = c;
     return 0;
-}
-
-static void slot_set_timeout(conn_slot_t *slot, const nm_config_t *cfg, int64_t deadline)
-{
-    /* A request made at the deadline still gets a few milliseconds for its
-     * answer: giving up mid-reply would cost the connection. */
-    int64_t floor = NM_MIN((int64_t)cfg->io_timeout_ms, MIN_REPLY_WAIT_MS);
-    int64_t want = NM_MAX(NM_MIN((int64_t)cfg->io_timeout_ms, nm_remaining_ms(deadline)), floor);
-    /* setsockopt costs two system calls: skip it when nothing changes, which
-     * is the common case of calls without a deadline. */
-    if (want != slot->timeout_ms) {
-        redisSetTimeout(slot->ctx, ms_timeval(want));
-        slot->timeout_ms = want;
-    }
 }
 
 int nm_conn_get(nm_config_t *cfg, size_t i, int64_t deadline, redisContext **out)
@@ -182,9 +170,7 @@ int nm_conn_get(nm_config_t *cfg, size_t i, int64_t deadline, redisContext **out
         err = nm_conn_dial(cfg, &cfg->servers[i], deadline, &slot->ctx);
         if (err)
             return err;
-        slot->timeout_ms = -1;
     }
-    slot_set_timeout(slot, cfg, deadline);
     *out = slot->ctx;
     return 0;
 }

@@ -20,11 +20,10 @@
 #include "config.h"
 
 /* The calling thread's connection to server I of CFG, dialed (connect, AUTH,
- * SELECT) if needed.  Its I/O timeout is set to the smaller of the configured
- * one and the time left before DEADLINE (a monotonic ms deadline, or
- * NM_FOREVER), so no call overruns the caller's deadline by much.
- * 0, NM_ECONN (unreachable), EACCES (credentials or db refused), EPROTO,
- * ENOMEM. */
+ * SELECT, the server check of server_check.h) if needed, within DEADLINE (a
+ * monotonic ms deadline, or NM_FOREVER) and the connect timeout.
+ * 0, NM_ECONN (unreachable), EACCES (credentials or db refused), ENOTSUP
+ * (the server may evict lock keys), EPROTO, ENOMEM. */
 int nm_conn_get(nm_config_t *cfg, size_t i, int64_t deadline, redisContext **out);
 
 /* Dials SRV of CFG (connect, AUTH, SELECT) for a caller that keeps the

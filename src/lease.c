@@ -6,9 +6,10 @@
  * subscribes to the lock's channel through the background thread, waits
  * for the subscription to be confirmed, and only then tries again, this
  * time joining the lock's FIFO queue in Redis.  From then on:
- *  - a release hands the lock straight to the head of the queue and
- *    publishes "granted <token> <fence> <dead>"; the waiter whose token it
- *    is owns the lock the moment it reads that, without another round trip;
+ *  - a release reserves the lock for the head of the queue for a short
+ *    claim (lib.lua) and publishes "granted <token>"; the waiter whose token
+ *    it is tries again at once, and that attempt, on its own connection,
+ *    confirms the grant and starts its lease;
  *  - a release with nobody queued publishes "released", and every waiter
  *    tries again;
  *  - a release between an attempt and the sleep after it changes the
@@ -17,13 +18,26 @@
  *    script returns its PTTL), so a crashed holder strands nobody, and at
  *    least every QUEUE_REFRESH_MS, when the waiter refreshes its queue entry
  *    (an entry not refreshed for QUEUE_TTL_MS is skipped: a crashed waiter
- *    never blocks the queue), and learns of a grant whose message was lost.
+ *    never blocks the queue).
  * Only while the subscriber is down does a waiter poll, with a back-off of
  * 1 ms doubling to 64 ms.
+ *
+ * A grant is a hint, never proof.  Messages arrive by pub/sub, where any
+ * client allowed to PUBLISH can forge them, and may be stale (a waiter
+ * paused past its claim).  So a message only wakes the waiter: an acquire
+ * returns 0 only after a reply on the caller's own connection said that
+ * this acquisition's token holds the key, and the lease's validity counts
+ * from when that request was sent.
+ *
+ * Deadlines.  Every request is bounded by the caller's deadline and the I/O
+ * timeout (reply.h); trylock's whole call by the I/O timeout.  Leaving the
+ * queue after the deadline is bounded too (CLEANUP_MS): a silent server
+ * cannot stretch a timed wait by another timeout.
  */
 #include "nm.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +59,15 @@
 #define NOWAIT_CONN_TRIES 2
 #define BUSY_BACKOFF_MAX_MS 64
 #define CONN_BACKOFF_MAX_MS 500
-#define QUEUE_REFRESH_MS 1000
+/* A waiter that died is skipped once its entry is QUEUE_TTL_MS old; one
+ * granted the lock just before it died holds it for the claim (lib.lua,
+ * 500 ms).  With both, the next live waiter has the lock within about a
+ * second of the release. */
+#define QUEUE_REFRESH_MS 500
 #define QUEUE_TTL_MS (3 * QUEUE_REFRESH_MS)
+/* How long leaving the queue (or undoing an acquisition whose reply was
+ * lost) may take after the caller's deadline passed. */
+#define CLEANUP_MS 50
 
 static char host_name[256];
 
@@ -99,11 +120,12 @@ static int run(nm_lease_t *l, nm_script_t id, int nkeys, int nargs, const char *
 
     fill_argv(l, nkeys, nargs, args, arg_lens, &a);
     *sent = 0;
+    deadline = nm_request_deadline(l->cfg->io_timeout_ms, deadline);
     int err = nm_conn_get(l->cfg, 0, deadline, &c);
     if (err)
         return err;
     *sent = 1;
-    err = nm_script_run(c, id, nkeys, nkeys + nargs, a.argv, a.lens, out);
+    err = nm_script_run(c, id, nkeys, nkeys + nargs, a.argv, a.lens, deadline, out);
     if (err == NM_ECONN)
         nm_conn_drop(0);
     return err;
@@ -224,32 +246,36 @@ static int acquire_once(nm_lease_t *l, unsigned int queue_ttl, int64_t deadline,
     return err;
 }
 
-/* Leaves the queue; if the lock was granted to us meanwhile, it is ours
- * (0), else EBUSY, or an error. */
-static int cancel_once(nm_lease_t *l)
+/* Leaves the queue by DEADLINE; if the lock was granted to us meanwhile,
+ * this request confirms it and it is ours (0), else EBUSY, or an error. */
+static int cancel_once(nm_lease_t *l, int64_t deadline)
 {
-    const char *args[1] = { l->token };
-    size_t lens[1] = { NM_TOKEN_LEN };
+    char lease[16];
+    snprintf(lease, sizeof lease, "%u", l->lease_ms);
+    const char *args[2] = { l->token, lease };
+    size_t lens[2] = { NM_TOKEN_LEN, strlen(lease) };
     redisReply *r;
     long long pttl;
     int sent;
 
-    int err = run(l, NM_SCRIPT_CANCEL, NM_NKEYS, 1, args, lens, NM_FOREVER, &r, &sent);
+    int64_t sent_at = nm_now_ms();
+    int err = run(l, NM_SCRIPT_CANCEL, NM_NKEYS, 2, args, lens, deadline, &r, &sent);
     if (!err)
         err = take_triple(l, r, &pttl);
     if (!err)
-        l->sent_at = l->tried_at; /* granted after our last attempt */
+        l->sent_at = sent_at;
     return err;
 }
 
 /* Runs the release script once: its result in *RESULT. */
-static int release_once(nm_lease_t *l, int unrecoverable, long long *result, int *sent)
+static int release_once(nm_lease_t *l, int unrecoverable, int64_t deadline, long long *result,
+                        int *sent)
 {
     const char *args[2] = { l->token, unrecoverable ? "1" : "0" };
     size_t lens[2] = { NM_TOKEN_LEN, 1 };
     redisReply *r;
 
-    int err = run(l, NM_SCRIPT_RELEASE, NM_NKEYS, 2, args, lens, NM_FOREVER, &r, sent);
+    int err = run(l, NM_SCRIPT_RELEASE, NM_NKEYS, 2, args, lens, deadline, &r, sent);
     if (err)
         return err;
     err = nm_reply_integer(r, result);
@@ -262,6 +288,86 @@ void nm_lease_forget(nm_lease_t *l)
     free(l->key);
     nm_config_unref(l->cfg);
     memset(l, 0, sizeof *l);
+}
+
+/* ---- leaving the queue at exit --------------------------------------------
+ * A process that exits normally while a thread waits in a server's queue
+ * (netmutex(1) interrupted by SIGTERM, say) would leave its entry behind, and
+ * a release then would reserve the lock for a waiter that is gone.  So the
+ * waiters in a queue are listed, and an atexit handler takes each one out
+ * (and gives back a grant that reached it meanwhile).  Once exiting, no
+ * waiter joins a queue again. */
+
+typedef struct queued {
+    struct queued *next;
+    const nm_lease_t *lease; /* the waiter's: cfg, token, key (fixed) */
+} queued_t;
+
+static pthread_mutex_t queued_lock = PTHREAD_MUTEX_INITIALIZER;
+static queued_t *queued_head;      /* queued_lock */
+static int exit_started;           /* atomic */
+
+static int exiting(void)
+{
+    return __atomic_load_n(&exit_started, __ATOMIC_ACQUIRE);
+}
+
+static void leave_queues_at_exit(void)
+{
+    __atomic_store_n(&exit_started, 1, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&queued_lock);
+    for (queued_t *q = queued_head; q; q = q->next) {
+        const nm_lease_t *w = q->lease;
+        /* Only the fields the waiting thread never changes. */
+        nm_lease_t l = { .cfg = w->cfg, .key = w->key, .key_len = w->key_len,
+                         .lease_ms = w->lease_ms };
+        int64_t deadline = nm_now_ms() + l.cfg->io_timeout_ms;
+        long long ignored;
+        int sent;
+        memcpy(l.token, w->token, sizeof l.token);
+        if (cancel_once(&l, deadline) == 0)
+            release_once(&l, 0, deadline, &ignored, &sent);
+    }
+    pthread_mutex_unlock(&queued_lock);
+}
+
+static void install_exit_handler(void)
+{
+    atexit(leave_queues_at_exit);
+}
+
+/* Lists the waiter of L; returns 1 (it is queued from now on). */
+static int queued_add(queued_t *q, const nm_lease_t *l)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, install_exit_handler);
+    q->lease = l;
+    pthread_mutex_lock(&queued_lock);
+    q->next = queued_head;
+    queued_head = q;
+    pthread_mutex_unlock(&queued_lock);
+    return 1;
+}
+
+static void queued_remove(queued_t *q)
+{
+    pthread_mutex_lock(&queued_lock);
+    queued_t **p = &queued_head;
+    while (*p && *p != q)
+        p = &(*p)->next;
+    if (*p)
+        *p = q->next;
+    pthread_mutex_unlock(&queued_lock);
+}
+
+void nm_lease_before_fork(void) { pthread_mutex_lock(&queued_lock); }
+void nm_lease_after_fork_parent(void) { pthread_mutex_unlock(&queued_lock); }
+
+/* The child waits in no queue: the entries are its parent's threads'. */
+void nm_lease_after_fork_child(void)
+{
+    queued_head = NULL;
+    pthread_mutex_unlock(&queued_lock);
 }
 
 /* How long to sleep before the next attempt, and the back-off after it.
@@ -282,25 +388,15 @@ static int64_t next_pause(int err, long long pttl, int subscribed, int64_t *back
     return pause;
 }
 
-/* Sleeps up to PAUSE (never past DEADLINE), until CH moves past SEQ, or
- * until the lock is granted to us (then 0, with L filled in). */
-static int pause_until(nm_lease_t *l, nm_chan_t *ch, uint64_t seq, int64_t pause,
-                       int64_t deadline)
+/* Sleeps up to PAUSE (never past DEADLINE), or until CH moves past SEQ: a
+ * release, or a grant to us, which the next attempt confirms. */
+static void pause_until(nm_chan_t *ch, uint64_t seq, int64_t pause, int64_t deadline)
 {
     int64_t until = nm_now_ms() + NM_MIN(pause, nm_remaining_ms(deadline));
-    if (!ch) {
+    if (ch)
+        nm_wake_wait(ch, seq, until);
+    else
         nm_sleep_ms(until - nm_now_ms());
-        return EBUSY;
-    }
-    long long fence;
-    int dead;
-    nm_wake_wait(ch, seq, until);
-    if (!nm_wake_granted(ch, &fence, &dead))
-        return EBUSY;
-    l->fence = fence;
-    l->owner_died = dead;
-    l->sent_at = l->tried_at; /* the grant came after our last attempt */
-    return 0;
 }
 
 typedef struct attempt_state {
@@ -308,6 +404,7 @@ typedef struct attempt_state {
     int subscribed;
     int queued;         /* an attempt may have put us in the queue */
     int maybe_applied;  /* a request whose answer was lost may have won */
+    queued_t entry;     /* in the list of queued waiters, while queued */
 } attempt_state_t;
 
 /* After a first failed attempt: subscribe, and wait for the subscription
@@ -331,16 +428,17 @@ static int acquire_loop(nm_lease_t *l, nm_wait_t wait, int64_t deadline, attempt
         uint64_t seq = st->ch ? nm_wake_seq(st->ch) : 0;
         /* Quorum mode never queues: each server would hand the lock to
          * its own head of the queue, and no waiter might win a quorum. */
-        unsigned int ttl = st->subscribed && !quorum_mode(l) ? QUEUE_TTL_MS : 0;
+        unsigned int ttl = st->subscribed && !quorum_mode(l) && !exiting() ? QUEUE_TTL_MS : 0;
         long long pttl = -1;
         int sent;
         err = acquire_once(l, ttl, deadline, &pttl, &sent);
-        st->queued |= ttl > 0 && sent;
+        if (ttl > 0 && sent && !st->queued)
+            st->queued = queued_add(&st->entry, l);
         if (err == NM_ECONN) {
             st->maybe_applied |= sent;
             if (wait == NM_NOWAIT && ++conn_failures >= NOWAIT_CONN_TRIES)
                 return EAGAIN;
-            if (wait == NM_NOWAIT)
+            if (wait == NM_NOWAIT && nm_remaining_ms(deadline) > 0)
                 continue;
         } else if (err != EBUSY || wait == NM_NOWAIT) {
             return err;
@@ -350,24 +448,24 @@ static int acquire_loop(nm_lease_t *l, nm_wait_t wait, int64_t deadline, attempt
                 continue;
         }
         if (nm_remaining_ms(deadline) == 0)
-            return ETIMEDOUT;
-        if (pause_until(l, st->ch, seq, next_pause(err, pttl, st->subscribed, &backoff),
-                        deadline) == 0)
-            return 0;
+            return wait == NM_NOWAIT ? EAGAIN : ETIMEDOUT;
+        pause_until(st->ch, seq, next_pause(err, pttl, st->subscribed, &backoff), deadline);
     }
 }
 
 /* Giving up: leave the queue (and take the lock if it was granted to us
  * meanwhile), or delete a lock that a request whose answer was lost may
- * have taken for us, rather than leave it to expire. */
+ * have taken for us, rather than leave it to expire.  Bounded: the caller's
+ * deadline has passed, or the server failed. */
 static int give_up(nm_lease_t *l, const attempt_state_t *st, int err)
 {
+    int64_t deadline = nm_now_ms() + CLEANUP_MS;
     long long ignored;
     int sent;
-    if ((st->queued || st->maybe_applied) && cancel_once(l) == 0)
+    if ((st->queued || st->maybe_applied) && cancel_once(l, deadline) == 0)
         return 0;
     if (st->maybe_applied)
-        release_once(l, 0, &ignored, &sent);
+        release_once(l, 0, deadline, &ignored, &sent);
     return err;
 }
 
@@ -382,6 +480,8 @@ int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
     if (err)
         return err;
     l->lease_ms = lease_ms ? lease_ms : l->cfg->lease_ms;
+    if (wait == NM_NOWAIT)
+        deadline = nm_now_ms() + l->cfg->io_timeout_ms;
     err = nm_token_new(l->token);
     if (!err)
         err = nm_keys_build(l->cfg, name, name_len, &l->key, &l->key_len);
@@ -389,6 +489,8 @@ int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
         err = acquire_loop(l, wait, deadline, &st);
     if (err && l->key)
         err = give_up(l, &st, err);
+    if (st.queued)
+        queued_remove(&st.entry);
     if (st.ch)
         nm_wake_unlisten(st.ch);
     if (err)
@@ -411,7 +513,7 @@ int nm_lease_release(nm_lease_t *l, int unrecoverable)
      * script itself tells whether a first attempt, whose reply was lost,
      * did release the lock (result 2). */
     for (int i = 0; i < 2 && err == NM_ECONN; i++)
-        err = release_once(l, unrecoverable, &result, &sent);
+        err = release_once(l, unrecoverable, NM_FOREVER, &result, &sent);
     nm_lease_forget(l);
     if (err)
         return EIO;

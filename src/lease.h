@@ -62,4 +62,9 @@ int nm_lease_break(const char *name, size_t name_len);
  * child, which must leave the parent's lock alone. */
 void nm_lease_forget(nm_lease_t *l);
 
+/* pthread_atfork hooks for the list of queued waiters (see lease.c). */
+void nm_lease_before_fork(void);
+void nm_lease_after_fork_parent(void);
+void nm_lease_after_fork_child(void);
+
 #endif /* NM_LEASE_H */

@@ -40,23 +40,23 @@
 
 /* ---- process-wide hooks ------------------------------------------------ */
 
-/* Lock order: registry (then each entry), wake, watchdog, then the leaf
- * locks of the configuration and the script table, which are never held
- * while another is taken.  No path takes them in another order, so
- * quiescing them all cannot deadlock. */
+/* Lock order: registry (then each entry), wake, watchdog, the list of
+ * queued waiters (lease.c), then the leaf lock of the configuration, which
+ * is never held while another is taken.  No path takes them in another
+ * order, so quiescing them all cannot deadlock. */
 static void before_fork(void)
 {
     nm_registry_before_fork();
     nm_wake_before_fork();
     nm_watchdog_before_fork();
+    nm_lease_before_fork();
     nm_config_before_fork();
-    nm_script_before_fork();
 }
 
 static void after_fork_parent(void)
 {
-    nm_script_after_fork();
     nm_config_after_fork();
+    nm_lease_after_fork_parent();
     nm_watchdog_after_fork_parent();
     nm_wake_after_fork_parent();
     nm_registry_after_fork_parent();
@@ -66,8 +66,8 @@ static void after_fork_parent(void)
  * uses none of the parent's sockets; it builds its own on first use. */
 static void after_fork_child(void)
 {
-    nm_script_after_fork();
     nm_config_after_fork();
+    nm_lease_after_fork_child();
     nm_watchdog_after_fork_child();
     nm_wake_after_fork_child();
     nm_registry_after_fork_child();

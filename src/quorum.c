@@ -14,9 +14,6 @@
  * server rejoins quickly; long enough that a dead one does not cost every
  * call a dial. */
 #define DOWN_MS 500
-/* A request made at the caller's deadline still gets this long for its
- * answers (as conn.c does for one server). */
-#define MIN_REPLY_WAIT_MS 10
 
 /* ---- the fan: many pipelines, one poll() ---------------------------------- */
 
@@ -56,7 +53,7 @@ static void take_replies(nm_fan_t *f, size_t i)
 static void send_all(nm_fan_t *f)
 {
     for (size_t i = 0; i < f->n; i++)
-        if (pending(f, i) && nm_send(f->ctx[i]) != 0)
+        if (pending(f, i) && nm_send(f->ctx[i], f->until[i]) != 0)
             f->err[i] = NM_ECONN;
 }
 
@@ -127,9 +124,8 @@ typedef struct call {
 static int64_t server_deadline(const call_t *c, int64_t deadline)
 {
     const nm_config_t *cfg = c->cfg;
-    int64_t now = nm_now_ms();
-    int64_t per_server = cfg->nservers > 1 ? cfg->server_timeout_ms : cfg->io_timeout_ms;
-    return NM_MIN(now + per_server, NM_MAX(deadline, now + MIN_REPLY_WAIT_MS));
+    return nm_request_deadline(cfg->nservers > 1 ? cfg->server_timeout_ms : cfg->io_timeout_ms,
+                               deadline);
 }
 
 /* Dials server I if needed, and sends it the call at once (so a slow server
@@ -140,33 +136,35 @@ static redisContext *prepare(const call_t *c, size_t i, int64_t deadline, int64_
                              int *send_err, nm_votes_t *v)
 {
     redisContext *ctx;
-    int err = nm_conn_get(c->cfg, i, server_deadline(c, deadline), &ctx);
-    if (!err) {
-        err = nm_script_append(ctx, c->id, c->nkeys, c->nargs, c->argv, c->lens);
-        if (err == ENOENT) { /* this process never loaded it yet */
-            err = nm_script_load(ctx, c->id);
-            if (!err)
-                err = nm_script_append(ctx, c->id, c->nkeys, c->nargs, c->argv, c->lens);
-        }
-    }
     *until = server_deadline(c, deadline);
-    *send_err = err ? 0 : nm_send(ctx);
+    int err = nm_conn_get(c->cfg, i, *until, &ctx);
+    if (!err)
+        err = nm_script_append(ctx, c->id, c->nkeys, c->nargs, c->argv, c->lens);
+    *send_err = err ? 0 : nm_send(ctx, *until);
     if (err == NM_ECONN)
         set_down(c->cfg, i);
     v->err[i] = err;
     return err ? NULL : ctx;
 }
 
-/* What happened to server I decides whether it is tried again at once: a
- * stale cached connection (the server restarted, CLIENT KILL) or a lost
- * script (the server restarted, SCRIPT FLUSH) is; a server that did not
- * answer in time is left alone a while. */
+/* What went wrong with one server in one call, so each remedy is tried
+ * once: a lost script is loaded (the server restarted empty, SCRIPT
+ * FLUSH), a stale cached connection redialed (restart, CLIENT KILL); both
+ * can be needed in one call, in that order. */
+typedef struct remedies {
+    int reloaded[NM_SERVERS_MAX];
+    int redialed[NM_SERVERS_MAX];
+} remedies_t;
+
+/* Whether server I is tried again at once; a server that did not answer in
+ * time is left alone a while. */
 static int settle(const call_t *c, redisContext *ctx, size_t i, int err, int was_cached,
-                  int round, nm_votes_t *v)
+                  int64_t deadline, remedies_t *rem, nm_votes_t *v)
 {
-    if (round == 0 && err == ENOENT && nm_script_load(ctx, c->id) == 0)
+    if (err == ENOENT && !rem->reloaded[i]++ &&
+        nm_script_load(ctx, c->id, server_deadline(c, deadline)) == 0)
         return 1;
-    if (round == 0 && err == NM_ECONN && was_cached) {
+    if (err == NM_ECONN && was_cached && !rem->redialed[i]++) {
         nm_conn_drop(i);
         return 1;
     }
@@ -178,11 +176,13 @@ static int settle(const call_t *c, redisContext *ctx, size_t i, int err, int was
     return 0;
 }
 
-/* One round over the servers in TODO; those to retry stay in TODO. */
-static void call_round(const call_t *c, int round, int todo[], int64_t deadline, nm_votes_t *v)
+/* One round over the servers in TODO; those to retry stay in TODO.
+ * Returns how many. */
+static int call_round(const call_t *c, int todo[], int64_t deadline, remedies_t *rem,
+                      nm_votes_t *v)
 {
     nm_fan_t f = { .n = v->n };
-    int cached[NM_SERVERS_MAX];
+    int cached[NM_SERVERS_MAX], again = 0;
 
     for (size_t i = 0; i < v->n; i++) {
         if (!todo[i])
@@ -199,8 +199,9 @@ static void call_round(const call_t *c, int round, int todo[], int64_t deadline,
             continue;
         v->err[i] = 0;
         if (f.err[i])
-            todo[i] = settle(c, f.ctx[i], i, f.err[i], cached[i], round, v);
+            again += todo[i] = settle(c, f.ctx[i], i, f.err[i], cached[i], deadline, rem, v);
     }
+    return again;
 }
 
 void nm_quorum_call(nm_config_t *cfg, nm_script_t id, int nkeys, int nargs,
@@ -208,6 +209,7 @@ void nm_quorum_call(nm_config_t *cfg, nm_script_t id, int nkeys, int nargs,
                     nm_votes_t *v)
 {
     call_t c = { cfg, id, nkeys, nargs, argv, lens };
+    remedies_t rem = { { 0 }, { 0 } };
     int todo[NM_SERVERS_MAX];
 
     memset(v, 0, sizeof *v);
@@ -215,8 +217,9 @@ void nm_quorum_call(nm_config_t *cfg, nm_script_t id, int nkeys, int nargs,
     for (size_t i = 0; i < v->n; i++)
         todo[i] = 1;
     v->sent_at = nm_now_ms();
-    for (int round = 0; round < 2; round++)
-        call_round(&c, round, todo, deadline, v);
+    /* At most three rounds: each remedy is applied once per server. */
+    while (call_round(&c, todo, deadline, &rem, v) > 0)
+        ;
 }
 
 void nm_votes_clear(nm_votes_t *v)

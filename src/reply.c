@@ -2,11 +2,17 @@
 #include "nm.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
 
+#include "clock.h"
 #include "reply.h"
+
+/* More unread bytes than any reply of ours needs: the server floods. */
+#define NM_READER_MAX (16u << 20)
 
 static int starts_with(const char *s, size_t len, const char *word)
 {
@@ -87,32 +93,58 @@ static int check_reply(redisReply *r, redisReply **out)
     return 0;
 }
 
-int nm_get_reply(redisContext *c, redisReply **out)
+int nm_io_setup(redisContext *c)
 {
-    void *raw = NULL;
-    sigpipe_guard_t guard;
-    sigpipe_hold(&guard);
-    int rc = redisGetReply(c, &raw);
-    sigpipe_release(&guard);
-    if (rc != REDIS_OK || raw == NULL)
-        return c->err == REDIS_ERR_OOM ? ENOMEM : NM_ECONN;
-    return check_reply(raw, out);
+    int flags = fcntl(c->fd, F_GETFL);
+    if (flags < 0 || fcntl(c->fd, F_SETFL, flags | O_NONBLOCK) < 0)
+        return NM_ECONN;
+    /* hiredis treats EAGAIN as "try later" only on a context it believes
+     * non-blocking; our poll() loops below do the waiting. */
+    c->flags &= ~REDIS_BLOCK;
+    return 0;
 }
 
-int nm_send(redisContext *c)
+/* Waits until C's socket is ready for EVENTS or DEADLINE passes: 0, or
+ * NM_ECONN (out of time, or poll failed). */
+static int wait_ready(redisContext *c, short events, int64_t deadline)
 {
-    int done = 0, rc = REDIS_OK;
+    for (;;) {
+        int64_t left = nm_remaining_ms(deadline);
+        if (left == 0)
+            return NM_ECONN;
+        struct pollfd p = { c->fd, events, 0 };
+        int n = poll(&p, 1, (int)NM_MIN(left, 60000));
+        if (n > 0)
+            return 0;
+        if (n < 0 && errno != EINTR)
+            return NM_ECONN;
+    }
+}
+
+int nm_send(redisContext *c, int64_t deadline)
+{
+    int done = 0, err = 0;
     sigpipe_guard_t guard;
     sigpipe_hold(&guard);
-    while (!done && rc == REDIS_OK)
-        rc = redisBufferWrite(c, &done);
+    while (!err) {
+        if (redisBufferWrite(c, &done) != REDIS_OK)
+            err = NM_ECONN;
+        else if (done)
+            break;
+        else
+            err = wait_ready(c, POLLOUT, deadline);
+    }
     sigpipe_release(&guard);
-    return rc == REDIS_OK ? 0 : NM_ECONN;
+    return err;
 }
 
 int nm_receive(redisContext *c)
 {
-    return redisBufferRead(c) == REDIS_OK ? 0 : NM_ECONN;
+    if (redisBufferRead(c) != REDIS_OK)
+        return NM_ECONN;
+    /* Our replies are small: a server that keeps sending is not one to
+     * keep buffering for. */
+    return c->reader->len > NM_READER_MAX ? NM_ECONN : 0;
 }
 
 int nm_take_reply(redisContext *c, redisReply **out)
@@ -124,12 +156,27 @@ int nm_take_reply(redisContext *c, redisReply **out)
     return raw ? check_reply(raw, out) : 0;
 }
 
+int nm_get_reply(redisContext *c, int64_t deadline, redisReply **out)
+{
+    for (;;) {
+        int err = nm_take_reply(c, out);
+        if (err || *out)
+            return err;
+        err = wait_ready(c, POLLIN, deadline);
+        if (!err)
+            err = nm_receive(c);
+        if (err)
+            return err;
+    }
+}
+
 int nm_call(redisContext *c, int argc, const char **argv, const size_t *lens,
-            redisReply **out)
+            int64_t deadline, redisReply **out)
 {
     if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK)
         return c->err == REDIS_ERR_OOM ? ENOMEM : NM_ECONN;
-    return nm_get_reply(c, out);
+    int err = nm_send(c, deadline);
+    return err ? err : nm_get_reply(c, deadline, out);
 }
 
 int nm_reply_expect_status(const redisReply *r, const char *status)

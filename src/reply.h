@@ -7,28 +7,42 @@
 
 #include <hiredis/hiredis.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Errors a call that talks to Redis can return (besides NM_ECONN):
  *   EACCES  NOAUTH / WRONGPASS / NOPERM: credentials or ACL refused;
  *   ENOENT  NOSCRIPT: the server lost our script (re-load and retry);
  *   EPROTO  any other error reply, or a reply of an unexpected shape. */
 
+/* Deadlines.  Every connection is non-blocking at the socket (nm_io_setup)
+ * and every wait for it is a poll() bounded by the call's DEADLINE
+ * (monotonic ms): a per-read socket timeout would let a server that drips
+ * one byte at a time stretch a call without end.  A call that runs out of
+ * time answers NM_ECONN, and the connection must be dropped: a reply may
+ * still be on its way. */
+
+/* Makes C, fresh from a hiredis connect call, non-blocking: from now on only
+ * the calls below may do its I/O (never redisGetReply).  0 or NM_ECONN. */
+int nm_io_setup(redisContext *c);
+
 /* Runs one command (argv form: binary-safe) and checks it: 0 with *OUT set
- * (free it with freeReplyObject), or NM_ECONN when the connection failed (the
- * context is unusable afterwards), or one of the errors above. */
+ * (free it with freeReplyObject), or NM_ECONN when the connection failed or
+ * DEADLINE passed (the context is unusable afterwards), or one of the errors
+ * above. */
 int nm_call(redisContext *c, int argc, const char **argv, const size_t *lens,
-            redisReply **out);
+            int64_t deadline, redisReply **out);
 
 /* Reads the next reply of a pipeline, checked as nm_call() does. */
-int nm_get_reply(redisContext *c, redisReply **out);
+int nm_get_reply(redisContext *c, int64_t deadline, redisReply **out);
 
-/* ---- pipelines driven by poll() (quorum.c) ---- */
+/* ---- pipelines driven by poll() (quorum.c, the watchdog) ---- */
 
-/* Writes out every command appended to C: 0 or NM_ECONN. */
-int nm_send(redisContext *c);
+/* Writes out every command appended to C by DEADLINE: 0 or NM_ECONN. */
+int nm_send(redisContext *c, int64_t deadline);
 
 /* Reads what C's socket holds (poll() said it is readable): 0 or NM_ECONN
- * (an error, or the server closed the connection). */
+ * (an error, the server closed the connection, or it sent more than any
+ * reply of ours can be: a flood). */
 int nm_receive(redisContext *c);
 
 /* The next complete reply received on C, checked as nm_get_reply() does:

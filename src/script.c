@@ -1,8 +1,16 @@
-/* script.c -- loading and calling the embedded Lua scripts. */
+/*
+ * script.c -- loading and calling the embedded Lua scripts.
+ *
+ * A script is called by EVALSHA with the SHA1 that embed-lua.sh computed at
+ * build time.  A server that does not have it answers NOSCRIPT; the script
+ * is then sent with SCRIPT LOAD and the call repeated, once.  The SHA1 the
+ * server answers to SCRIPT LOAD is only compared with ours: a server that
+ * answers another one is not a Redis we understand (EPROTO), and nothing it
+ * says is remembered, so it cannot spoil calls to any other server.
+ */
 #include "nm.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,43 +20,32 @@
 
 #define SHA_LEN 40
 
-static const char *const sources[NM_SCRIPT_COUNT] = {
-    [NM_SCRIPT_ACQUIRE] = nm_lua_acquire,
-    [NM_SCRIPT_RELEASE] = nm_lua_release,
-    [NM_SCRIPT_CANCEL] = nm_lua_cancel,
-    [NM_SCRIPT_RENEW] = nm_lua_renew,
-    [NM_SCRIPT_BREAK] = nm_lua_break,
-    [NM_SCRIPT_STATUS] = nm_lua_status,
-    [NM_SCRIPT_FENCE] = nm_lua_fence,
+static const struct {
+    const char *text;
+    const char *sha;
+} scripts[NM_SCRIPT_COUNT] = {
+    [NM_SCRIPT_ACQUIRE] = { nm_lua_acquire, nm_lua_acquire_sha },
+    [NM_SCRIPT_RELEASE] = { nm_lua_release, nm_lua_release_sha },
+    [NM_SCRIPT_CANCEL] = { nm_lua_cancel, nm_lua_cancel_sha },
+    [NM_SCRIPT_RENEW] = { nm_lua_renew, nm_lua_renew_sha },
+    [NM_SCRIPT_BREAK] = { nm_lua_break, nm_lua_break_sha },
+    [NM_SCRIPT_STATUS] = { nm_lua_status, nm_lua_status_sha },
+    [NM_SCRIPT_FENCE] = { nm_lua_fence, nm_lua_fence_sha },
 };
 
-/* The SHA1 of each script, learned from the first SCRIPT LOAD.  It depends
- * on the text only, so it is the same on every server and connection. */
-static char shas[NM_SCRIPT_COUNT][SHA_LEN + 1];
-static int sha_known[NM_SCRIPT_COUNT]; /* atomic; set after shas[] is */
-static pthread_mutex_t sha_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int load(redisContext *c, nm_script_t id)
+int nm_script_load(redisContext *c, nm_script_t id, int64_t deadline)
 {
-    const char *argv[3] = { "SCRIPT", "LOAD", sources[id] };
+    const char *argv[3] = { "SCRIPT", "LOAD", scripts[id].text };
     const char *sha;
     size_t len;
     redisReply *r;
 
-    int err = nm_call(c, 3, argv, NULL, &r);
+    int err = nm_call(c, 3, argv, NULL, deadline, &r);
     if (err)
         return err;
     err = nm_reply_string(r, &sha, &len);
-    if (!err && len != SHA_LEN)
+    if (!err && (len != SHA_LEN || memcmp(sha, scripts[id].sha, SHA_LEN) != 0))
         err = EPROTO;
-    if (!err && !__atomic_load_n(&sha_known[id], __ATOMIC_ACQUIRE)) {
-        pthread_mutex_lock(&sha_lock);
-        if (!sha_known[id]) {
-            memcpy(shas[id], sha, SHA_LEN);
-            __atomic_store_n(&sha_known[id], 1, __ATOMIC_RELEASE);
-        }
-        pthread_mutex_unlock(&sha_lock);
-    }
     freeReplyObject(r);
     return err;
 }
@@ -67,7 +64,7 @@ static int evalsha_build(evalsha_cmd_t *cmd, nm_script_t id, int nkeys, int narg
         return EINVAL;
     snprintf(cmd->nkeys, sizeof cmd->nkeys, "%d", nkeys);
     cmd->argv[0] = "EVALSHA";
-    cmd->argv[1] = shas[id];
+    cmd->argv[1] = scripts[id].sha;
     cmd->argv[2] = cmd->nkeys;
     cmd->lens[0] = 7;
     cmd->lens[1] = SHA_LEN;
@@ -79,19 +76,6 @@ static int evalsha_build(evalsha_cmd_t *cmd, nm_script_t id, int nkeys, int narg
     return 0;
 }
 
-static int evalsha(redisContext *c, nm_script_t id, int nkeys, int nargs,
-                   const char **argv, const size_t *lens, redisReply **out)
-{
-    evalsha_cmd_t cmd;
-    int err = evalsha_build(&cmd, id, nkeys, nargs, argv, lens);
-    return err ? err : nm_call(c, nargs + 3, cmd.argv, cmd.lens, out);
-}
-
-int nm_script_load(redisContext *c, nm_script_t id)
-{
-    return load(c, id);
-}
-
 int nm_script_append(redisContext *c, nm_script_t id, int nkeys, int nargs,
                      const char **argv, const size_t *lens)
 {
@@ -99,32 +83,31 @@ int nm_script_append(redisContext *c, nm_script_t id, int nkeys, int nargs,
     int err = evalsha_build(&cmd, id, nkeys, nargs, argv, lens);
     if (err)
         return err;
-    if (!__atomic_load_n(&sha_known[id], __ATOMIC_ACQUIRE))
-        return ENOENT; /* nm_script_load first */
     return redisAppendCommandArgv(c, nargs + 3, cmd.argv, cmd.lens) == REDIS_OK
                ? 0 : NM_ECONN;
 }
 
-int nm_script_run(redisContext *c, nm_script_t id, int nkeys, int nargs,
-                  const char **argv, const size_t *lens, redisReply **out)
+static int evalsha(redisContext *c, nm_script_t id, int nkeys, int nargs,
+                   const char **argv, const size_t *lens, int64_t deadline,
+                   redisReply **out)
 {
-    int err;
-    if (!__atomic_load_n(&sha_known[id], __ATOMIC_ACQUIRE)) {
-        err = load(c, id);
-        if (err)
-            return err;
-    }
-    err = evalsha(c, id, nkeys, nargs, argv, lens, out);
+    int err = nm_script_append(c, id, nkeys, nargs, argv, lens);
+    if (!err)
+        err = nm_send(c, deadline);
+    return err ? err : nm_get_reply(c, deadline, out);
+}
+
+int nm_script_run(redisContext *c, nm_script_t id, int nkeys, int nargs,
+                  const char **argv, const size_t *lens, int64_t deadline,
+                  redisReply **out)
+{
+    int err = evalsha(c, id, nkeys, nargs, argv, lens, deadline, out);
     if (err == ENOENT) {
-        err = load(c, id);
+        err = nm_script_load(c, id, deadline);
         if (!err)
-            err = evalsha(c, id, nkeys, nargs, argv, lens, out);
+            err = evalsha(c, id, nkeys, nargs, argv, lens, deadline, out);
         if (err == ENOENT) /* lost again at once: not a server we understand */
             err = EPROTO;
     }
     return err;
 }
-
-/* pthread_atfork: a thread may be recording a SHA1 when another forks. */
-void nm_script_before_fork(void) { pthread_mutex_lock(&sha_lock); }
-void nm_script_after_fork(void) { pthread_mutex_unlock(&sha_lock); }

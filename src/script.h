@@ -2,11 +2,12 @@
  * script.h -- the Lua scripts that make every lock operation atomic on the
  * server, and calling them.
  *
- * Scripts are sent once (SCRIPT LOAD, which also tells us their SHA1) and
- * then called by EVALSHA.  A server that lost them (restart, SCRIPT FLUSH,
- * another server behind the same address) answers NOSCRIPT: the script is
- * loaded again on that connection and the call repeated, once.
+ * Scripts are called by EVALSHA with their SHA1, computed at build time.  A
+ * server that does not have them (new, restarted, SCRIPT FLUSH, another
+ * server behind the same address) answers NOSCRIPT: the script is loaded on
+ * that connection and the call repeated, once.
  */
+#include <stdint.h>
 #ifndef NM_SCRIPT_H
 #define NM_SCRIPT_H
 
@@ -28,20 +29,18 @@ typedef enum nm_script {
 #define NM_SCRIPT_MAX_ARGS (3 * NM_RENEW_BATCH)
 
 /* Runs script ID with NKEYS keys followed by NARGS - NKEYS arguments, all
- * binary-safe (ARGV/LENS).  Errors as nm_call(). */
+ * binary-safe (ARGV/LENS), by DEADLINE.  Errors as nm_call(). */
 int nm_script_run(redisContext *c, nm_script_t id, int nkeys, int nargs,
-                  const char **argv, const size_t *lens, redisReply **out);
+                  const char **argv, const size_t *lens, int64_t deadline,
+                  redisReply **out);
 
-/* Loads script ID on C (and learns its SHA1). */
-int nm_script_load(redisContext *c, nm_script_t id);
+/* Loads script ID on C by DEADLINE.  EPROTO if the server names it by
+ * another SHA1 than ours. */
+int nm_script_load(redisContext *c, nm_script_t id, int64_t deadline);
 
 /* Queues a call of script ID on C's pipeline; read its reply with
- * nm_get_reply().  ENOENT if the script was never loaded (nm_script_load). */
+ * nm_get_reply() or nm_take_reply() (NOSCRIPT: ENOENT, nm_script_load). */
 int nm_script_append(redisContext *c, nm_script_t id, int nkeys, int nargs,
                      const char **argv, const size_t *lens);
-
-/* pthread_atfork hooks (parent and child alike release the lock). */
-void nm_script_before_fork(void);
-void nm_script_after_fork(void);
 
 #endif /* NM_SCRIPT_H */

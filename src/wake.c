@@ -22,6 +22,7 @@
 
 #include "clock.h"
 #include "quorum.h"
+#include "reply.h"
 #include "token.h"
 #include "wake.h"
 #include "watchdog.h"
@@ -40,9 +41,6 @@ struct nm_chan {
     uint64_t seq;
     pthread_cond_t cv;       /* CLOCK_MONOTONIC */
     char token[NM_TOKEN_LEN + 1]; /* the waiter's */
-    int granted;             /* "granted <token> ..." seen for it */
-    long long fence;
-    int dead;
 };
 
 static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -104,7 +102,6 @@ nm_chan_t *nm_wake_listen(const char *key, size_t len, const char *token)
     if (ch) {
         ch->listeners++;
         memcpy(ch->token, token, NM_TOKEN_LEN);
-        ch->granted = 0;
     }
     int fresh = ch != NULL; /* the watchdog subscribes on its next pass */
     pthread_mutex_unlock(&wake_lock);
@@ -169,16 +166,6 @@ int nm_wake_wait(nm_chan_t *ch, uint64_t seen, int64_t until)
     return err;
 }
 
-int nm_wake_granted(nm_chan_t *ch, long long *fence, int *dead)
-{
-    pthread_mutex_lock(&wake_lock);
-    int granted = ch->granted;
-    *fence = ch->fence;
-    *dead = ch->dead;
-    pthread_mutex_unlock(&wake_lock);
-    return granted;
-}
-
 /* ---- the background thread -------------------------------------------- */
 
 int nm_wake_wanted(void)
@@ -196,10 +183,10 @@ static int append(redisContext *sub, const char *verb, const nm_chan_t *ch)
     return redisAppendCommandArgv(sub, 2, argv, lens) == REDIS_OK ? 0 : NM_ECONN;
 }
 
-int nm_wake_flush(redisContext *sub, size_t server, int64_t *next)
+int nm_wake_flush(redisContext *sub, size_t server, int64_t deadline, int64_t *next)
 {
     int64_t now = nm_now_ms();
-    int err = 0, done = 0;
+    int err = 0;
 
     pthread_mutex_lock(&wake_lock);
     for (nm_chan_t *ch = chans; ch && !err; ch = ch->next) {
@@ -217,10 +204,7 @@ int nm_wake_flush(redisContext *sub, size_t server, int64_t *next)
         }
     }
     pthread_mutex_unlock(&wake_lock);
-    while (!err && !done)
-        if (redisBufferWrite(sub, &done) != REDIS_OK)
-            err = NM_ECONN;
-    return err;
+    return err ? err : nm_send(sub, deadline);
 }
 
 static int reply_is(const redisReply *r, const char *kind)
@@ -231,25 +215,17 @@ static int reply_is(const redisReply *r, const char *kind)
            r->element[1]->type == REDIS_REPLY_STRING;
 }
 
-/* "released", or "granted <token> <fence> <dead>" (release.lua): returns
- * whether the channel's waiter should wake. */
-static int on_message(nm_chan_t *ch, const redisReply *payload)
+/* "released", or "granted <token>" (lib.lua): whether the channel's waiter
+ * should wake.  Either may be stale or forged (any client allowed to
+ * PUBLISH can send it), so it only makes the waiter try again: its own
+ * request decides.  A grant to another token is no news for us. */
+static int on_message(const nm_chan_t *ch, const redisReply *payload)
 {
-    char token[NM_TOKEN_LEN + 1];
-    long long fence;
-    int dead;
-
     if (!payload || payload->type != REDIS_REPLY_STRING ||
         strncmp(payload->str, "granted ", 8) != 0)
         return 1;
-    if (sscanf(payload->str + 8, "%32s %lld %d", token, &fence, &dead) != 3)
-        return 1;
-    if (ch->listeners == 0 || strcmp(token, ch->token) != 0)
-        return 0; /* someone else's turn: nothing for us to do */
-    ch->granted = 1;
-    ch->fence = fence;
-    ch->dead = dead;
-    return 1;
+    return ch->listeners > 0 && payload->len >= 8 + NM_TOKEN_LEN &&
+           memcmp(payload->str + 8, ch->token, NM_TOKEN_LEN) == 0;
 }
 
 static void on_reply(const redisReply *r, size_t server)
@@ -288,7 +264,7 @@ int nm_wake_read(redisContext *sub, size_t server)
     void *raw;
     int err = 0;
 
-    if (redisBufferRead(sub) != REDIS_OK)
+    if (nm_receive(sub) != 0)
         return NM_ECONN;
     pthread_mutex_lock(&wake_lock);
     while (!err) {

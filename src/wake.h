@@ -36,11 +36,9 @@ uint64_t nm_wake_seq(nm_chan_t *ch);
 
 /* Sleeps until the sequence number differs from SEEN (a release, a grant
  * to our token, or the subscriber reconnected) or UNTIL: 0 woken,
- * ETIMEDOUT.  Grants to other tokens do not wake us. */
+ * ETIMEDOUT.  Grants to other tokens do not wake us.  Being woken proves
+ * nothing (messages can be forged): the waiter tries again. */
 int nm_wake_wait(nm_chan_t *ch, uint64_t seen, int64_t until);
-
-/* Whether the lock was granted to our token; then *FENCE and *DEAD. */
-int nm_wake_granted(nm_chan_t *ch, long long *fence, int *dead);
 
 /* ---- for the background thread ---- */
 
@@ -48,9 +46,9 @@ int nm_wake_granted(nm_chan_t *ch, long long *fence, int *dead);
 int nm_wake_wanted(void);
 
 /* Sends the SUBSCRIBEs and UNSUBSCRIBEs due on SUB, the subscriber
- * connection to server SERVER; returns 0 or NM_ECONN.  *NEXT is lowered to
- * when an idle channel should be unsubscribed. */
-int nm_wake_flush(redisContext *sub, size_t server, int64_t *next);
+ * connection to server SERVER, by DEADLINE; returns 0 or NM_ECONN.  *NEXT
+ * is lowered to when an idle channel should be unsubscribed. */
+int nm_wake_flush(redisContext *sub, size_t server, int64_t deadline, int64_t *next);
 
 /* Reads what SUB (to SERVER) has for us (poll said readable): 0 or NM_ECONN. */
 int nm_wake_read(redisContext *sub, size_t server);

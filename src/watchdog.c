@@ -453,7 +453,7 @@ static redisContext *renew_connect(size_t i, int64_t deadline)
         return s->renew;
     int err = nm_conn_dial(io.cfg, &io.cfg->servers[i], deadline, &s->renew);
     if (!err)
-        err = nm_script_load(s->renew, NM_SCRIPT_RENEW);
+        err = nm_script_load(s->renew, NM_SCRIPT_RENEW, deadline);
     if (err) {
         free_ctx(&s->renew);
         s->renew_retry_at = nm_now_ms() + RENEW_RETRY_MS;
@@ -547,7 +547,7 @@ static void renew_io(round_t *r)
                 freeReplyObject(f.out[i][b]);
         }
         if (f.err[i] == ENOENT && f.ctx[i])
-            nm_script_load(f.ctx[i], NM_SCRIPT_RENEW); /* flushed: reload, retry soon */
+            nm_script_load(f.ctx[i], NM_SCRIPT_RENEW, until); /* flushed: reload, retry soon */
         else if (f.err[i] && f.ctx[i])
             free_ctx(&io.srv[i].renew); /* replies pending or the stream broken */
         free(f.out[i]);
@@ -617,11 +617,11 @@ static int64_t sub_maintain(size_t i, int64_t now, int64_t next_check)
         free_ctx(&s->sub);
         return next;
     }
+    int64_t bound = io.cfg->nservers > 1 ? io.cfg->server_timeout_ms : io.cfg->connect_timeout_ms;
+    int64_t deadline = NM_MIN(now + bound, NM_MAX(next_check, now + 5));
     if (!s->sub) {
         if (now < s->sub_retry_at)
             return s->sub_retry_at;
-        int64_t bound = io.cfg->nservers > 1 ? io.cfg->server_timeout_ms : io.cfg->connect_timeout_ms;
-        int64_t deadline = NM_MIN(now + bound, NM_MAX(next_check, now + 5));
         if (nm_conn_dial(io.cfg, &io.cfg->servers[i], deadline, &s->sub) != 0) {
             s->sub = NULL;
             sub_drop(i, now);
@@ -629,7 +629,7 @@ static int64_t sub_maintain(size_t i, int64_t now, int64_t next_check)
         }
         s->sub_backoff = 0;
     }
-    if (nm_wake_flush(s->sub, i, &next) != 0) {
+    if (nm_wake_flush(s->sub, i, deadline, &next) != 0) {
         sub_drop(i, now);
         return s->sub_retry_at;
     }

@@ -12,28 +12,22 @@ local K, M, Q, W = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, lease, holder, ttl = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local cur = redis.call('GET', K)
 if cur == token then
-  -- Ours already: granted to us from the queue while we slept, or an
-  -- earlier attempt of this very acquisition was applied but its reply was
-  -- lost.  Succeed again instead of waiting for ourselves.
-  redis.call('PEXPIRE', K, lease)
-  redis.call('HDEL', W, token)
-  local meta = redis.call('HMGET', M, 'fence', 'dead')
-  return {1, tonumber(meta[1] or 0), tonumber(meta[2] or 0)}
+  return confirm(K, M, W, token, lease)
 end
 if not cur then
-  local meta = redis.call('HMGET', M, 'unrecoverable', 'held', 'released')
-  if meta[1] then
+  local meta = read_meta(M)
+  if meta.unrecoverable then
     return {-1, 0, 0}
   end
   -- Free, but waiters queued first (the holder's lease ran out, so nobody
   -- granted it): the head of the queue gets it, not a newcomer.
-  local head, fence, dead = grant_next(K, M, Q, W, meta[2])
-  if head == token then
-    return {1, fence, dead}
+  local head = nil
+  if queue_ready(Q, W) then
+    head = grant_next(K, M, Q, W, meta, token)
   end
-  if not head then
-    fence, dead = take(K, M, token, lease, holder, ARGV[5], meta[2])
-    return {1, fence, dead, meta[2] or '', meta[3] or ''}
+  if not head or head == token then
+    local fence, dead = take(K, M, meta, token, lease, holder, ARGV[5], true)
+    return {1, fence, dead, meta.held or '', meta.released or ''}
   end
 end
 if ttl > 0 then

@@ -3,7 +3,9 @@
 -- KEYS K, M, Q, W (see lib.lua).  Returns 1 if the lock was held or
 -- marked ENOTRECOVERABLE, 0 if there was nothing to free.
 local K, M, Q, W = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local held = redis.call('DEL', K) + redis.call('HEXISTS', M, 'unrecoverable')
+-- Read first: a meta key of the wrong type fails here, before any write.
+local marked = redis.call('HEXISTS', M, 'unrecoverable')
+local held = redis.call('DEL', K) + marked
 redis.call('DEL', Q, W)
 redis.call('HSET', M, 'held', '')
 redis.call('HDEL', M, 'holder', 'since', 'dead', 'unrecoverable')

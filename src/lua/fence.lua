@@ -6,7 +6,7 @@ local K, M = KEYS[1], KEYS[2]
 if redis.call('GET', K) ~= ARGV[1] then
   return 0
 end
-if tonumber(redis.call('HGET', M, 'fence') or 0) < tonumber(ARGV[2]) then
+if read_meta(M).fence < tonumber(ARGV[2]) then
   redis.call('HSET', M, 'fence', ARGV[2])
 end
 return 1

@@ -8,6 +8,20 @@
 --                           unrecoverable
 --   Q  <prefix>{<name>}:q   list: tokens of queued waiters, in arrival order
 --   W  <prefix>{<name>}:w   hash: token -> "<expires_ms>:<lease_ms>:<holder>"
+--
+-- Redis does not roll a script back: a script that fails after its first
+-- write leaves that write behind (a lock key set for a caller who was told
+-- the call failed).  So every script reads and checks what it depends on
+-- before it writes anything; a key of the wrong type fails the read, and a
+-- field this library did not write fails the check.
+--
+-- A grant to a queued waiter is only a reservation (see take): the waiter
+-- learns of it by a message anybody allowed to PUBLISH could forge, so it
+-- never believes the message.  It confirms the grant by a request on its own
+-- connection (confirm), and a waiter that died or stalls never confirms, so
+-- its turn passes after GRANT_CLAIM_MS instead of after a whole lease.
+
+local GRANT_CLAIM_MS = 500
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -19,44 +33,88 @@ local function was_held(held)
   return held and held ~= ''
 end
 
--- Makes TOKEN the holder of the free lock K.  HELD is M's 'held' field as
--- read by the caller.  Returns fence, dead.
-local function take(K, M, token, lease, holder, since, held)
-  redis.call('SET', K, token, 'PX', lease)
-  -- The fence only ever grows: it is never reset by a release or an expiry.
-  local fence = redis.call('HINCRBY', M, 'fence', 1)
-  -- 'held' still names someone only if the previous holder never released:
-  -- its lease ran out instead, so it died or lost touch while holding it.
+-- M's fields, checked: {fence, held, released, unrecoverable}.
+local function read_meta(M)
+  local m = redis.call('HMGET', M, 'fence', 'held', 'released', 'unrecoverable')
+  local fence = tonumber(m[1] or 0)
+  if not fence then
+    error('netmutex: the fence of ' .. M .. ' is not a number')
+  end
+  return {fence = fence, held = m[2], released = m[3], unrecoverable = m[4]}
+end
+
+-- The next fencing token: the server's clock in microseconds, or one more
+-- than the last token if that is not less.  A counter alone would start
+-- again at 1 on a server restarted without its data; the clock goes on.
+local function next_fence(last)
+  local t = redis.call('TIME')
+  return math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), last + 1)
+end
+
+-- Makes TOKEN the holder of the free lock K for PX ms.  CONFIRMED: the
+-- caller's own request takes it (it holds it now); otherwise it is a grant
+-- to a queued waiter, and 'held' keeps naming the previous holder who did
+-- not release (if any) until the waiter confirms: a waiter that never does
+-- holds nothing, and the next taker must still learn that a holder died.
+-- Returns fence, dead.
+local function take(K, M, meta, token, px, holder, since, confirmed)
+  local fence = next_fence(meta.fence)
   local dead = 0
-  if was_held(held) then
+  if was_held(meta.held) then
     dead = 1
   end
-  redis.call('HSET', M, 'held', token, 'holder', holder, 'since', since, 'dead', dead)
+  local held = meta.held or ''
+  if confirmed then
+    held = token
+  end
+  redis.call('SET', K, token, 'PX', px)
+  redis.call('HSET', M, 'fence', string.format('%.0f', fence), 'held', held,
+             'holder', holder, 'since', since, 'dead', dead)
   return fence, dead
 end
 
+-- TOKEN finds the lock K already its own: granted from the queue (a
+-- reservation until now) or taken by an earlier attempt whose reply was
+-- lost.  The lease runs from this request on.  Returns acquire's reply.
+local function confirm(K, M, W, token, lease)
+  local m = redis.call('HMGET', M, 'fence', 'dead')
+  redis.call('HDEL', W, token)
+  redis.call('PEXPIRE', K, lease)
+  redis.call('HSET', M, 'held', token)
+  return {1, tonumber(m[1] or 0), tonumber(m[2] or 0)}
+end
+
+-- Whether anybody is queued; checks Q's and W's types before any write.
+local function queue_ready(Q, W)
+  if redis.call('LLEN', Q) == 0 then
+    return false
+  end
+  redis.call('HLEN', W)
+  return true
+end
+
 -- Hands the free lock K to the first queued waiter whose entry has not
--- expired (a waiter that crashed simply stops refreshing its entry), and
--- tells it on the channel K.  HELD as for take().  Returns its token, fence
--- and dead, or nil.  The server clock is read only when someone is queued:
--- the uncontended path stays a few calls short.
-local function grant_next(K, M, Q, W, held)
-  local now = nil
+-- expired (a waiter that crashed stops refreshing its entry), reserved for
+-- GRANT_CLAIM_MS, and tells it on the channel K.  SELF, the caller's token,
+-- is not granted anything: it is returned, for the caller to take.  Returns
+-- the token served, or nil when nobody live is queued.  The caller checked
+-- queue_ready() before its first write.
+local function grant_next(K, M, Q, W, meta, self)
+  local now = now_ms()
   while true do
     local token = redis.call('LPOP', Q)
     if not token then
       return nil
     end
-    now = now or now_ms()
     local entry = redis.call('HGET', W, token)
     redis.call('HDEL', W, token)
-    if entry then
-      local expires, lease, holder = string.match(entry, '^(%d+):(%d+):(.*)$')
-      if expires and tonumber(expires) > now then
-        local fence, dead = take(K, M, token, lease, holder, now, held)
-        redis.pcall('PUBLISH', K, 'granted ' .. token .. ' ' .. fence .. ' ' .. dead)
-        return token, fence, dead
+    local expires, lease, holder = string.match(entry or '', '^(%d+):(%d+):(.*)$')
+    if expires and tonumber(expires) > now then
+      if token ~= self then
+        take(K, M, meta, token, math.min(GRANT_CLAIM_MS, tonumber(lease)), holder, now, false)
+        redis.pcall('PUBLISH', K, 'granted ' .. token)
       end
+      return token
     end
   end
 end
@@ -64,6 +122,7 @@ end
 -- Puts TOKEN (of HOLDER, "host:pid:tid") in the queue, or refreshes its
 -- entry, for TTL ms.
 local function enqueue(Q, W, token, lease, ttl, holder)
+  redis.call('LLEN', Q)
   local now = now_ms()
   if redis.call('HSET', W, token, (now + ttl) .. ':' .. lease .. ':' .. holder) == 1 then
     redis.call('RPUSH', Q, token)

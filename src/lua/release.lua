@@ -9,7 +9,7 @@
 -- was lost), 0 the key is gone (our lease ran out), -1 the key holds
 -- another owner's token (ours ran out and someone else took it).
 local K, M, Q, W = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local token = ARGV[1]
+local token, unrecoverable, quietly = ARGV[1], ARGV[2] == '1', ARGV[3] == '1'
 local cur = redis.call('GET', K)
 if cur ~= token then
   if cur then
@@ -20,17 +20,26 @@ if cur ~= token then
   end
   return 0
 end
-redis.call('DEL', K)
+-- Checked before the first write (lib.lua): the queue, and the fence a
+-- grant will build on.
+local meta = nil
+if not quietly and not unrecoverable and queue_ready(Q, W) then
+  meta = read_meta(M)
+end
 -- 'released' is remembered so that a retry after a lost reply knows it
 -- was us; an empty 'held' tells the next taker nobody died holding it.
 redis.call('HSET', M, 'held', '', 'released', token)
-if ARGV[3] == '1' then
+redis.call('DEL', K)
+if quietly then
   return 1
 end
-if ARGV[2] == '1' then
+if unrecoverable then
   redis.call('HSET', M, 'unrecoverable', '1')
-elseif grant_next(K, M, Q, W, '') then
-  return 1
+elseif meta then
+  meta.held = ''
+  if grant_next(K, M, Q, W, meta, nil) then
+    return 1
+  end
 end
 -- Nobody queued: wake whoever listens (pcall: an ACL user without channel
 -- rights must still be able to release; its waiters poll instead).
