@@ -1248,8 +1248,17 @@ static void write_full(int fd, const void *buf, size_t len)
     }
 }
 
-/* The remote's main loop: one result per op, until 'q' or EOF.  Runs in a
- * freshly exec'd copy of the test program (see nm_test_init). */
+/* The remote's op 'w': a thread that waits for the mutex; whatever it
+ * gets, the remote is expected to exit (op 'x') or be killed meanwhile. */
+static void *remote_background_lock(void *m)
+{
+    netmutex_lock(m);
+    return NULL;
+}
+
+/* The remote's main loop: one result per op, until 'q' or EOF ('x' exits
+ * at once, through exit(), without a result).  Runs in a freshly exec'd
+ * copy of the test program (see nm_test_init). */
 static int remote_main(const char *url, const char *name, int type,
                        unsigned int lease_ms, int in, int out)
 {
@@ -1274,6 +1283,12 @@ static int remote_main(const char *url, const char *name, int type,
         case 'l': rc = netmutex_lock(&m); break;
         case 't': rc = netmutex_trylock(&m); break;
         case 'u': rc = netmutex_unlock(&m); break;
+        case 'w': {
+            pthread_t t;
+            rc = pthread_create(&t, NULL, remote_background_lock, &m);
+            break;
+        }
+        case 'x': exit(0);
         case 'q':
             rc = netmutex_destroy(&m);
             if (rc == 0)
@@ -1416,6 +1431,20 @@ int nm_remote(NmRemote *rem, char op)
 void nm_remote_stop(NmRemote *rem)
 {
     nm_remote_send(rem, 'q');
+    close(rem->to_child);
+    close(rem->from_child);
+    nm_child_wait_ok(rem->pid, nm_ms(NM_PROMPT_MS));
+    g_free(rem);
+}
+
+pid_t nm_remote_pid(NmRemote *rem)
+{
+    return rem->pid;
+}
+
+void nm_remote_exit(NmRemote *rem)
+{
+    nm_remote_send(rem, 'x');
     close(rem->to_child);
     close(rem->from_child);
     nm_child_wait_ok(rem->pid, nm_ms(NM_PROMPT_MS));

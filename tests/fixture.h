@@ -252,6 +252,11 @@ NmRemote *nm_remote_start_url(const char *url, const char *const *env,
                               const char *name, int type, unsigned int lease_ms);
 /* SIGKILLs the remote (a holder that dies without unlocking) and reaps it. */
 void nm_remote_kill(NmRemote *rem);
+/* The remote's process id (to pause it with SIGSTOP, say). */
+pid_t nm_remote_pid(NmRemote *rem);
+/* Asks the remote to exit() at once, whatever its threads are doing (its
+ * atexit handlers run), and reaps it (asserts exit status 0). */
+void nm_remote_exit(NmRemote *rem);
 
 /* Kills VICTIM (SIGKILL) once NAME's Redis queue holds a waiter: run it with
  * nm_call_start while the test's own thread waits in netmutex_lock.
@@ -265,7 +270,9 @@ typedef struct NmKiller {
 } NmKiller;
 int nm_kill_when_queued(void *killer);
 /* Runs one call in the remote process and returns its result.  OP is 'l'
- * (lock), 't' (trylock) or 'u' (unlock). */
+ * (lock), 't' (trylock), 'u' (unlock), or 'w': start a thread that waits
+ * in netmutex_lock and return 0 at once (its own result is never reported:
+ * end such a remote with nm_remote_exit or nm_remote_kill). */
 int nm_remote(NmRemote *rem, char op);
 /* The same in two halves, for a call that is expected to block: send, check
  * with nm_remote_poll that no result arrives yet, then collect it. */

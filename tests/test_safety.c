@@ -1,0 +1,484 @@
+/*
+ * test_safety.c -- the promises a lock must keep when things go wrong,
+ * one regression test per way they were found broken:
+ *
+ *   grants      a grant message is a hint: a stale one (the waiter was
+ *               paused past it) or a forged one (PUBLISH by anybody) never
+ *               makes lock() return 0 while another process holds the key,
+ *               and a lock that came from the queue has a whole lease left;
+ *   dead waiter a waiter that died in the queue, or exited while waiting,
+ *               does not freeze the lock for a lease;
+ *   deadlines   a server that drips, stalls or floods cannot stretch a call
+ *               past its deadline, and neither can leaving the queue;
+ *   scripts     a script that fails leaves nothing written; a wrong SHA1
+ *               from SCRIPT LOAD poisons nothing; quorum mode survives an
+ *               empty restart of every server;
+ *   server      a server that may evict lock keys is refused; fences keep
+ *               growing across an empty restart.
+ */
+#include "ac_config.h"
+
+#include "fixture.h"
+#include "hostile.h"
+
+#include <signal.h>
+#include <string.h>
+
+static NmRedis *redis;
+
+/* How long a dead waiter may delay the next one: the goal is 1 s after the
+ * release with the default settings. */
+#define DEAD_WAITER_BOUND_MS nm_ms(1000)
+/* Slack for a call that must end at a bound: wake-up and scheduling. */
+#define SLACK_MS nm_ms(150)
+
+static void configure_io(unsigned int io_ms)
+{
+    nm_configure_timeouts(redis, nm_ms(2000), io_ms);
+}
+
+/* The token of the one waiter in NAME's Redis queue. */
+static char *queued_token(const char *name)
+{
+    char *key = nm_lock_key(name);
+    redisReply *r = nm_redis_cmd(redis, "LINDEX %s:q 0", key);
+    g_assert_cmpint(r->type, ==, REDIS_REPLY_STRING);
+    char *token = g_strndup(r->str, r->len);
+    freeReplyObject(r);
+    g_free(key);
+    return token;
+}
+
+/* PUBLISH "granted <token><rest>" on the channel KEY. */
+static void publish_grant(const char *key, const char *token, const char *rest)
+{
+    char *msg = g_strdup_printf("granted %s%s", token, rest);
+    nm_redis_ok(redis, "PUBLISH %s %s", key, msg);
+    g_free(msg);
+}
+
+/* Trylock of M in this process until it succeeds, for at most MS. */
+static int trylock_within(netmutex_t *m, unsigned int ms)
+{
+    gint64 until = nm_now_ms() + ms;
+    int rc;
+    while ((rc = netmutex_trylock(m)) == EBUSY && nm_now_ms() < until)
+        nm_sleep_ms(10);
+    return rc;
+}
+
+/* ---- grants ------------------------------------------------------------- */
+
+/* A waiter paused (SIGSTOP) in the queue is granted the lock, its grant
+ * runs out, and another process takes the lock.  Resumed, the waiter must
+ * go on waiting: its grant message is stale. */
+static void test_stale_grant(void)
+{
+    const unsigned int lease = 1000;
+    netmutex_t m;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, lease);
+    NmRemote *w = nm_remote_start(redis, name, NETMUTEX_NORMAL, lease);
+    NmHolder *h;
+
+    h = nm_holder_start(&m);
+    nm_remote_send(w, 'l');
+    g_assert_true(nm_wait_queue_len(redis, name, 1, nm_ms(10000)));
+    kill(nm_remote_pid(w), SIGSTOP);
+    nm_assert_rc(nm_holder_release(h), 0);
+    /* The grant to the paused waiter ends by itself; then we take it. */
+    nm_assert_rc(trylock_within(&m, nm_ms(5000) + lease), 0);
+    kill(nm_remote_pid(w), SIGCONT);
+    g_assert_false(nm_remote_poll(w, nm_ms(1000)));
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_assert_rc(nm_remote_result(w), 0);
+    nm_assert_rc(nm_remote(w, 'u'), 0);
+    nm_remote_stop(w);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(name);
+}
+
+/* Anybody allowed to PUBLISH can send "granted <token>" for a queued
+ * waiter (its token is in the readable queue): the waiter must not take
+ * that for the lock while another process holds it. */
+static void test_forged_grant(void)
+{
+    netmutex_t m;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    NmRemote *holder = nm_remote_start(redis, name, NETMUTEX_NORMAL, 0);
+    char *key = nm_lock_key(name), *token;
+    NmCall *waiter;
+
+    nm_assert_rc(nm_remote(holder, 'l'), 0);
+    waiter = nm_call_start(nm_call_lock_unlock, &m);
+    g_assert_true(nm_wait_queue_len(redis, name, 1, nm_ms(10000)));
+    token = queued_token(name);
+    /* The old message form with a fence, the current one, and "released". */
+    publish_grant(key, token, " 999999 0");
+    publish_grant(key, token, "");
+    nm_redis_ok(redis, "PUBLISH %s released", key);
+    nm_sleep_ms(nm_ms(500));
+    g_assert_false(nm_call_done(waiter));
+    nm_assert_rc(nm_remote(holder, 'u'), 0);
+    nm_assert_rc(nm_call_wait(waiter, nm_ms(10000)), 0);
+    nm_remote_stop(holder);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(token);
+    g_free(key);
+    g_free(name);
+}
+
+typedef struct Validity {
+    netmutex_t *m;
+    guint64 left;
+} Validity;
+
+static int lock_and_read_validity(void *p)
+{
+    Validity *v = p;
+    int rc = netmutex_lock(v->m);
+    if (rc == 0)
+        rc = netmutex_validity(v->m, &v->left);
+    if (rc == 0)
+        rc = netmutex_unlock(v->m);
+    return rc;
+}
+
+/* A lock handed over from the queue well after the waiter's last attempt
+ * comes with (nearly) a whole lease, counted from the confirming request,
+ * not from that attempt. */
+static void test_grant_has_whole_lease(void)
+{
+    const unsigned int lease = 400;
+    netmutex_t m;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, lease);
+    NmRemote *holder = nm_remote_start(redis, name, NETMUTEX_NORMAL, 0);
+    Validity v = { .m = &m };
+    NmCall *waiter;
+
+    nm_assert_rc(nm_remote(holder, 'l'), 0);
+    waiter = nm_call_start(lock_and_read_validity, &v);
+    g_assert_true(nm_wait_queue_len(redis, name, 1, nm_ms(10000)));
+    nm_sleep_ms(lease - 50);
+    nm_assert_rc(nm_remote(holder, 'u'), 0);
+    nm_assert_rc(nm_call_wait(waiter, nm_ms(10000)), 0);
+    g_test_message("validity after a grant: %" G_GUINT64_FORMAT " ms of %u", v.left, lease);
+    g_assert_cmpuint(v.left, >=, lease / 2);
+    nm_remote_stop(holder);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(name);
+}
+
+/* ---- dead waiters ---------------------------------------------------------- */
+
+/* A waiter killed in the queue is granted the lock at the next release;
+ * the live waiter behind it must have it within a second, not a lease. */
+static void test_dead_waiter(void)
+{
+    netmutex_t m;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    NmRemote *dead = nm_remote_start(redis, name, NETMUTEX_NORMAL, 0);
+    NmRemote *live = nm_remote_start(redis, name, NETMUTEX_NORMAL, 0);
+    NmHolder *h = nm_holder_start(&m);
+
+    nm_remote_send(dead, 'l');
+    g_assert_true(nm_wait_queue_len(redis, name, 1, nm_ms(10000)));
+    nm_remote_kill(dead);
+    nm_remote_send(live, 'l');
+    g_assert_true(nm_wait_queue_len(redis, name, 2, nm_ms(10000)));
+    gint64 released = nm_now_ms();
+    nm_assert_rc(nm_holder_release(h), 0);
+    g_assert_true(nm_remote_poll(live, DEAD_WAITER_BOUND_MS));
+    g_test_message("live waiter had the lock %" G_GINT64_FORMAT " ms after the release",
+                   nm_now_ms() - released);
+    nm_assert_rc(nm_remote_result(live), 0);
+    nm_assert_rc(nm_remote(live, 'u'), 0);
+    nm_remote_stop(live);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(name);
+}
+
+/* A process that exits normally while one of its threads waits takes that
+ * waiter out of the queue at once (its entry would otherwise stay until it
+ * expires). */
+static void test_exit_leaves_queue(void)
+{
+    netmutex_t m;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    NmRemote *w = nm_remote_start(redis, name, NETMUTEX_NORMAL, 0);
+
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(nm_remote(w, 'w'), 0);
+    g_assert_true(nm_wait_queue_len(redis, name, 1, nm_ms(10000)));
+    nm_remote_exit(w);
+    g_assert_cmpint(nm_queue_len(redis, name), ==, 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_assert_rc(netmutex_trylock(&m), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(name);
+}
+
+/* ---- deadlines ---------------------------------------------------------------- */
+
+typedef struct Bounded {
+    netmutex_t *m;
+    unsigned int ms;      /* timedlock: the deadline from now; 0: trylock */
+    gint64 elapsed_ms;
+} Bounded;
+
+static int bounded_call(void *p)
+{
+    Bounded *b = p;
+    struct timespec deadline;
+    gint64 start = nm_now_ms();
+    int rc;
+
+    nm_deadline(&deadline, CLOCK_REALTIME, b->ms);
+    rc = b->ms ? netmutex_timedlock(b->m, &deadline) : netmutex_trylock(b->m);
+    b->elapsed_ms = nm_now_ms() - start;
+    if (rc == 0)
+        netmutex_unlock(b->m);
+    return rc;
+}
+
+/* Against a hostile server in MODE, trylock gives up within the I/O
+ * timeout and timedlock at its deadline, each with little slack. */
+static void run_hostile_deadlines(NmHostileMode mode)
+{
+    NmHostile *hs = nm_hostile_start(mode);
+    char *url = nm_hostile_url(hs);
+    const unsigned int io = nm_ms(300);
+    netmutex_config_t cfg = { .url = url, .connect_timeout_ms = io, .io_timeout_ms = io };
+    netmutex_t m;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    Bounded b = { .m = &m };
+
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    nm_assert_rc(nm_call_run(bounded_call, &b, nm_ms(30000)), EAGAIN);
+    g_test_message("trylock gave up after %" G_GINT64_FORMAT " ms (I/O timeout %u)",
+                   b.elapsed_ms, io);
+    g_assert_cmpint(b.elapsed_ms, <=, io + SLACK_MS);
+    b.ms = nm_ms(500);
+    nm_assert_rc(nm_call_run(bounded_call, &b, nm_ms(30000)), ETIMEDOUT);
+    g_test_message("timedlock gave up after %" G_GINT64_FORMAT " ms (deadline %u)",
+                   b.elapsed_ms, b.ms);
+    g_assert_cmpint(b.elapsed_ms, <=, b.ms + SLACK_MS);
+    g_assert_cmpuint(nm_hostile_scripts(hs), >, 0);
+    nm_configure(redis);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_hostile_free(hs);
+    g_free(name);
+    g_free(url);
+}
+
+static void test_drip(void)
+{
+    run_hostile_deadlines(NM_HOSTILE_DRIP);
+}
+
+static void test_silent(void)
+{
+    run_hostile_deadlines(NM_HOSTILE_SILENT);
+}
+
+static void test_flood(void)
+{
+    run_hostile_deadlines(NM_HOSTILE_FLOOD);
+}
+
+/* A queued waiter whose deadline passes while the server is silent leaves
+ * at its deadline: leaving the queue is bounded too, not one more I/O
+ * timeout (the entry expires by itself). */
+static void test_timedlock_give_up_bounded(void)
+{
+    netmutex_t m;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    NmRemote *holder = nm_remote_start(redis, name, NETMUTEX_NORMAL, 0);
+    Bounded b = { .m = &m, .ms = nm_ms(1500) };
+    NmCall *waiter;
+
+    configure_io(nm_ms(3000));
+    nm_assert_rc(nm_remote(holder, 'l'), 0);
+    waiter = nm_call_start(bounded_call, &b);
+    g_assert_true(nm_wait_queue_len(redis, name, 1, nm_ms(10000)));
+    nm_redis_pause(redis);
+    nm_assert_rc(nm_call_wait(waiter, nm_ms(30000)), ETIMEDOUT);
+    nm_redis_resume(redis);
+    g_test_message("timedlock returned %" G_GINT64_FORMAT " ms after its start (deadline %u)",
+                   b.elapsed_ms, b.ms);
+    g_assert_cmpint(b.elapsed_ms, <=, b.ms + SLACK_MS);
+    nm_assert_rc(nm_remote(holder, 'u'), 0);
+    nm_remote_stop(holder);
+    nm_configure(redis);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(name);
+}
+
+/* ---- scripts ----------------------------------------------------------------- */
+
+/* A meta hash this library did not write (a fence that is no number) makes
+ * the acquire script fail -- before it writes anything. */
+static void test_script_validates_before_writing(void)
+{
+    netmutex_t m;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    char *key = nm_lock_key(name), *token;
+
+    nm_redis_ok(redis, "HSET %s:m fence notanumber", key);
+    nm_assert_rc(netmutex_trylock(&m), EPROTO);
+    token = nm_token_of(redis, name);
+    g_assert_null(token);
+    nm_redis_ok(redis, "DEL %s:m", key);
+    nm_assert_rc(netmutex_trylock(&m), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(key);
+    g_free(name);
+}
+
+/* A server that answers SCRIPT LOAD with a wrong SHA1 is refused, and
+ * nothing it said spoils calls to a proper server afterwards. */
+static void test_wrong_sha_poisons_nothing(void)
+{
+    NmHostile *hs = nm_hostile_start(NM_HOSTILE_WRONG_SHA);
+    char *url = nm_hostile_url(hs);
+    netmutex_config_t cfg = { .url = url };
+    netmutex_t m;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    nm_assert_rc(netmutex_trylock(&m), EPROTO);
+    g_assert_cmpuint(nm_hostile_scripts(hs), >, 0);
+    nm_configure(redis);
+    nm_assert_rc(netmutex_trylock(&m), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_hostile_free(hs);
+    g_free(name);
+    g_free(url);
+}
+
+/* Quorum mode: every server restarted empty (no scripts, and our cached
+ * connections stale) still answers the first call. */
+static void test_quorum_after_empty_restart(void)
+{
+    NmRedis *more[2] = { nm_redis_start(NULL), nm_redis_start(NULL) };
+    NmRedis *all[3] = { redis, more[0], more[1] };
+    char *urls[3];
+    for (int i = 0; i < 3; i++)
+        urls[i] = nm_redis_url(all[i]);
+    char *list = g_strjoin(",", urls[0], urls[1], urls[2], NULL);
+    netmutex_config_t cfg = { .url = list };
+    netmutex_t m;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    nm_assert_rc(netmutex_trylock(&m), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    for (int i = 0; i < 3; i++) {
+        nm_redis_stop(all[i]);
+        nm_redis_restart(all[i]);
+    }
+    nm_assert_rc(netmutex_trylock(&m), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_configure(redis);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    for (int i = 0; i < 3; i++)
+        g_free(urls[i]);
+    nm_redis_free(more[0]);
+    nm_redis_free(more[1]);
+    g_free(list);
+    g_free(name);
+}
+
+/* ---- server hazards ---------------------------------------------------------- */
+
+static void run_eviction_policy(const char *policy)
+{
+    char *url = nm_redis_url(redis);
+    netmutex_config_t cfg = { .url = url };
+    netmutex_t m;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    char *token;
+
+    nm_redis_ok(redis, "CONFIG SET maxmemory 512mb");
+    nm_redis_ok(redis, "CONFIG SET maxmemory-policy %s", policy);
+    nm_assert_rc(netmutex_configure(&cfg), 0); /* new connections */
+    nm_assert_rc(netmutex_trylock(&m), ENOTSUP);
+    nm_assert_rc(netmutex_lock(&m), ENOTSUP);
+    token = nm_token_of(redis, name);
+    g_assert_null(token);
+    cfg.allow_eviction = 1;
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    nm_assert_rc(netmutex_trylock(&m), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_redis_ok(redis, "CONFIG SET maxmemory-policy noeviction");
+    cfg.allow_eviction = 0;
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    nm_assert_rc(netmutex_trylock(&m), 0); /* a limit alone evicts nothing */
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_redis_ok(redis, "CONFIG SET maxmemory 0");
+    nm_configure(redis);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(name);
+    g_free(url);
+}
+
+static void test_eviction_allkeys(void)
+{
+    run_eviction_policy("allkeys-lru");
+}
+
+static void test_eviction_volatile(void)
+{
+    run_eviction_policy("volatile-lru");
+}
+
+/* Fences keep growing when the server restarts without its data. */
+static void test_fence_survives_empty_restart(void)
+{
+    netmutex_t m;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    guint64 before, after;
+
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_fence(&m, &before), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_redis_stop(redis);
+    nm_redis_restart(redis);
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_fence(&m, &after), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    g_assert_cmpuint(after, >, before);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(name);
+}
+
+int main(int argc, char **argv)
+{
+    nm_test_init(&argc, &argv);
+    redis = nm_redis_start(NULL);
+    nm_configure(redis);
+
+    g_test_add_func("/safety/grant/stale-after-pause", test_stale_grant);
+    g_test_add_func("/safety/grant/forged-publish", test_forged_grant);
+    g_test_add_func("/safety/grant/whole-lease", test_grant_has_whole_lease);
+    g_test_add_func("/safety/waiter/dead-in-queue", test_dead_waiter);
+    g_test_add_func("/safety/waiter/exit-leaves-queue", test_exit_leaves_queue);
+    g_test_add_func("/safety/deadline/drip", test_drip);
+    g_test_add_func("/safety/deadline/silent", test_silent);
+    g_test_add_func("/safety/deadline/flood", test_flood);
+    g_test_add_func("/safety/deadline/give-up-bounded", test_timedlock_give_up_bounded);
+    g_test_add_func("/safety/script/validates-before-writing",
+                    test_script_validates_before_writing);
+    g_test_add_func("/safety/script/wrong-sha", test_wrong_sha_poisons_nothing);
+    g_test_add_func("/safety/script/quorum-empty-restart", test_quorum_after_empty_restart);
+    g_test_add_func("/safety/server/eviction-allkeys", test_eviction_allkeys);
+    g_test_add_func("/safety/server/eviction-volatile", test_eviction_volatile);
+    g_test_add_func("/safety/server/fence-after-empty-restart",
+                    test_fence_survives_empty_restart);
+
+    int rc = nm_test_finish(g_test_run());
+    nm_redis_free(redis);
+    return rc;
+}
