@@ -307,6 +307,37 @@ NETMUTEX_API int netmutex_configure(const netmutex_config_t *cfg);
  * EBUSY: some netmutex is held by this process. */
 NETMUTEX_API int netmutex_shutdown(void);
 
+/* ---- messages and error texts ------------------------------------------ */
+
+/* What the library has to tell a person -- a server it cannot reach and
+ * why, a server it refuses, a lost lease -- goes to stderr as one line
+ * "netmutex: <level>: <message>", for every message at least as severe as
+ * NETMUTEX_LOG says (off, error, warn, info, debug; default warn). */
+#define NETMUTEX_LOG_OFF 0
+#define NETMUTEX_LOG_ERROR 1
+#define NETMUTEX_LOG_WARN 2
+#define NETMUTEX_LOG_INFO 3
+#define NETMUTEX_LOG_DEBUG 4
+/* MESSAGE is one line without a newline; the call must not block long. */
+typedef void (*netmutex_log_fn)(int level, const char *message, void *arg);
+
+/* Sends the messages of LEVEL and more severe to FN (NULL: to stderr)
+ * instead, overriding NETMUTEX_LOG.  EINVAL for another LEVEL. */
+NETMUTEX_API int netmutex_set_log(int level, netmutex_log_fn fn, void *arg);
+
+/* Writes a message through the same channel (the porting layer and
+ * netmutex(1) use it for theirs). */
+NETMUTEX_API void netmutex_log(int level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* What ERR means when a netmutex call returns it: several errno values
+ * have a meaning of their own here (EAGAIN, ENOLCK, ENOTSUP, EPROTO...).
+ * A static string; never NULL. */
+NETMUTEX_API const char *netmutex_strerror(int err);
+
 #ifdef __cplusplus
 }
 #endif

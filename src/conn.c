@@ -4,12 +4,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 
 #include "clock.h"
 #include "conn.h"
+#include "log.h"
 #include "reply.h"
 #include "server_check.h"
 
@@ -124,35 +126,78 @@ static int handshake(redisContext *c, const nm_server_t *srv, int64_t deadline)
     return err;
 }
 
-int nm_conn_dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadline,
-                 redisContext **out)
+/* Why dialing failed, in words, for the outage report. */
+static void describe_failure(const redisContext *c, int err, int64_t budget, char *buf,
+                             size_t size)
 {
-    int64_t budget = NM_MAX(NM_MIN((int64_t)cfg->connect_timeout_ms, nm_remaining_ms(deadline)), 1);
+    if (err == ENOMEM)
+        snprintf(buf, size, "out of memory");
+    else if (err == EACCES)
+        snprintf(buf, size, "refused: %s", nm_reply_last_error());
+    else if (err == EPROTO)
+        snprintf(buf, size, "unexpected answer: %s", *nm_reply_last_error()
+                 ? nm_reply_last_error() : "a reply of another shape");
+    else if (c && c->err && c->errstr[0])
+        snprintf(buf, size, "%s", c->errstr);
+    else
+        snprintf(buf, size, "no answer within %lld ms", (long long)budget);
+}
+
+/* A server that cannot be dialed is reported once per outage, with the
+ * cause, and its return once more (at info).  ENOTSUP is the server
+ * check's to report. */
+static void note_outage(const nm_config_t *cfg, const nm_server_t *srv, int err,
+                        const char *cause)
+{
+    static int down[NETMUTEX_SERVERS_MAX]; /* atomic */
+    char where[NM_URL_MAX];
+    int now_down = err != 0 && err != ENOTSUP;
+    if (__atomic_exchange_n(&down[srv - cfg->servers], now_down, __ATOMIC_RELAXED) == now_down)
+        return;
+    nm_server_describe(srv, where, sizeof where);
+    if (now_down)
+        netmutex_log(NETMUTEX_LOG_WARN, "%s: cannot use the server: %s", where, cause);
+    else
+        netmutex_log(NETMUTEX_LOG_INFO, "%s: reachable again", where);
+}
+
+static int dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t budget,
+                redisContext **out, char *cause, size_t size)
+{
     /* Connect and handshake together get the connect timeout. */
     int64_t until = nm_now_ms() + budget;
     struct timeval tv = ms_timeval(budget);
     redisContext *c = srv->is_unix ? redisConnectUnixWithTimeout(srv->path, tv)
                                    : redisConnectWithTimeout(srv->host, srv->port, tv);
-    if (c == NULL)
-        return ENOMEM;
-    if (c->err || nm_io_setup(c) != 0) {
-        redisFree(c);
-        return NM_ECONN;
+    int err = c == NULL ? ENOMEM : c->err || nm_io_setup(c) != 0 ? NM_ECONN : 0;
+    if (!err) {
+        /* A program that runs children (the CLI runs a command under a
+         * lock) must not hand them our sockets. */
+        fcntl(c->fd, F_SETFD, fcntl(c->fd, F_GETFD) | FD_CLOEXEC);
+        if (!srv->is_unix)
+            redisEnableKeepAlive(c);
+        err = handshake(c, srv, until);
     }
-    /* A program that runs children (the CLI runs a command under a lock)
-     * must not hand them our sockets. */
-    fcntl(c->fd, F_SETFD, fcntl(c->fd, F_GETFD) | FD_CLOEXEC);
-    if (!srv->is_unix)
-        redisEnableKeepAlive(c);
-    int err = handshake(c, srv, until);
     if (!err)
         err = nm_server_check(c, cfg, srv, until);
     if (err) {
-        redisFree(c);
+        describe_failure(c, err, budget, cause, size);
+        if (c)
+            redisFree(c);
         return err;
     }
     *out = c;
     return 0;
+}
+
+int nm_conn_dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadline,
+                 redisContext **out)
+{
+    int64_t budget = NM_MAX(NM_MIN((int64_t)cfg->connect_timeout_ms, nm_remaining_ms(deadline)), 1);
+    char cause[256] = "";
+    int err = dial(cfg, srv, budget, out, cause, sizeof cause);
+    note_outage(cfg, srv, err, cause);
+    return err;
 }
 
 int nm_conn_get(nm_config_t *cfg, size_t i, int64_t deadline, redisContext **out)

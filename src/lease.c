@@ -156,14 +156,14 @@ static int run_all_done(nm_lease_t *l, nm_script_t id, int nkeys, int nargs,
     return err;
 }
 
-/* Quorum mode: release.lua everywhere, for a grant we hold, or QUIETLY for
- * one we do not keep: waking the waiters for that would wake ourselves too,
- * and contenders back off by themselves after a split vote. */
-static int release_all(nm_lease_t *l, int unrecoverable, int quietly)
+/* Quorum mode: release.lua everywhere by DEADLINE, for a grant we hold, or
+ * QUIETLY for one we do not keep: waking the waiters for that would wake
+ * ourselves too, and contenders back off by themselves after a split vote. */
+static int release_all(nm_lease_t *l, int unrecoverable, int quietly, int64_t deadline)
 {
     const char *args[3] = { l->token, unrecoverable ? "1" : "0", quietly ? "1" : "0" };
     size_t lens[3] = { NM_TOKEN_LEN, 1, 1 };
-    return run_all_done(l, NM_SCRIPT_RELEASE, NM_NKEYS, 3, args, lens, NM_FOREVER, NULL);
+    return run_all_done(l, NM_SCRIPT_RELEASE, NM_NKEYS, 3, args, lens, deadline, NULL);
 }
 
 /* Quorum mode's second round (redlock.c): every granting server's fence
@@ -192,7 +192,7 @@ static int acquire_all(nm_lease_t *l, const char **args, const size_t *lens,
         err = EBUSY;
     }
     if (err)
-        release_all(l, 0, 1);
+        release_all(l, 0, 1, NM_MAX(deadline, nm_now_ms() + CLEANUP_MS));
     return err;
 }
 
@@ -504,7 +504,7 @@ int nm_lease_release(nm_lease_t *l, int unrecoverable)
     long long result = 0;
 
     if (quorum_mode(l)) {
-        err = release_all(l, unrecoverable, 0);
+        err = release_all(l, unrecoverable, 0, NM_FOREVER);
         nm_lease_forget(l);
         return err;
     }

@@ -1,6 +1,14 @@
-/* log.c -- one line to stderr per event a person must know about. */
+/*
+ * log.c -- one line per event a person must know about, and the texts of
+ * the errno values the API returns.
+ *
+ * The sink (stderr or the application's function) and the level are read
+ * under a lock and the line is written outside it, so a slow logger never
+ * holds up another thread's message.
+ */
 #include "nm.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,38 +18,95 @@
 
 #include "log.h"
 
-static int level = -1; /* read once from NETMUTEX_LOG */
-static pthread_once_t level_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static int level = -1;          /* log_lock; -1: not read from NETMUTEX_LOG yet */
+static netmutex_log_fn sink;    /* log_lock; NULL: stderr */
+static void *sink_arg;
 
-static void read_level(void)
+static const char *const level_names[] = { "off", "error", "warn", "info", "debug" };
+
+static int env_level(void)
 {
-    static const char *const names[] = { "off", "error", "warn", "info", "debug" };
     const char *s = getenv("NETMUTEX_LOG");
-    level = NM_LOG_WARN;
-    for (int i = 0; s && i <= NM_LOG_DEBUG; i++)
-        if (strcasecmp(s, names[i]) == 0)
-            level = i;
+    for (int i = NETMUTEX_LOG_OFF; s && i <= NETMUTEX_LOG_DEBUG; i++)
+        if (strcasecmp(s, level_names[i]) == 0)
+            return i;
+    return NETMUTEX_LOG_WARN;
 }
 
-int nm_log_enabled(enum nm_log_level lv)
+/* The level in force, and (if OUT_FN) the sink, consistently. */
+static int current(netmutex_log_fn *out_fn, void **out_arg)
 {
-    pthread_once(&level_once, read_level);
-    return lv != NM_LOG_OFF && (int)lv <= level;
+    pthread_mutex_lock(&log_lock);
+    if (level < 0)
+        level = env_level();
+    int lv = level;
+    if (out_fn) {
+        *out_fn = sink;
+        *out_arg = sink_arg;
+    }
+    pthread_mutex_unlock(&log_lock);
+    return lv;
 }
 
-void nm_log(enum nm_log_level lv, const char *fmt, ...)
+int nm_log_enabled(int lv)
+{
+    return lv > NETMUTEX_LOG_OFF && lv <= current(NULL, NULL);
+}
+
+int netmutex_set_log(int lv, netmutex_log_fn fn, void *arg)
+{
+    if (lv < NETMUTEX_LOG_OFF || lv > NETMUTEX_LOG_DEBUG)
+        return EINVAL;
+    pthread_mutex_lock(&log_lock);
+    level = lv;
+    sink = fn;
+    sink_arg = arg;
+    pthread_mutex_unlock(&log_lock);
+    return 0;
+}
+
+void netmutex_log(int lv, const char *fmt, ...)
 {
     static const char *const tags[] = { "", "error", "warning", "info", "debug" };
+    netmutex_log_fn fn;
+    void *arg;
     char msg[1024];
     va_list ap;
 
-    if (!nm_log_enabled(lv))
+    if (!fmt || lv <= NETMUTEX_LOG_OFF || lv > current(&fn, &arg))
         return;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    /* One write per line, so lines of several threads do not interleave. */
-    fprintf(stderr, "netmutex: %s: %s\n", tags[lv], msg);
+    if (fn)
+        fn(lv, msg, arg);
+    else /* one call per line, so lines of several threads do not mix */
+        fprintf(stderr, "netmutex: %s: %s\n", tags[lv], msg);
+}
+
+const char *netmutex_strerror(int err)
+{
+    switch (err) {
+    case 0: return "success";
+    case EINVAL: return "invalid argument (pointer, name, attribute, URL or setting)";
+    case ENOMEM: return "out of memory";
+    case EBUSY: return "held by someone else (or, for destroy and configure, in use here)";
+    case EDEADLK: return "the calling thread already holds the mutex";
+    case EOWNERDEAD: return "acquired; the previous holder died holding it";
+    case ENOTRECOVERABLE: return "not recoverable: a robust holder unlocked without repairing";
+    case EAGAIN: return "Redis server unreachable or not answering in time "
+                        "(or: too many recursive locks)";
+    case ETIMEDOUT: return "the deadline passed";
+    case EPERM: return "the calling thread does not hold the mutex";
+    case ENOLCK: return "the lease was lost while the mutex was held";
+    case EIO: return "released here, but the server could not be told";
+    case ENOENT: return "there was nothing to free";
+    case EACCES: return "refused by the server (credentials, database or ACL permission)";
+    case ENOTSUP: return "the server may evict lock keys (maxmemory policy)";
+    case EPROTO: return "unexpected answer from the server";
+    default: return "unknown error";
+    }
 }
 
 void nm_server_describe(const nm_server_t *srv, char *buf, size_t size)

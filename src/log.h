@@ -2,22 +2,16 @@
  * log.h -- the library's few words to people: why a lock cannot be taken,
  * which server refused and how.  A library that blocks or refuses in
  * silence leaves its users guessing, so the causes that need a person's
- * attention are written to stderr, one line each, filtered by the level
- * NETMUTEX_LOG names (off, error, warn, info, debug; default warn).
+ * attention are written as one line each, to stderr or to the logger the
+ * application set (netmutex_set_log), filtered by level.
  */
 #ifndef NM_LOG_H
 #define NM_LOG_H
 
 #include "config.h"
 
-enum nm_log_level { NM_LOG_OFF, NM_LOG_ERROR, NM_LOG_WARN, NM_LOG_INFO, NM_LOG_DEBUG };
-
-/* Whether messages of LEVEL are written. */
-int nm_log_enabled(enum nm_log_level level);
-
-/* Writes "netmutex: <level>: <message>" to stderr, if LEVEL is enabled. */
-void nm_log(enum nm_log_level level, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* Whether messages of LEVEL (NETMUTEX_LOG_*) are written. */
+int nm_log_enabled(int level);
 
 /* SRV as a URL for messages, its password masked: "redis://:***@host:6379". */
 void nm_server_describe(const nm_server_t *srv, char *buf, size_t size);

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "clock.h"
@@ -82,10 +83,18 @@ static void sigpipe_release(const sigpipe_guard_t *g)
 }
 
 /* An error reply becomes its errno, and is freed. */
+static __thread char last_error[160];
+
+const char *nm_reply_last_error(void)
+{
+    return last_error;
+}
+
 static int check_reply(redisReply *r, redisReply **out)
 {
     if (r->type == REDIS_REPLY_ERROR) {
         int err = nm_reply_error_errno(r);
+        snprintf(last_error, sizeof last_error, "%.*s", (int)NM_MIN(r->len, 159), r->str);
         freeReplyObject(r);
         return err;
     }

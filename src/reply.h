@@ -62,6 +62,10 @@ int nm_reply_integers(const redisReply *r, long long *out, size_t n);
 /* The reply is a bulk or status string: a pointer into the reply. */
 int nm_reply_string(const redisReply *r, const char **str, size_t *len);
 
+/* The text of the last error reply the calling thread received, for
+ * messages that say what the server objected to ("" if none yet). */
+const char *nm_reply_last_error(void);
+
 /* The errno for an error reply (see above). */
 int nm_reply_error_errno(const redisReply *r);
 

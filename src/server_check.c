@@ -80,11 +80,11 @@ int nm_server_check(redisContext *c, const nm_config_t *cfg, const nm_server_t *
     if (first_time(cfg, srv)) {
         nm_server_describe(srv, where, sizeof where);
         if (err)
-            nm_log(NM_LOG_WARN, "%s: INFO memory refused; cannot check that the server "
+            netmutex_log(NETMUTEX_LOG_WARN, "%s: INFO memory refused; cannot check that the server "
                    "never evicts lock keys (see \"Server requirements\" in the README)",
                    where);
         else
-            nm_log(NM_LOG_ERROR, "%s: refused: maxmemory-policy %s with a maxmemory limit "
+            netmutex_log(NETMUTEX_LOG_ERROR, "%s: refused: maxmemory-policy %s with a maxmemory limit "
                    "can evict a held lock key; use noeviction, or set "
                    "NETMUTEX_ALLOW_EVICTION=1 to accept the risk", where, policy);
     }

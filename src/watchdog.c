@@ -30,6 +30,7 @@
 #include "clock.h"
 #include "config.h"
 #include "conn.h"
+#include "log.h"
 #include "quorum.h"
 #include "redlock.h"
 #include "reply.h"
@@ -64,6 +65,7 @@ struct nm_watch {
     int64_t set_at;       /* when the latest request that set it left */
     int64_t next_renew;
     int lost;             /* atomic */
+    const char *lost_why; /* for the log line, once lost */
 };
 
 typedef struct nm_watch watch_t;
@@ -371,11 +373,13 @@ typedef struct lost_list {
     size_t n, cap;
 } lost_list_t;
 
-/* Marks W lost, once, and queues its callback (run without the lock). */
-static void declare_lost(watch_t *w, lost_list_t *out)
+/* Marks W lost, once, and queues its report and callback (run without the
+ * lock).  WHY says how we know, for the log. */
+static void declare_lost(watch_t *w, const char *why, lost_list_t *out)
 {
-    if (__atomic_exchange_n(&w->lost, 1, __ATOMIC_ACQ_REL) || !w->opts.lost)
+    if (__atomic_exchange_n(&w->lost, 1, __ATOMIC_ACQ_REL))
         return;
+    w->lost_why = why;
     if (out->n == out->cap) {
         size_t cap = out->cap ? out->cap * 2 : 16;
         watch_t **items = realloc(out->items, cap * sizeof *items);
@@ -390,8 +394,12 @@ static void declare_lost(watch_t *w, lost_list_t *out)
 
 static void run_callbacks(lost_list_t *list)
 {
-    for (size_t i = 0; i < list->n; i++)
-        list->items[i]->opts.lost(list->items[i]->name, list->items[i]->opts.lost_arg);
+    for (size_t i = 0; i < list->n; i++) {
+        watch_t *w = list->items[i];
+        netmutex_log(NETMUTEX_LOG_WARN, "lease of '%s' lost: %s", w->name, w->lost_why);
+        if (w->opts.lost)
+            w->opts.lost(w->name, w->opts.lost_arg);
+    }
     pthread_mutex_lock(&wd.lock);
     for (size_t i = 0; i < list->n; i++)
         watch_unref(list->items[i]);
@@ -410,7 +418,7 @@ static void scan_locked(int64_t now, lost_list_t *lost)
         if (w->lost)
             continue;
         if (now >= lost_at(w)) {
-            declare_lost(w, lost);
+            declare_lost(w, "not renewed in time (server unreachable or too slow)", lost);
             continue;
         }
         next = NM_MIN(next, NM_MIN(w->next_renew, lost_at(w)));
@@ -565,7 +573,7 @@ static void apply_round_locked(round_t *r, int64_t now, lost_list_t *lost)
             expiry_set_locked(w, r->sent_at, w->lease_ms);
             w->next_renew = r->sent_at + w->interval;
         } else if (!w->released && r->result[i] == 0) {
-            declare_lost(w, lost);
+            declare_lost(w, "the key expired or holds another owner's token", lost);
         } else if (!w->released) {
             /* No answer: try again soon, well before the lease runs out. */
             w->next_renew = now + NM_MIN(w->interval / 4 + 1, 100);
