@@ -143,18 +143,17 @@ static void describe_failure(const redisContext *c, int err, int64_t budget, cha
         snprintf(buf, size, "no answer within %lld ms", (long long)budget);
 }
 
-/* A server that cannot be dialed is reported once per outage, with the
- * cause, and its return once more (at info).  ENOTSUP is the server
- * check's to report. */
-static void note_outage(const nm_config_t *cfg, const nm_server_t *srv, int err,
-                        const char *cause)
+void nm_conn_report(const nm_config_t *cfg, size_t i, int err, const char *cause)
 {
     static int down[NETMUTEX_SERVERS_MAX]; /* atomic */
     char where[NM_URL_MAX];
-    int now_down = err != 0 && err != ENOTSUP;
-    if (__atomic_exchange_n(&down[srv - cfg->servers], now_down, __ATOMIC_RELAXED) == now_down)
+    int now_down = err != 0 && err != ENOTSUP; /* ENOTSUP: server_check said it */
+    /* The common case, a server that works and worked, costs one load. */
+    if (!now_down && !__atomic_load_n(&down[i], __ATOMIC_RELAXED))
         return;
-    nm_server_describe(srv, where, sizeof where);
+    if (__atomic_exchange_n(&down[i], now_down, __ATOMIC_RELAXED) == now_down)
+        return;
+    nm_server_describe(&cfg->servers[i], where, sizeof where);
     if (now_down)
         netmutex_log(NETMUTEX_LOG_WARN, "%s: cannot use the server: %s", where, cause);
     else
@@ -196,7 +195,7 @@ int nm_conn_dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadlin
     int64_t budget = NM_MAX(NM_MIN((int64_t)cfg->connect_timeout_ms, nm_remaining_ms(deadline)), 1);
     char cause[256] = "";
     int err = dial(cfg, srv, budget, out, cause, sizeof cause);
-    note_outage(cfg, srv, err, cause);
+    nm_conn_report(cfg, (size_t)(srv - cfg->servers), err, cause);
     return err;
 }
 

@@ -31,6 +31,12 @@ int nm_conn_get(nm_config_t *cfg, size_t i, int64_t deadline, redisContext **out
 int nm_conn_dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadline,
                  redisContext **out);
 
+/* How server I of CFG is doing, for the people watching: ERR 0 (it
+ * answered) or the error of a dial or request, with CAUSE in words.  A
+ * server that cannot be used is reported once per outage (warn), its
+ * return once (info).  Dialing reports by itself. */
+void nm_conn_report(const nm_config_t *cfg, size_t i, int err, const char *cause);
+
 /* Closes the calling thread's connection to server I: it failed, and the
  * next nm_conn_get re-dials. */
 void nm_conn_drop(size_t i);

@@ -126,8 +126,12 @@ static int run(nm_lease_t *l, nm_script_t id, int nkeys, int nargs, const char *
         return err;
     *sent = 1;
     err = nm_script_run(c, id, nkeys, nkeys + nargs, a.argv, a.lens, deadline, out);
-    if (err == NM_ECONN)
+    if (err == NM_ECONN) {
         nm_conn_drop(0);
+        nm_conn_report(l->cfg, 0, err, "connection lost, or no answer in time");
+    } else {
+        nm_conn_report(l->cfg, 0, 0, NULL);
+    }
     return err;
 }
 

@@ -170,6 +170,7 @@ static int settle(const call_t *c, redisContext *ctx, size_t i, int err, int was
     }
     if (err == NM_ECONN || err == ETIMEDOUT) {
         set_down(c->cfg, i);
+        nm_conn_report(c->cfg, i, err, err == ETIMEDOUT ? "no answer in time" : "connection lost");
         err = NM_ECONN;
     }
     v->err[i] = err == ENOENT ? EPROTO : err;
@@ -200,6 +201,8 @@ static int call_round(const call_t *c, int todo[], int64_t deadline, remedies_t 
         v->err[i] = 0;
         if (f.err[i])
             again += todo[i] = settle(c, f.ctx[i], i, f.err[i], cached[i], deadline, rem, v);
+        else
+            nm_conn_report(c->cfg, i, 0, NULL);
     }
     return again;
 }

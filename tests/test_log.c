@@ -91,6 +91,40 @@ static void test_outage_reported_once(void)
     g_free(dir);
 }
 
+/* A server that stops answering while a lock waits on it: said within a
+ * few seconds, once, and its return too.  allow_eviction skips the INFO of
+ * a new connection, so the silence is met by requests, not by dialing. */
+static void test_stall_reported(void)
+{
+    char *url = nm_redis_url(redis);
+    netmutex_config_t cfg = { .url = url, .connect_timeout_ms = nm_ms(300),
+                              .io_timeout_ms = nm_ms(300), .allow_eviction = 1 };
+    netmutex_t m;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    gint64 until;
+    NmCall *locker;
+
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    nm_assert_rc(nm_call_lock_unlock(&m), 0);
+    /* From here on: an earlier test's outage ended with the call above. */
+    capture_start(NETMUTEX_LOG_INFO);
+    nm_redis_pause(redis);
+    locker = nm_call_start(nm_call_lock_unlock, &m);
+    until = nm_now_ms() + nm_ms(5000);
+    while (count_lines("2 ", url + strlen("unix://"), "cannot use the server", NULL) == 0 &&
+           nm_now_ms() < until)
+        nm_sleep_ms(20);
+    nm_redis_resume(redis);
+    nm_assert_rc(nm_call_wait(locker, nm_ms(30000)), 0);
+    g_assert_cmpuint(count_lines("2 ", "cannot use the server", NULL), ==, 1);
+    g_assert_cmpuint(count_lines("3 ", "reachable again", NULL), ==, 1);
+    nm_assert_rc(netmutex_set_log(NETMUTEX_LOG_WARN, NULL, NULL), 0);
+    nm_configure(redis);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(name);
+    g_free(url);
+}
+
 /* Refused credentials: the server's own words, not a generic text. */
 static void test_refusal_cause(void)
 {
@@ -182,6 +216,7 @@ int main(int argc, char **argv)
 
     g_test_add_func("/log/outage/reported-once-masked", test_outage_reported_once);
     g_test_add_func("/log/outage/refusal-cause", test_refusal_cause);
+    g_test_add_func("/log/outage/stall-reported", test_stall_reported);
     g_test_add_func("/log/lost-lease", test_lost_lease_reported);
     g_test_add_func("/log/set-log/levels", test_set_log_levels);
     g_test_add_func("/log/strerror", test_strerror);
