@@ -318,6 +318,7 @@ static int exiting(void)
 
 static void leave_queues_at_exit(void)
 {
+    int64_t deadline = NM_FOREVER; /* one I/O timeout for them all */
     __atomic_store_n(&exit_started, 1, __ATOMIC_RELEASE);
     pthread_mutex_lock(&queued_lock);
     for (queued_t *q = queued_head; q; q = q->next) {
@@ -325,7 +326,8 @@ static void leave_queues_at_exit(void)
         /* Only the fields the waiting thread never changes. */
         nm_lease_t l = { .cfg = w->cfg, .key = w->key, .key_len = w->key_len,
                          .lease_ms = w->lease_ms };
-        int64_t deadline = nm_now_ms() + l.cfg->io_timeout_ms;
+        if (deadline == NM_FOREVER)
+            deadline = nm_now_ms() + l.cfg->io_timeout_ms;
         long long ignored;
         int sent;
         memcpy(l.token, w->token, sizeof l.token);
