@@ -3,7 +3,8 @@
 # environment, signals, and no sockets leaking into the command.
 . "${srcdir:-.}/cli/lib.sh"
 
-NETMUTEX_URL=$(start_redis r1); export NETMUTEX_URL
+start_redis r1
+NETMUTEX_URL=$redis_url; export NETMUTEX_URL
 
 expect_rc 0 "a command that succeeds gives 0" "$NM" job true
 expect_rc 3 "a command's exit status is passed through" "$NM" job sh -c 'exit 3'
@@ -38,6 +39,7 @@ expect_rc 1 "the lock is free after the forwarded SIGTERM" quiet "$NM" status jo
 "$NM" job sh -c 'trap "echo HUP >>\"$1\"; exit 0" HUP
                  echo $PPID >"$1.pid"; while :; do sleep 0.05; done' sh "$tmp/sigs" &
 p=$!
+bg_pids="$bg_pids $p"
 wait_for 30 test -s "$tmp/sigs.pid" || bail "the command never started"
 kill -HUP "$p"
 wait_for 30 grep -q HUP "$tmp/sigs"
