@@ -79,7 +79,8 @@ static void usage(FILE *f)
           "\n"
           "Exit: COMMAND's status (128+N if killed by signal N); 1 conflict;\n"
           "2 usage; 65 unrecoverable; 69 unreachable; 75 lease lost;\n"
-          "76 protocol; 77 refused; 78 bad configuration; 126/127 cannot run.\n"
+          "76 protocol; 77 refused; 78 bad configuration; 126/127 cannot run;\n"
+          "128+N if signal N came before COMMAND started.\n"
           "See netmutex(1).\n", f);
 }
 

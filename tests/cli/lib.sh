@@ -59,6 +59,16 @@ secs() {
         'BEGIN { if (s + 0 < 1) s = 1; v = n * s; printf "%d\n", (v == int(v)) ? v : int(v) + 1 }'
 }
 
+# Milliseconds: N times the slowdown, for the few bounds that must stay
+# below a time the library itself takes, so never more than MAX.
+msecs() {
+    awk -v n="$1" -v max="$2" -v s="${NETMUTEX_TEST_SLOWDOWN:-1}" \
+        'BEGIN { if (s + 0 < 1) s = 1; v = int(n * s); printf "%d\n", (v > max) ? max : v }'
+}
+
+# The time in milliseconds (GNU date), for measuring such bounds.
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
 ok() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1"; }
 not_ok() { tap_n=$((tap_n + 1)); echo "not ok $tap_n - $1"; }
 diag() { echo "# $*"; }
@@ -120,6 +130,12 @@ release_hold() {
     kill -TERM "$hold_pid"
     wait "$hold_pid"
     hold_rc=$?
+}
+
+# waiters NAME: how many wait for NAME, as `status` reads it: the length of
+# the server's queue list (netmutex:{NAME}:q).
+waiters() {
+    "$NM" status --json "$1" | sed -n 's/.*"waiters":\([0-9]*\).*/\1/p'
 }
 
 # quiet COMMAND...: COMMAND without its output, for expect_rc.
