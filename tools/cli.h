@@ -38,6 +38,9 @@ struct cli_opts {
     unsigned int lease_ms;    /* 0: the configured default */
     int lost_sig;             /* 0: --on-lost none */
     const char *url;          /* NULL: NETMUTEX_URL or the default */
+    const char *url_file;     /* --url-file: where to read the URL from */
+    char *url_buf;            /* owns what url points to, if anything */
+    int url_secret;           /* -u held a password, now hidden in argv */
     int json;
 };
 
@@ -45,6 +48,13 @@ struct cli_opts {
  * already printed; -h and -V give CLI_EX_DONE). */
 #define CLI_EX_DONE (-1)
 int cli_parse(int argc, char **argv, struct cli_opts *o);
+
+/* url.c: cli_url_scrub overwrites, in place, the password of every URL of
+ * the comma-separated list URLS and says whether there was one;
+ * cli_url_read_file gives the URL list kept in PATH (a new string), or an
+ * exit code with the message printed. */
+int cli_url_scrub(char *urls);
+int cli_url_read_file(const char *path, char **url);
 
 /* netmutex.c */
 void cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

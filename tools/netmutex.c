@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <netmutex.h>
@@ -55,17 +56,37 @@ const char *cli_strerror(int err)
     }
 }
 
-/* The configuration comes from -u or the environment; checking it before
- * anything else makes a bad URL a clear error, not a hang. */
-static int configure(const struct cli_opts *o)
+/* The configuration comes from -u, --url-file or the environment; checking
+ * it before anything else makes a bad URL a clear error, not a hang. */
+static int configure(struct cli_opts *o)
 {
+    const char *from = o->url_file ? "--url-file" : o->url ? "-u" : "environment";
+    int rc;
+
+    if (o->url_file != NULL) {
+        if ((rc = cli_url_read_file(o->url_file, &o->url_buf)) != 0)
+            return rc;
+        o->url = o->url_buf;
+    }
     netmutex_config_t cfg = { .url = o->url };
     int err = netmutex_configure(&cfg);
 
     if (err != 0)
-        cli_say("bad configuration (%s): %s", o->url ? "-u" : "environment",
-                strerror(err));
+        cli_say("bad configuration (%s): %s", from, strerror(err));
     return cli_exit_code(err);
+}
+
+static int run_command(const struct cli_opts *o)
+{
+    int rc;
+
+    switch (o->cmd) {
+    case CLI_STATUS: rc = cli_status(o); break;
+    case CLI_BREAK: rc = cli_break(o); break;
+    default: rc = cli_run(o); break;
+    }
+    netmutex_shutdown();
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -73,15 +94,12 @@ int main(int argc, char **argv)
     struct cli_opts o;
     int rc = cli_parse(argc, argv, &o);
 
-    if (rc != 0)
-        return rc == CLI_EX_DONE ? 0 : rc;
-    if ((rc = configure(&o)) != 0)
-        return rc;
-    switch (o.cmd) {
-    case CLI_STATUS: rc = cli_status(&o); break;
-    case CLI_BREAK: rc = cli_break(&o); break;
-    default: rc = cli_run(&o); break;
-    }
-    netmutex_shutdown();
-    return rc;
+    if (rc == 0)
+        rc = configure(&o);
+    /* The library has made its own copy. */
+    free(o.url_buf);
+    o.url = o.url_buf = NULL;
+    if (rc == 0)
+        rc = run_command(&o);
+    return rc == CLI_EX_DONE ? 0 : rc;
 }

@@ -32,7 +32,7 @@
 #define FOR_RUN 1u
 #define FOR_STATUS 2u
 
-enum { OPT_LEASE = 256, OPT_ON_LOST, OPT_JSON };
+enum { OPT_LEASE = 256, OPT_ON_LOST, OPT_JSON, OPT_URL_FILE };
 
 static const struct option long_opts[] = {
     { "nonblock", no_argument, NULL, 'n' },
@@ -40,6 +40,7 @@ static const struct option long_opts[] = {
     { "conflict-exit-code", required_argument, NULL, 'E' },
     { "verbose", no_argument, NULL, 'v' },
     { "url", required_argument, NULL, 'u' },
+    { "url-file", required_argument, NULL, OPT_URL_FILE },
     { "lease", required_argument, NULL, OPT_LEASE },
     { "on-lost", required_argument, NULL, OPT_ON_LOST },
     { "json", no_argument, NULL, OPT_JSON },
@@ -69,6 +70,8 @@ static void usage(FILE *f)
           "      --on-lost SIGNAL      signal for COMMAND if the lease is lost\n"
           "                            (default TERM; 'none' to send nothing)\n"
           "  -u, --url URL             Redis URL(s), default $NETMUTEX_URL\n"
+          "      --url-file FILE       read the URL(s) from FILE (keeps a password\n"
+          "                            off the command line)\n"
           "      --json                status: print JSON\n"
           "  -v, --verbose             report waiting, acquired, released\n"
           "  -h, --help                this text\n"
@@ -76,7 +79,8 @@ static void usage(FILE *f)
           "\n"
           "Exit: COMMAND's status (128+N if killed by signal N); 1 conflict;\n"
           "2 usage; 65 unrecoverable; 69 unreachable; 75 lease lost;\n"
-          "76 protocol; 77 refused; 78 bad configuration; 126/127 cannot run.\n"
+          "76 protocol; 77 refused; 78 bad configuration; 126/127 cannot run;\n"
+          "128+N if signal N came before COMMAND started.\n"
           "See netmutex(1).\n", f);
 }
 
@@ -151,15 +155,33 @@ static int parse_signal(const char *s, int *sig)
     return EINVAL;
 }
 
+/* -u: the URL is copied, and then its password, if any, overwritten where
+ * ps(1) shows it (see url.c); the caller warns once all options are read. */
+static int take_url(char *arg, struct cli_opts *o)
+{
+    char *copy = strdup(arg);
+
+    if (copy == NULL) {
+        cli_say("%s", strerror(ENOMEM));
+        return CLI_EX_OSERR;
+    }
+    free(o->url_buf);
+    o->url_buf = copy;
+    o->url = copy;
+    o->url_secret |= cli_url_scrub(arg);
+    return 0;
+}
+
 /* One option's value into O; 0 or an exit code. */
-static int take_option(int c, const char *arg, struct cli_opts *o)
+static int take_option(int c, char *arg, struct cli_opts *o)
 {
     unsigned long n;
 
     switch (c) {
     case 'n': o->nonblock = 1; return 0;
     case 'v': o->verbose = 1; return 0;
-    case 'u': o->url = arg; return 0;
+    case 'u': return take_url(arg, o);
+    case OPT_URL_FILE: o->url_file = arg; return 0;
     case OPT_JSON: o->json = 1; return 0;
     case 'w':
         o->has_timeout = 1;
@@ -211,7 +233,7 @@ static int parse_options(int argc, char **argv, struct cli_opts *o, unsigned int
     opterr = 0;
     while ((c = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
         /* getopt names the bad option only through optopt or argv. */
-        const char *arg = (c == '?' || c == ':') ? argv[optind - 1] : optarg;
+        char *arg = (c == '?' || c == ':') ? argv[optind - 1] : optarg;
         int rc = take_option(c, arg, o);
         if (rc != 0)
             return rc;
@@ -278,7 +300,7 @@ static int command_word(const char *w, enum cli_cmd *cmd)
     return 1;
 }
 
-int cli_parse(int argc, char **argv, struct cli_opts *o)
+static int parse_all(int argc, char **argv, struct cli_opts *o)
 {
     static const unsigned int allowed[] = { [CLI_RUN] = FOR_RUN,
                                             [CLI_STATUS] = FOR_STATUS,
@@ -286,9 +308,6 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
     unsigned int seen = 0;
     int rc;
 
-    memset(o, 0, sizeof *o);
-    o->conflict_code = CLI_EX_CONFLICT;
-    o->lost_sig = SIGTERM;
     if ((rc = parse_options(argc, argv, o, &seen)) != 0)
         return rc;
     /* After "--" the next word is a NAME even if it spells a command. */
@@ -301,7 +320,23 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
     }
     if ((seen & ~allowed[o->cmd]) != 0)
         return usage_error("%s", "an option does not apply to this command");
+    if (o->url_buf != NULL && o->url_file != NULL)
+        return usage_error("%s", "-u and --url-file exclude each other");
     if (o->cmd == CLI_RUN)
         return take_command(argv + optind, o);
     return take_name_only(argv + optind, o);
+}
+
+int cli_parse(int argc, char **argv, struct cli_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->conflict_code = CLI_EX_CONFLICT;
+    o->lost_sig = SIGTERM;
+    int rc = parse_all(argc, argv, o);
+    /* Like redis-cli's warning for -a and -u: the password was readable by
+     * every local user from our exec until take_url hid it. */
+    if (o->url_secret)
+        cli_say("warning: a password in -u on the command line may not be "
+                "safe; use NETMUTEX_URL or --url-file");
+    return rc;
 }

@@ -9,6 +9,18 @@
  * lease).  The main thread reads the pipe and does the real work: kill(2),
  * waitpid(2), messages.  So nothing but write(2) runs where only
  * async-signal-safe calls are allowed.
+ *
+ * SIGINT, SIGTERM and SIGHUP are blocked before the lock is asked for and
+ * taken by a thread of ours in sigwaitinfo(2), never by a handler.  What it
+ * does with one depends on how far the main thread has got (struct sigs):
+ *  - still waiting for the lock: exit(128 + signal).  A real exit(), which
+ *    a handler could not call, because the library's atexit handler takes
+ *    our entry out of the server's queue, so that a release does not hand
+ *    the lock to a process that is gone;
+ *  - holding it, the command not started yet: note the signal, and the
+ *    main thread releases the lock and exits instead of starting it;
+ *  - the command running: wake the main thread, which passes it on.
+ * So no such signal can kill us while we hold the lock.
  */
 #include "ac_config.h"
 
@@ -16,6 +28,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -38,6 +51,18 @@ static int wake_pipe[2] = { -1, -1 };
 /* The signals we pass on to the child. */
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP };
 
+enum phase { WAITING, HELD, RUNNING };
+
+/* What the signal thread needs to know of the main thread's progress. */
+static struct {
+    pthread_mutex_t lock;
+    enum phase phase;           /* guarded by lock */
+    int pending;                /* HELD: the first signal, 0 if none; lock */
+    const struct cli_opts *o;
+    sigset_t set;               /* forwarded, less what we found ignored */
+    sigset_t orig;              /* our signal mask before, for the child */
+} sigs = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
 static void wake(unsigned char byte)
 {
     int saved = errno;
@@ -51,39 +76,124 @@ static void on_lost(const char *name, void *arg)
     wake(LOST_BYTE);
 }
 
-static void on_signal(int sig, siginfo_t *info, void *ctx)
+static void on_sigchld(int sig)
 {
-    /* A terminal's ^C reaches the whole foreground process group, the child
-     * included (si_code SI_KERNEL); passing it on would deliver it twice.
-     * Only what another process sent (si_code <= 0) is for us to forward. */
-    if (sig == SIGCHLD || info == NULL || info->si_code <= 0)
-        wake((unsigned char)sig);
+    wake((unsigned char)sig);
 }
 
-/* Handlers for SIGCHLD and for each forwarded signal that was not ignored
- * when we started: a command run under nohup(1) or `&` must keep ignoring
- * what its caller ignored, so those we leave alone.  TAKEN gets the ones we
- * caught, which the child must get back at their default. */
-static int catch_signals(sigset_t *taken)
+static int catch_sigchld(void)
 {
-    struct sigaction sa, old;
+    struct sigaction sa;
 
     memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NOCLDSTOP;
+    sa.sa_handler = on_sigchld;
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     sigemptyset(&sa.sa_mask);
-    sigemptyset(taken);
+    return sigaction(SIGCHLD, &sa, NULL) != 0 ? errno : 0;
+}
+
+/* Gives up the wait (see the top of this file).  Called with sigs.lock
+ * held, which it never lets go of: the main thread takes it (end_wait) as
+ * soon as the library returns, so it cannot run on into the command, or
+ * into an exit of its own, while we exit.  A grant the library has got
+ * but not yet returned when the signal comes is lost with us: that lock
+ * frees itself when its lease runs out, as if we had been killed. */
+static void exit_waiting(int sig)
+{
+    if (sigs.o->verbose)
+        cli_say("%s while waiting for %s: giving up", strsignal(sig), sigs.o->name);
+    exit(128 + sig);
+}
+
+static void on_forwarded(int sig, const siginfo_t *info)
+{
+    pthread_mutex_lock(&sigs.lock);
+    switch (sigs.phase) {
+    case WAITING:
+        exit_waiting(sig);
+        break;
+    case HELD:
+        if (sigs.pending == 0)
+            sigs.pending = sig;
+        break;
+    case RUNNING:
+        /* A terminal's ^C reaches the whole foreground process group, the
+         * child included (si_code SI_KERNEL); passing it on would deliver
+         * it twice.  Only what another process sent (si_code <= 0) is for
+         * us to forward. */
+        if (info->si_code <= 0)
+            wake((unsigned char)sig);
+        break;
+    }
+    pthread_mutex_unlock(&sigs.lock);
+}
+
+static void *signal_thread(void *arg)
+{
+    for (;;) {
+        siginfo_t info;
+        int sig = sigwaitinfo(&sigs.set, &info);
+        if (sig > 0)
+            on_forwarded(sig, &info);
+    }
+    return NULL;
+}
+
+/* Blocks the forwarded signals that were not ignored when we started and
+ * starts the thread that waits for them.  Those ignored stay ignored, for
+ * the command too: a command run under nohup(1) or `&` must keep ignoring
+ * what its caller ignored. */
+static int take_signals(const struct cli_opts *o)
+{
+    struct sigaction old;
+    pthread_t t;
+    int err;
+
+    sigs.o = o;
+    sigemptyset(&sigs.set);
     for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) {
         if (sigaction(forwarded[i], NULL, &old) != 0)
             return errno;
-        if (old.sa_handler == SIG_IGN)
-            continue;
-        if (sigaction(forwarded[i], &sa, NULL) != 0)
-            return errno;
-        sigaddset(taken, forwarded[i]);
+        if (old.sa_handler != SIG_IGN)
+            sigaddset(&sigs.set, forwarded[i]);
     }
-    sigaddset(taken, SIGCHLD);
-    return sigaction(SIGCHLD, &sa, NULL) != 0 ? errno : 0;
+    if ((err = pthread_sigmask(SIG_BLOCK, &sigs.set, &sigs.orig)) != 0)
+        return err;
+    if ((err = pthread_create(&t, NULL, signal_thread, NULL)) != 0)
+        return err;
+    pthread_detach(t);
+    return 0;
+}
+
+/* The main thread is done waiting: from now on a signal no longer ends the
+ * process. */
+static void end_wait(void)
+{
+    pthread_mutex_lock(&sigs.lock);
+    sigs.phase = HELD;
+    pthread_mutex_unlock(&sigs.lock);
+}
+
+/* The signal that came since end_wait, or 0; one that comes later waits
+ * for start_forwarding. */
+static int pending_signal(void)
+{
+    pthread_mutex_lock(&sigs.lock);
+    int sig = sigs.pending;
+    sigs.pending = 0;
+    pthread_mutex_unlock(&sigs.lock);
+    return sig;
+}
+
+/* The child exists: signals are passed on from now, and one that came
+ * while it was being started too, however it came. */
+static void start_forwarding(void)
+{
+    pthread_mutex_lock(&sigs.lock);
+    sigs.phase = RUNNING;
+    if (sigs.pending != 0)
+        wake((unsigned char)sigs.pending);
+    pthread_mutex_unlock(&sigs.lock);
 }
 
 static int make_pipe(void)
@@ -121,17 +231,24 @@ static char **child_environ(uint64_t fence, char *var, size_t len)
     return env;
 }
 
-static int spawn(const struct cli_opts *o, char **env, const sigset_t *dfl, pid_t *pid)
+/* The child gets the signal mask we started with and SIGCHLD at its
+ * default, not what we changed for ourselves. */
+static int spawn(const struct cli_opts *o, char **env, pid_t *pid)
 {
     char *sh_argv[] = { "sh", "-c", (char *)o->shell_cmd, NULL };
     posix_spawnattr_t sa;
+    sigset_t dfl;
     int err;
 
     if ((err = posix_spawnattr_init(&sa)) != 0)
         return err;
-    err = posix_spawnattr_setsigdefault(&sa, dfl);
+    sigemptyset(&dfl);
+    sigaddset(&dfl, SIGCHLD);
+    err = posix_spawnattr_setsigdefault(&sa, &dfl);
     if (err == 0)
-        err = posix_spawnattr_setflags(&sa, POSIX_SPAWN_SETSIGDEF);
+        err = posix_spawnattr_setsigmask(&sa, &sigs.orig);
+    if (err == 0)
+        err = posix_spawnattr_setflags(&sa, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
     if (err == 0 && o->shell_cmd != NULL)
         err = posix_spawn(pid, "/bin/sh", NULL, &sa, sh_argv, env);
     else if (err == 0)
@@ -141,12 +258,11 @@ static int spawn(const struct cli_opts *o, char **env, const sigset_t *dfl, pid_
 }
 
 /* Starts the command; 0 or the exit code a shell would give. */
-static int start_child(const struct cli_opts *o, uint64_t fence, const sigset_t *dfl,
-                       pid_t *pid)
+static int start_child(const struct cli_opts *o, uint64_t fence, pid_t *pid)
 {
     char var[48];
     char **env = child_environ(fence, var, sizeof var);
-    int err = env != NULL ? spawn(o, env, dfl, pid) : ENOMEM;
+    int err = env != NULL ? spawn(o, env, pid) : ENOMEM;
 
     free(env);
     if (err == 0)
@@ -256,23 +372,31 @@ static int init_mutex(const struct cli_opts *o, netmutex_t *m)
     return err;
 }
 
-/* Runs the command while M is held; the exit code before the release. */
+/* Runs the command while M is held; the exit code before the release.
+ * A signal that came once the lock was ours, before the command started,
+ * means the command is not wanted any more: it is not started, and we exit
+ * as if the signal had found us still waiting. */
 static int run_locked(const struct cli_opts *o, netmutex_t *m, int *lost)
 {
     uint64_t fence = 0;
-    sigset_t dfl;
     pid_t pid;
-    int err, rc;
+    int err, rc, sig;
 
     netmutex_fence(m, &fence);
     if (o->verbose)
         cli_say("acquired %s (fence %" PRIu64 ")", o->name, fence);
-    if ((err = catch_signals(&dfl)) != 0) {
+    if ((err = catch_sigchld()) != 0) {
         cli_say("sigaction: %s", strerror(err));
         return CLI_EX_OSERR;
     }
-    if ((rc = start_child(o, fence, &dfl, &pid)) != 0)
+    if ((sig = pending_signal()) != 0) {
+        if (o->verbose)
+            cli_say("%s before the command started: not running it", strsignal(sig));
+        return 128 + sig;
+    }
+    if ((rc = start_child(o, fence, &pid)) != 0)
         return rc;
+    start_forwarding();
     return shell_status(supervise(o, pid, lost));
 }
 
@@ -300,7 +424,13 @@ int cli_run(const struct cli_opts *o)
         cli_say("%s: %s", o->name, strerror(err));
         return cli_exit_code(err);
     }
+    if ((err = take_signals(o)) != 0) {
+        cli_say("cannot set up signal handling: %s", strerror(err));
+        netmutex_destroy(&m);
+        return CLI_EX_OSERR;
+    }
     err = acquire(o, &m, &deadline);
+    end_wait();
     if (err == EBUSY || err == ETIMEDOUT) {
         if (o->verbose)
             cli_say("%s is held elsewhere: giving up", o->name);

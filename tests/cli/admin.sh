@@ -4,7 +4,8 @@
 # its lost-lease signal.
 . "${srcdir:-.}/cli/lib.sh"
 
-NETMUTEX_URL=$(start_redis r1); export NETMUTEX_URL
+start_redis r1
+NETMUTEX_URL=$redis_url; export NETMUTEX_URL
 
 expect_rc 1 "status of a lock never taken: free (1)" quiet "$NM" status nightly
 expect_rc 1 "break with nothing to break gives 1" quiet "$NM" break nightly

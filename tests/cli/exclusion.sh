@@ -5,7 +5,8 @@
 # a failed mkdir or as a lost increment.
 . "${srcdir:-.}/cli/lib.sh"
 
-NETMUTEX_URL=$(start_redis r1); export NETMUTEX_URL
+start_redis r1
+NETMUTEX_URL=$redis_url; export NETMUTEX_URL
 ROUNDS=6
 
 . "${srcdir:-.}/cli/exclusion.inc"

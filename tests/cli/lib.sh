@@ -2,6 +2,11 @@
 # three) on unix sockets in a temporary directory, removed at exit however
 # the test ends, and TAP output for automake's tap-driver.
 #
+# Every process a test starts in the background must be in bg_pids (the
+# tools) or redis_pids (start_redis sees to it): cleanup stops exactly
+# those.  So neither may be started inside $(...), whose subshell would
+# keep the pid to itself; .ci/run fails a run that leaves one behind.
+#
 # From the test environment (tests/Makefile.am): NETMUTEX_CLI, the tool
 # under test; REDIS_SERVER; NETMUTEX_TEST_SLOWDOWN, which scales every time
 # bound (CI sets it for valgrind and TSan).  Bounds are generous limits for
@@ -20,9 +25,27 @@ bg_pids=
 redis_pids=
 tap_n=0
 
+any_alive() {
+    for p in "$@"; do
+        kill -0 "$p" 2>/dev/null && return 0
+    done
+    return 1
+}
+
+# The tools get SIGTERM first and a moment to act on it: a netmutex passes
+# it on to its command (often a `sleep 300`), which SIGKILL would orphan.
+# The servers go last, so that the tools can still release their locks.
 cleanup() {
+    for p in $bg_pids; do
+        kill -TERM "$p" 2>/dev/null
+    done
+    n=50
+    while [ "$n" -gt 0 ] && any_alive $bg_pids; do
+        sleep 0.1
+        n=$((n - 1))
+    done
     for p in $bg_pids $redis_pids; do
-        kill -9 "$p" 2>/dev/null
+        kill -KILL "$p" 2>/dev/null
     done
     wait 2>/dev/null
     rm -rf "$tmp"
@@ -35,6 +58,16 @@ secs() {
     awk -v n="$1" -v s="${NETMUTEX_TEST_SLOWDOWN:-1}" \
         'BEGIN { if (s + 0 < 1) s = 1; v = n * s; printf "%d\n", (v == int(v)) ? v : int(v) + 1 }'
 }
+
+# Milliseconds: N times the slowdown, for the few bounds that must stay
+# below a time the library itself takes, so never more than MAX.
+msecs() {
+    awk -v n="$1" -v max="$2" -v s="${NETMUTEX_TEST_SLOWDOWN:-1}" \
+        'BEGIN { if (s + 0 < 1) s = 1; v = int(n * s); printf "%d\n", (v > max) ? max : v }'
+}
+
+# The time in milliseconds (GNU date), for measuring such bounds.
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 ok() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1"; }
 not_ok() { tap_n=$((tap_n + 1)); echo "not ok $tap_n - $1"; }
@@ -67,14 +100,17 @@ wait_for() {
     done
 }
 
-# start_redis TAG: a server on $tmp/TAG.sock; prints its URL.
+# start_redis TAG [OPTION...]: a server on $tmp/TAG.sock, with OPTIONs
+# such as --requirepass added; sets redis_url to its URL (without
+# credentials).  Not a $(...) command: see the top of this file.
 start_redis() {
-    "$REDIS_SERVER" --port 0 --unixsocket "$tmp/$1.sock" --unixsocketperm 700 \
-        --dir "$tmp" --dbfilename "$1.rdb" --save '' --appendonly no \
-        >"$tmp/$1.log" 2>&1 &
+    tag=$1; shift
+    "$REDIS_SERVER" --port 0 --unixsocket "$tmp/$tag.sock" --unixsocketperm 700 \
+        --dir "$tmp" --dbfilename "$tag.rdb" --save '' --appendonly no "$@" \
+        >"$tmp/$tag.log" 2>&1 &
     redis_pids="$redis_pids $!"
-    wait_for 30 test -S "$tmp/$1.sock" || bail "redis-server $1 did not start"
-    echo "unix://$tmp/$1.sock"
+    wait_for 30 test -S "$tmp/$tag.sock" || bail "redis-server $tag did not start"
+    redis_url="unix://$tmp/$tag.sock"
 }
 
 # hold NAME [OPTIONS...]: a background netmutex holding NAME until
@@ -94,6 +130,12 @@ release_hold() {
     kill -TERM "$hold_pid"
     wait "$hold_pid"
     hold_rc=$?
+}
+
+# waiters NAME: how many wait for NAME, as `status` reads it: the length of
+# the server's queue list (netmutex:{NAME}:q).
+waiters() {
+    "$NM" status --json "$1" | sed -n 's/.*"waiters":\([0-9]*\).*/\1/p'
 }
 
 # quiet COMMAND...: COMMAND without its output, for expect_rc.

@@ -3,9 +3,9 @@
 # exclusion, conflicts, status and break.
 . "${srcdir:-.}/cli/lib.sh"
 
-a=$(start_redis a)
-b=$(start_redis b)
-c=$(start_redis c)
+start_redis a; a=$redis_url
+start_redis b; b=$redis_url
+start_redis c; c=$redis_url
 NETMUTEX_URL="$a,$b,$c"; export NETMUTEX_URL
 ROUNDS=4
 

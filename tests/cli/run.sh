@@ -3,7 +3,8 @@
 # environment, signals, and no sockets leaking into the command.
 . "${srcdir:-.}/cli/lib.sh"
 
-NETMUTEX_URL=$(start_redis r1); export NETMUTEX_URL
+start_redis r1
+NETMUTEX_URL=$redis_url; export NETMUTEX_URL
 
 expect_rc 0 "a command that succeeds gives 0" "$NM" job true
 expect_rc 3 "a command's exit status is passed through" "$NM" job sh -c 'exit 3'
@@ -33,17 +34,29 @@ release_hold
 check "SIGTERM is forwarded to the command (exit $hold_rc)" test "$hold_rc" = 143
 expect_rc 1 "the lock is free after the forwarded SIGTERM" quiet "$NM" status job
 
-# SIGHUP too, and the command can handle it.  (Not SIGINT: a shell starts
-# background jobs with it ignored, and then the tool leaves it ignored.)
-"$NM" job sh -c 'trap "echo HUP >>\"$1\"; exit 0" HUP
-                 echo $PPID >"$1.pid"; while :; do sleep 0.05; done' sh "$tmp/sigs" &
-p=$!
-wait_for 30 test -s "$tmp/sigs.pid" || bail "the command never started"
-kill -HUP "$p"
-wait_for 30 grep -q HUP "$tmp/sigs"
-check "SIGHUP is forwarded to the command" grep -q HUP "$tmp/sigs"
-wait "$p"
-rc=$?
-check "... which handled it and exited 0 (exit $rc)" test "$rc" = 0
+# SIGHUP and SIGINT too, and the command can handle them.  A shell starts
+# background jobs with SIGINT ignored, which the tool would leave ignored:
+# env(1) sets it back to the default first.
+for sig in HUP INT; do
+    rm -f "$tmp/sigs" "$tmp/sigs.pid"
+    env --default-signal=INT "$NM" job sh -c 'trap "echo $2 >>\"$1\"; exit 0" "$2"
+        echo $PPID >"$1.pid"; while :; do sleep 0.05; done' sh "$tmp/sigs" "$sig" &
+    p=$!
+    bg_pids="$bg_pids $p"
+    wait_for 30 test -s "$tmp/sigs.pid" || bail "the command never started"
+    kill -"$sig" "$p"
+    wait_for 30 grep -qs "$sig" "$tmp/sigs"
+    check "SIG$sig is forwarded to the command" grep -q "$sig" "$tmp/sigs"
+    wait "$p"
+    rc=$?
+    check "... which handled it and exited 0 (exit $rc)" test "$rc" = 0
+done
+
+# The tool blocks the signals it forwards while it runs; the command must
+# start with the blocked and ignored signals of a plain command.  (grep
+# reads its own: a shell's can be caught mid-fork, everything blocked.)
+plain=$(grep -E '^Sig(Blk|Ign):' /proc/self/status | tr '\n' ' ')
+locked=$("$NM" job grep -E '^Sig(Blk|Ign):' /proc/self/status | tr '\n' ' ')
+check "the command starts with the signal mask of a plain one ($plain| $locked)" test "$plain" = "$locked"
 
 done_testing

@@ -48,7 +48,8 @@ expect_rc 69 "status of an unreachable server gives 69" quiet "$NM" status job
 expect_rc 69 "break on an unreachable server gives 69" quiet "$NM" break job
 
 # A lock may be called "status" or "break": after "run" or "--".
-NETMUTEX_URL=$(start_redis r1); export NETMUTEX_URL
+start_redis r1
+NETMUTEX_URL=$redis_url; export NETMUTEX_URL
 expect_rc 4 "run status COMMAND takes the lock named status" "$NM" run status sh -c 'exit 4'
 expect_rc 5 "-- break COMMAND takes the lock named break" "$NM" -- break sh -c 'exit 5'
 expect_rc 1 "status status: the lock named status is free" quiet "$NM" status status

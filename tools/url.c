@@ -1,0 +1,143 @@
+/*
+ * url.c -- keeping Redis passwords out of sight: hiding the one given with
+ * -u from ps(1) and /proc/PID/cmdline, and reading the URL from a file
+ * (--url-file) so that it never has to be on the command line at all.
+ *
+ * Any local user can read another process's command line; its environment
+ * (/proc/PID/environ) only the same user and root can.  So a password in
+ * -u is overwritten in our argv as soon as the options are parsed, which
+ * shortens its exposure but cannot end it: it was readable from the exec
+ * until then.  NETMUTEX_URL and --url-file have no such window.
+ */
+#include "ac_config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* Larger than any URL list the library accepts, so that the library, not
+ * this file, is the one to call a long list malformed. */
+#define URL_FILE_MAX (64 * 1024)
+
+/* The last '@' in [S, END), or NULL. */
+static char *last_at(char *s, char *end)
+{
+    while (end > s) {
+        if (*--end == '@')
+            return end;
+    }
+    return NULL;
+}
+
+/* Overwrites the password of the one URL in [S, END) and says whether
+ * there was one.  The credentials are found as the library finds them: they
+ * end at the last '@' before the host, or for unix:// before the first '/'
+ * of the path (which may itself hold an '@').  Without a ':' the library
+ * refuses the URL, but the whole user part is hidden anyway: it was most
+ * likely meant as a password. */
+static int scrub_one(char *s, char *end)
+{
+    char *sep = strstr(s, "://");
+    char *start = sep != NULL && sep < end ? sep + 3 : s;
+    char *limit = end;
+
+    if (strncmp(s, "unix://", 7) == 0) {
+        char *slash = memchr(start, '/', (size_t)(end - start));
+        if (slash != NULL)
+            limit = slash;
+    }
+    char *at = last_at(start, limit);
+    if (at == NULL)
+        return 0;
+    char *colon = memchr(start, ':', (size_t)(at - start));
+    char *secret = colon != NULL ? colon + 1 : start;
+    memset(secret, '*', (size_t)(at - secret));
+    return at > secret;
+}
+
+int cli_url_scrub(char *urls)
+{
+    int found = 0;
+
+    /* The library splits a list at every ',': a password cannot hold a raw
+     * one (it would be %2C), so neither do we need to care. */
+    for (char *s = urls; s != NULL;) {
+        char *comma = strchr(s, ',');
+        char *end = comma != NULL ? comma : s + strlen(s);
+        found |= scrub_one(s, end);
+        s = comma != NULL ? comma + 1 : NULL;
+    }
+    return found;
+}
+
+/* Drops the trailing white space, which an editor's final newline leaves;
+ * any other is the library's to refuse. */
+static void chomp(char *s, size_t *len)
+{
+    while (*len > 0 && (s[*len - 1] == '\n' || s[*len - 1] == '\r' ||
+                        s[*len - 1] == ' ' || s[*len - 1] == '\t'))
+        s[--*len] = '\0';
+}
+
+/* What FD holds, into BUF of CAP + 1 bytes; 0 or an errno (EFBIG: more
+ * than CAP - 1 bytes). */
+static int read_all(int fd, char *buf, size_t cap, size_t *len)
+{
+    size_t n = 0;
+
+    for (;;) {
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return errno;
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        if (n == cap)
+            return EFBIG;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return 0;
+}
+
+/* 0 or why the file's text cannot be a URL. */
+static const char *bad_content(const char *s, size_t len)
+{
+    if (len == 0)
+        return "it is empty";
+    return memchr(s, '\0', len) != NULL ? "it holds a NUL byte" : NULL;
+}
+
+int cli_url_read_file(const char *path, char **url)
+{
+    char *buf = malloc(URL_FILE_MAX + 2);
+    size_t len = 0;
+    int err = buf != NULL ? 0 : ENOMEM;
+    int fd = err == 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+
+    if (err == 0 && fd < 0)
+        err = errno;
+    if (fd >= 0) {
+        err = read_all(fd, buf, URL_FILE_MAX + 1, &len);
+        close(fd);
+    }
+    const char *why = err == EFBIG ? "it is too large" : err ? strerror(err) : NULL;
+    if (why == NULL) {
+        chomp(buf, &len);
+        why = bad_content(buf, len);
+    }
+    if (why == NULL) {
+        *url = buf;
+        return 0;
+    }
+    cli_say("cannot use --url-file %s: %s", path, why);
+    free(buf);
+    return err == ENOMEM ? CLI_EX_OSERR : CLI_EX_CONFIG;
+}
