@@ -292,6 +292,11 @@ typedef struct netmutex_config {
      * refused with ENOTSUP unless this is 1.  NETMUTEX_ALLOW_EVICTION
      * (0 or 1, default 0). */
     int allow_eviction;
+    /* How this process names itself to netmutex_status() and netmutex(1)
+     * "status": the holder of a lock shows as "<holder>:<tid>".  Default
+     * "<hostname>:<pid>".  At most 256 bytes, no control characters.  No
+     * environment variable (netmutex(1) sets it to its command's pid). */
+    const char *holder;
 } netmutex_config_t;
 
 /* Sets the process-wide configuration.  CFG may be NULL: environment and

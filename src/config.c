@@ -11,11 +11,14 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/un.h>
 
 #include "config.h"
+#include "log.h"
 
 /* ---- small string helpers ------------------------------------------ */
 
@@ -272,6 +275,42 @@ int nm_config_parse_urls(const char *urls, nm_server_t **servers, size_t *n)
 
 /* ---- building a configuration ---------------------------------------- */
 
+/* A bounded text buffer for messages: what does not fit is cut. */
+typedef struct msgbuf_t {
+    char buf[512];
+    size_t len;
+} msgbuf_t;
+
+static void out_append(msgbuf_t *out, const char *s, size_t n)
+{
+    n = NM_MIN(n, sizeof out->buf - 1 - out->len);
+    memcpy(out->buf + out->len, s, n);
+    out->len += n;
+    out->buf[out->len] = '\0';
+}
+
+/* Says which setting is wrong and why: "EINVAL" alone leaves a user to
+ * guess among a dozen variables.  ENV is the variable's name; the field of
+ * netmutex_config_t is named alike ("NETMUTEX_LEASE_MS": lease_ms).  VALUE
+ * is the text given, or NULL when the API's number was wrong. */
+static int bad_setting(const char *env, const char *value, const char *why, ...)
+{
+    char field[64], reason[160];
+    va_list ap;
+    size_t i = 0;
+    for (const char *p = env + strlen("NETMUTEX_"); *p && i < sizeof field - 1; p++)
+        field[i++] = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+    field[i] = '\0';
+    va_start(ap, why);
+    vsnprintf(reason, sizeof reason, why, ap);
+    va_end(ap);
+    if (value)
+        netmutex_log(NETMUTEX_LOG_ERROR, "%s=%s: %s", env, value, reason);
+    else
+        netmutex_log(NETMUTEX_LOG_ERROR, "netmutex_config_t.%s: %s", field, reason);
+    return EINVAL;
+}
+
 /* The API value when given, else the environment variable, else DEFAULT.
  * A variable that is set must be valid: EINVAL, never a silent default. */
 static int pick_uint(unsigned int api, const char *env, unsigned int dflt,
@@ -284,12 +323,52 @@ static int pick_uint(unsigned int api, const char *env, unsigned int dflt,
         *out = api;
     } else if (s != NULL && *s != '\0') {
         if (parse_uint_range(s, strlen(s), min, max, &v))
-            return EINVAL;
+            return bad_setting(env, s, "not a whole number from %u to %u", min, max);
         *out = (unsigned int)v;
     } else {
         *out = dflt;
     }
-    return *out >= min && *out <= max ? 0 : EINVAL;
+    if (*out < min || *out > max)
+        return bad_setting(env, NULL, "%u is not from %u to %u", *out, min, max);
+    return 0;
+}
+
+/* Appends URL[0..LEN) to OUT with its credentials masked: what lies
+ * between "//" and the last "@" shows as "***". */
+static void append_masked(msgbuf_t *out, const char *url, size_t len)
+{
+    const char *slash = NULL, *at = NULL;
+    for (size_t i = 0; i + 1 < len && !slash; i++)
+        slash = url[i] == '/' && url[i + 1] == '/' ? url + i + 2 : NULL;
+    for (size_t i = 0; i < len; i++)
+        at = url[i] == '@' ? url + i : at;
+    if (slash && at && slash < at) {
+        out_append(out, url, (size_t)(slash - url));
+        out_append(out, "***", 3);
+        out_append(out, at, len - (size_t)(at - url));
+    } else {
+        out_append(out, url, len);
+    }
+}
+
+/* A malformed URL list, named in a message with every password masked. */
+static int bad_url(const char *url, int from_api)
+{
+    msgbuf_t shown = { { 0 }, 0 };
+    for (const char *p = url;; p++) {
+        size_t len = strcspn(p, ",");
+        append_masked(&shown, p, len);
+        p += len;
+        if (!*p)
+            break;
+        out_append(&shown, ",", 1);
+    }
+    netmutex_log(NETMUTEX_LOG_ERROR, "%s '%s': not a list of 1 to %d URLs of the forms "
+                 "redis://[[user]:password@]host[:port][/db] and "
+                 "unix://[[user]:password@]/path[?db=N]",
+                 from_api ? "netmutex_config_t.url" : "NETMUTEX_URL", shown.buf,
+                 NETMUTEX_SERVERS_MAX);
+    return EINVAL;
 }
 
 /* A 0/1 switch: the API's 1, else the variable ("0" or "1"), else 0. */
@@ -297,15 +376,33 @@ static int pick_flag(int api, const char *env, int *out)
 {
     const char *s = getenv(env);
     if (api != 0 && api != 1)
-        return EINVAL;
+        return bad_setting(env, NULL, "%d is neither 0 nor 1", api);
     if (api || !s || !*s) {
         *out = api;
         return 0;
     }
     if (strcmp(s, "0") != 0 && strcmp(s, "1") != 0)
-        return EINVAL;
+        return bad_setting(env, s, "neither 0 nor 1");
     *out = *s == '1';
     return 0;
+}
+
+/* The holder description: printable, short enough to leave room for the
+ * thread id within NETMUTEX_HOLDER_MAX. */
+static int pick_holder(const char *api, char **out)
+{
+    size_t len;
+    *out = NULL;
+    if (!api)
+        return 0;
+    len = strnlen(api, NM_HOLDER_MAX + 1);
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)api[i] < 0x20 || api[i] == 0x7f)
+            len = 0;
+    if (len == 0 || len > NM_HOLDER_MAX)
+        return bad_setting("NETMUTEX_HOLDER", NULL, "1 to %u printable bytes", NM_HOLDER_MAX);
+    *out = dup_range(api, len);
+    return *out ? 0 : ENOMEM;
 }
 
 static const char *pick_str(const char *api, const char *env, const char *dflt)
@@ -356,12 +453,14 @@ static int pick_double(double api, const char *env, double dflt, double min, dou
     } else if (s != NULL && *s != '\0') {
         errno = 0;
         *out = strtod(s, &end);
-        if (errno || end == s || *end != '\0')
-            return EINVAL;
+        if (errno || end == s || *end != '\0' || !(*out > min && *out <= max))
+            return bad_setting(env, s, "not a number above %g and at most %g", min, max);
     } else {
         *out = dflt;
     }
-    return *out > min && *out <= max ? 0 : EINVAL;
+    if (!(*out > min && *out <= max))
+        return bad_setting(env, NULL, "%g is not above %g and at most %g", *out, min, max);
+    return 0;
 }
 
 /* Quorum mode's timing: the per-server bound defaults to a fiftieth of the
@@ -389,13 +488,16 @@ static int fill_config(const netmutex_config_t *u, nm_config_t *cfg)
 
     if (u == NULL)
         u = &none;
-    err = nm_config_parse_urls(pick_str(u->url, "NETMUTEX_URL", NM_DEFAULT_URL),
-                               &cfg->servers, &cfg->nservers);
+    const char *url = pick_str(u->url, "NETMUTEX_URL", NM_DEFAULT_URL);
+    err = nm_config_parse_urls(url, &cfg->servers, &cfg->nservers);
+    if (err == EINVAL)
+        return bad_url(url, u->url != NULL);
     if (err)
         return err;
     prefix = pick_str(u->key_prefix, "NETMUTEX_PREFIX", NM_DEFAULT_PREFIX);
     if (!valid_prefix(prefix))
-        return EINVAL;
+        return bad_setting("NETMUTEX_PREFIX", u->key_prefix ? NULL : prefix,
+                           "at most %u bytes, without { or }", NM_PREFIX_MAX);
     err = pick_uint(u->connect_timeout_ms, "NETMUTEX_CONNECT_TIMEOUT_MS",
                     NM_DEFAULT_CONNECT_TIMEOUT_MS, 1, NM_TIMEOUT_MAX_MS,
                     &cfg->connect_timeout_ms);
@@ -415,6 +517,8 @@ static int fill_config(const netmutex_config_t *u, nm_config_t *cfg)
         err = pick_quorum(u, cfg);
     if (!err)
         err = pick_flag(u->allow_eviction, "NETMUTEX_ALLOW_EVICTION", &cfg->allow_eviction);
+    if (!err)
+        err = pick_holder(u->holder, &cfg->holder);
     if (err)
         return err;
     cfg->on_lost = u->on_lost;
@@ -428,6 +532,7 @@ static void config_free(nm_config_t *cfg)
 {
     nm_servers_free(cfg->servers, cfg->nservers);
     free(cfg->prefix);
+    free(cfg->holder);
     free(cfg);
 }
 

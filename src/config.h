@@ -28,6 +28,7 @@
 #define NM_PREFIX_MAX 256u
 #define NM_TIMEOUT_MAX_MS 3600000u
 #define NM_URL_MAX 4096u
+#define NM_HOLDER_MAX 256u
 
 typedef struct nm_server {
     int is_unix;
@@ -58,6 +59,7 @@ typedef struct nm_config {
     netmutex_lost_fn on_lost;
     void *on_lost_arg;
     int allow_eviction;       /* accept servers that may evict lock keys */
+    char *holder;             /* NULL: "<hostname>:<pid>" (see lease.c) */
     uint64_t generation;      /* unique per built configuration */
 } nm_config_t;
 

@@ -77,14 +77,20 @@ static void lookup_host(void)
         strcpy(host_name, "?");
 }
 
-/* host:pid:tid of the caller, stored in the meta hash for people and tools
- * asking who holds a lock.  The host name is looked up once. */
-static size_t holder_text(char *buf, size_t size)
+/* host:pid:tid of the caller (or the configured holder:tid), stored in the
+ * meta hash for people and tools asking who holds a lock.  The host name is
+ * looked up once. */
+static size_t holder_text(const nm_config_t *cfg, char *buf, size_t size)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, lookup_host);
-    int n = snprintf(buf, size, "%s:%ld:%ld", host_name, (long)getpid(),
-                     (long)syscall(SYS_gettid));
+    long tid = (long)syscall(SYS_gettid);
+    int n;
+    if (cfg->holder) {
+        n = snprintf(buf, size, "%s:%ld", cfg->holder, tid);
+    } else {
+        pthread_once(&once, lookup_host);
+        n = snprintf(buf, size, "%s:%ld:%ld", host_name, (long)getpid(), tid);
+    }
     return n < 0 ? 0 : NM_MIN((size_t)n, size - 1);
 }
 
@@ -227,7 +233,7 @@ static int acquire_once(nm_lease_t *l, unsigned int queue_ttl, int64_t deadline,
                         long long *pttl, int *sent)
 {
     char lease[16], ttl[16], holder[320], since[24];
-    size_t holder_len = holder_text(holder, sizeof holder);
+    size_t holder_len = holder_text(l->cfg, holder, sizeof holder);
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
     snprintf(lease, sizeof lease, "%u", l->lease_ms);

@@ -173,6 +173,28 @@ static void test_lost_lease_reported(void)
     g_free(name);
 }
 
+/* A bad setting is named, with the value given and what is allowed; a bad
+ * URL is shown with its passwords masked. */
+static void test_bad_settings_named(void)
+{
+    netmutex_config_t bad_url = { .url = "redis://bob:s3cret@host:notaport" };
+    netmutex_config_t bad_lease = { .lease_ms = 5 };
+
+    capture_start(NETMUTEX_LOG_ERROR);
+    nm_assert_rc(netmutex_configure(&bad_url), EINVAL);
+    g_assert_cmpuint(count_lines("1 ", "netmutex_config_t.url", "redis://***@host:notaport",
+                                 NULL), ==, 1);
+    g_assert_cmpuint(count_lines("s3cret", NULL), ==, 0);
+    nm_assert_rc(netmutex_configure(&bad_lease), EINVAL);
+    g_assert_cmpuint(count_lines("netmutex_config_t.lease_ms", "5 is not from 10", NULL), ==, 1);
+    g_setenv("NETMUTEX_IO_TIMEOUT_MS", "soon", TRUE);
+    nm_assert_rc(netmutex_configure(NULL), EINVAL);
+    g_unsetenv("NETMUTEX_IO_TIMEOUT_MS");
+    g_assert_cmpuint(count_lines("NETMUTEX_IO_TIMEOUT_MS=soon", "whole number", NULL), ==, 1);
+    nm_assert_rc(netmutex_set_log(NETMUTEX_LOG_WARN, NULL, NULL), 0);
+    nm_configure(redis);
+}
+
 /* netmutex_log goes through the same channel, filtered by level. */
 static void test_set_log_levels(void)
 {
@@ -218,6 +240,7 @@ int main(int argc, char **argv)
     g_test_add_func("/log/outage/refusal-cause", test_refusal_cause);
     g_test_add_func("/log/outage/stall-reported", test_stall_reported);
     g_test_add_func("/log/lost-lease", test_lost_lease_reported);
+    g_test_add_func("/log/config/bad-settings-named", test_bad_settings_named);
     g_test_add_func("/log/set-log/levels", test_set_log_levels);
     g_test_add_func("/log/strerror", test_strerror);
 

@@ -183,6 +183,34 @@ static void test_status_held_and_free(void)
     g_free(name);
 }
 
+/* The configured holder description replaces host:pid (netmutex(1) names
+ * its command's pid this way); a bad one is refused. */
+static void test_status_configured_holder(void)
+{
+    char *url = nm_redis_url(redis);
+    char *too_long = g_strnfill(257, 'h');
+    netmutex_config_t cfg = { .url = url, .holder = "box7:4242" };
+    netmutex_status_t st;
+    netmutex_t m;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_status(name, &st), 0);
+    g_assert_true(g_str_has_prefix(st.holder, "box7:4242:"));
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    const char *bad[] = { "", too_long, "tab\there", "nl\n" };
+    for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+        cfg.holder = bad[i];
+        nm_assert_rc(netmutex_configure(&cfg), EINVAL);
+    }
+    nm_configure(redis);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(too_long);
+    g_free(name);
+    g_free(url);
+}
+
 static void test_status_bad_arguments(void)
 {
     netmutex_status_t st;
@@ -482,6 +510,7 @@ int main(int argc, char **argv)
     g_test_add_func("/redis/fence/incremented-per-acquisition", test_fence_increments);
     g_test_add_func("/redis/status/held-then-free", test_status_held_and_free);
     g_test_add_func("/redis/status/bad-arguments-einval", test_status_bad_arguments);
+    g_test_add_func("/redis/status/configured-holder", test_status_configured_holder);
     g_test_add_func("/redis/status/unreachable-eagain", test_status_unreachable);
     g_test_add_func("/redis/recursive/one-key-one-acquisition", test_recursive_one_key);
     g_test_add_func("/redis/unlock/foreign-token-enolck-untouched", test_unlock_foreign_token);
