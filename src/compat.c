@@ -77,6 +77,9 @@ int netmutex_pthread_setname(netmutex_pthread_mutex_t *m, const char *name)
         __atomic_store_n(&m->nmp_port, old, __ATOMIC_RELEASE);
         nm_port_free(p);
     }
+    if (!err)
+        netmutex_log(NETMUTEX_LOG_INFO, "netmutex_pthread_setname: the mutex at %p is '%s'",
+                     (void *)m, name);
     return err;
 }
 

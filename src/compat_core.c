@@ -19,14 +19,13 @@
  *
  * Errors are pthread's.  netmutex_unlock's two codes that pthread has not:
  * ENOLCK (our lease was lost: another holder may have overlapped ours) is
- * returned, and reported on stderr once, since ported code rarely checks;
+ * returned, and logged once (netmutex_log), since ported code rarely checks;
  * EIO (released here, the server could not be told, the key expires by
  * itself) breaks no exclusion, so it is reported once and 0 is returned.
  */
 #include "wrap.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,7 +127,7 @@ static int local_acquire(pthread_mutex_t *local, int try)
 static void warn_once(int *flag, const char *what)
 {
     if (!__atomic_exchange_n(flag, 1, __ATOMIC_RELAXED))
-        fprintf(stderr, "netmutex: pthread_mutex_unlock: %s (reported once)\n", what);
+        netmutex_log(NETMUTEX_LOG_WARN, "pthread_mutex_unlock: %s (reported once)", what);
 }
 
 static int unlock_result(int err)

@@ -1,15 +1,20 @@
 /*
  * compat_select.c -- which pthread mutexes are network mutexes.
  *
- * NETMUTEX_MUTEXES="sym[=name],file.c:LINE[=name],..." is read once, on
- * the first call that needs it.  A SYM is the symbol of a global mutex,
- * found with dlsym(RTLD_DEFAULT) -- so the executable must export its
- * symbols (-Wl,--export-dynamic) -- and FILE:LINE is where a source-route
- * PTHREAD_MUTEX_INITIALIZER stands, which also reaches static mutexes
- * that have no symbol.  NAME defaults to the selector itself; the
- * configured key prefix keeps applications apart.  A selector that
- * matches nothing is reported on stderr: silently keeping a mutex local
- * would be the worst failure.
+ * NETMUTEX_MUTEXES="sym[=name],file.c:sym[=name],file.c:LINE[=name],..."
+ * is read once, on the first call that needs it (compat_spec.c takes the
+ * items apart).  A SYM or FILE:SYM is looked up, for all items at once, in
+ * the ELF symbol tables of the program and its loaded objects, statics
+ * included (elfsym.c), and must name exactly one mutex (compat_symbol.c);
+ * its address goes into the table below.  A FILE:LINE is where a
+ * source-route PTHREAD_MUTEX_INITIALIZER stands, matched when a mutex
+ * initialized there is first used (nm_select_name).  NAME defaults to the
+ * selector itself; the configured key prefix keeps applications apart.
+ *
+ * Nothing here fails in silence, since a mutex silently left local would
+ * be the worst failure: an item that selects nothing says why in one line
+ * when it is read, a FILE:LINE that no used mutex matched says so at exit,
+ * and at log level info every selection is listed with its name.
  *
  * Selected addresses live in a fixed open-addressing table that readers
  * probe without a lock: the link route asks it on every call, so for an
@@ -20,12 +25,13 @@
  */
 #include "wrap.h"
 
-#include <dlfcn.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "elfsym.h"
 
 #define SLOTS NM_SELECT_SLOTS
 #define MAX_KEYS (SLOTS / 2)   /* keeps probe chains short */
@@ -33,9 +39,8 @@
 typedef nm_slot_t slot_t;
 
 typedef struct line_sel {
-    char *file;
-    int line;
-    char *name;
+    nm_spec_t spec;   /* an NM_SPEC_LINE */
+    int used;         /* atomic: a mutex initialized there was used */
 } line_sel_t;
 
 slot_t nm_select_table[SLOTS];
@@ -88,86 +93,154 @@ static slot_t *claim(const void *addr)
     return &nm_select_table[i];
 }
 
-static void complain(const char *item, const char *why)
+/* Under table_lock: ADDR selected as SPEC says; WHAT describes it. */
+static void select_locked(void *addr, const nm_spec_t *spec, const char *what, char *copy)
 {
-    fprintf(stderr, "netmutex: NETMUTEX_MUTEXES: '%s': %s\n", item, why);
-}
-
-static int add_symbol(const char *sym, const char *name)
-{
-    void *addr = dlsym(RTLD_DEFAULT, sym);
-    if (!addr)
-        return ENOENT;
-    char *copy = strdup(name);
-    if (!copy)
-        return ENOMEM;
-    __real_pthread_mutex_lock(&table_lock);
     slot_t *s = claim(addr);
-    if (s) {
-        free(s->name);
+    if (!s) {
+        nm_note(NETMUTEX_LOG_ERROR, "NETMUTEX_MUTEXES: '%s': more than %u mutexes selected; "
+                "it selects nothing", spec->text, MAX_KEYS);
+    } else if (s->name) {
+        nm_note(NETMUTEX_LOG_WARN, "NETMUTEX_MUTEXES: '%s' names %s, which an earlier item "
+                "already selected as '%s'; that name stays", spec->text, what, s->name);
+    } else {
         __atomic_store_n(&s->name, copy, __ATOMIC_RELEASE);
         s->permanent = 1;
-    }
-    __real_pthread_mutex_unlock(&table_lock);
-    if (!s)
-        free(copy);
-    return s ? 0 : ENOSPC;
-}
-
-static int add_line(char *file, char *colon, const char *name)
-{
-    char *end;
-    long line = strtol(colon + 1, &end, 10);
-    if (colon == file || *end || line <= 0 || line > INT32_MAX)
-        return EINVAL;
-    line_sel_t *grown = realloc(lines, (nlines + 1) * sizeof *lines);
-    if (!grown)
-        return ENOMEM;
-    lines = grown;
-    *colon = '\0';
-    line_sel_t sel = { strdup(file), (int)line, strdup(name) };
-    *colon = ':';
-    if (!sel.file || !sel.name) {
-        free(sel.file);
-        free(sel.name);
-        return ENOMEM;
-    }
-    lines[nlines++] = sel;
-    return 0;
-}
-
-static void add_item(char *item)
-{
-    char *eq = strchr(item, '='), *name = item;
-    if (eq) {
-        *eq = '\0';
-        name = eq + 1;
-    }
-    char *colon = strrchr(item, ':');
-    int err = !item[0] || !nm_port_name_ok(name) ? EINVAL
-              : colon ? add_line(item, colon, name) : add_symbol(item, name);
-    if (err == ENOENT)
-        complain(item, "no such global symbol (was the program linked with "
-                       "-Wl,--export-dynamic?)");
-    else if (err)
-        complain(item, strerror(err));
-}
-
-static void parse_items(void)
-{
-    const char *env = getenv("NETMUTEX_MUTEXES");
-    char *copy, *save = NULL;
-    if (!env || !(copy = strdup(env)))
+        nm_note(NETMUTEX_LOG_INFO, "NETMUTEX_MUTEXES: '%s' selects the mutex %s as '%s'",
+                spec->text, what, copy);
         return;
-    for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save))
-        add_item(item);
+    }
     free(copy);
 }
 
+static void select_address(void *addr, const nm_spec_t *spec, const char *what)
+{
+    char *copy = strdup(spec->name);
+    if (!copy) {
+        nm_note(NETMUTEX_LOG_ERROR, "NETMUTEX_MUTEXES: '%s': out of memory", spec->text);
+        return;
+    }
+    __real_pthread_mutex_lock(&table_lock);
+    select_locked(addr, spec, what, copy);
+    __real_pthread_mutex_unlock(&table_lock);
+}
+
+/* The symbol items of SPECS, all looked up in one reading of the symbol
+ * tables: it is the slow part, and it happens once. */
+static void select_symbols(const nm_spec_t *specs, size_t n)
+{
+    nm_elfsym_query_t *queries = calloc(n ? n : 1, sizeof *queries);
+    nm_elfsym_scan_t scan = { queries, 0, NULL, 0, NULL };
+    for (size_t i = 0; queries && i < n; i++) {
+        if (specs[i].kind == NM_SPEC_SYMBOL)
+            queries[scan.nqueries++].name = specs[i].symbol;
+    }
+    if (!queries || (scan.nqueries && nm_elfsym_scan(&scan) != 0))
+        nm_note(NETMUTEX_LOG_ERROR, "NETMUTEX_MUTEXES: out of memory reading the symbol tables");
+    for (size_t i = 0, q = 0; queries && i < n; i++) {
+        char what[1024];
+        if (specs[i].kind != NM_SPEC_SYMBOL)
+            continue;
+        uintptr_t addr = nm_symbol_resolve(&specs[i], &queries[q++], &scan, what, sizeof what);
+        if (addr)
+            select_address((void *)addr, &specs[i], what);
+    }
+    nm_elfsym_free(&scan);
+    free(queries);
+}
+
+/* The FILE:LINE items of SPECS move to LINES, for nm_select_name. */
+static void keep_lines(nm_spec_t *specs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (specs[i].kind != NM_SPEC_LINE)
+            continue;
+        line_sel_t *grown = realloc(lines, (nlines + 1) * sizeof *lines);
+        if (!grown) {
+            nm_note(NETMUTEX_LOG_ERROR, "NETMUTEX_MUTEXES: '%s': out of memory", specs[i].text);
+            continue;
+        }
+        lines = grown;
+        lines[nlines++] = (line_sel_t){ specs[i], 0 };
+        memset(&specs[i], 0, sizeof specs[i]);
+    }
+}
+
+/* At exit: a FILE:LINE that no used mutex matched may be a typo, a line
+ * that moved, or a program built by the link route, which has no
+ * initializer lines -- the mutex it meant stayed local all along. */
+static void report_unused_lines(void)
+{
+    for (size_t i = 0; i < nlines; i++) {
+        if (!__atomic_load_n(&lines[i].used, __ATOMIC_ACQUIRE))
+            netmutex_log(NETMUTEX_LOG_WARN,
+                         "NETMUTEX_MUTEXES: '%s' matched no mutex: none initialized by the "
+                         "PTHREAD_MUTEX_INITIALIZER of that line was used (FILE:LINE works on "
+                         "the source route only, -include netmutex/pthread.h)",
+                         lines[i].spec.text);
+    }
+}
+
+static char *trim(char *s)
+{
+    char *end = s + strlen(s);
+    while (isspace((unsigned char)*s))
+        s++;
+    while (end > s && isspace((unsigned char)end[-1]))
+        *--end = '\0';
+    return s;
+}
+
+/* One item into SPECS, or a note on why it is not one. */
+static void read_item(char *item, nm_spec_t **specs, size_t *n)
+{
+    const char *why;
+    nm_spec_t spec;
+    nm_spec_t *grown = realloc(*specs, (*n + 1) * sizeof **specs);
+    int err = grown ? nm_spec_parse(item, &spec, &why) : ENOMEM;
+    if (grown)
+        *specs = grown;
+    if (err == EINVAL)
+        nm_note(NETMUTEX_LOG_ERROR, "NETMUTEX_MUTEXES: '%s': malformed selector: %s; an item "
+                "is SYMBOL, FILE:SYMBOL or FILE:LINE, each optionally followed by =NAME; it "
+                "selects nothing", item, why);
+    else if (err)
+        nm_note(NETMUTEX_LOG_ERROR, "NETMUTEX_MUTEXES: '%s': out of memory", item);
+    else
+        (*specs)[(*n)++] = spec;
+}
+
+static size_t read_items(nm_spec_t **specs)
+{
+    const char *env = getenv("NETMUTEX_MUTEXES");
+    char *copy, *save = NULL;
+    size_t n = 0;
+    *specs = NULL;
+    if (!env || !(copy = strdup(env)))
+        return 0;
+    for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        item = trim(item);
+        if (item[0])
+            read_item(item, specs, &n);
+    }
+    free(copy);
+    return n;
+}
+
+/* The table is published before the notes are logged: see compat_notes.c. */
 static void parse_env(void)
 {
-    parse_items();
+    nm_spec_t *specs;
+    size_t n = read_items(&specs);
+    select_symbols(specs, n);
+    keep_lines(specs, n);
+    for (size_t i = 0; i < n; i++)
+        nm_spec_free(&specs[i]);
+    free(specs);
+    if (nlines)
+        atexit(report_unused_lines);
     __atomic_store_n(&nm_select_parsed, 1, __ATOMIC_RELEASE);
+    nm_notes_flush();
 }
 
 static void ensure_parsed(void)
@@ -249,25 +322,26 @@ int nm_select_register(pthread_mutex_t *addr, const char *name)
     }
     __real_pthread_mutex_unlock(&table_lock);
     free(copy);
+    if (!err)
+        netmutex_log(NETMUTEX_LOG_INFO, "netmutex_wrap_register: the mutex at %p is '%s'",
+                     (void *)addr, name);
     return err;
 }
 
 /* FILE as the compiler saw it ("../src/a.c") matches a selector "a.c",
- * "src/a.c" or the whole path. */
-static int same_file(const char *file, const char *sel)
-{
-    size_t fl = strlen(file), sl = strlen(sel);
-    if (fl < sl || strcmp(file + fl - sl, sel) != 0)
-        return 0;
-    return fl == sl || file[fl - sl - 1] == '/';
-}
-
+ * "src/a.c" or the whole path.  The first use of a mutex a FILE:LINE
+ * selects is listed at level info, once per selector. */
 const char *nm_select_name(const void *addr, const char *file, int line)
 {
     ensure_parsed();
     for (size_t i = 0; file && i < nlines; i++) {
-        if (lines[i].line == line && same_file(file, lines[i].file))
-            return lines[i].name;
+        line_sel_t *l = &lines[i];
+        if (l->spec.line != line || !nm_path_ends_with(file, l->spec.file))
+            continue;
+        if (!__atomic_exchange_n(&l->used, 1, __ATOMIC_ACQ_REL))
+            netmutex_log(NETMUTEX_LOG_INFO, "NETMUTEX_MUTEXES: '%s' selects the mutex "
+                         "initialized at %s:%d as '%s'", l->spec.text, file, line, l->spec.name);
+        return l->spec.name;
     }
     slot_t *s = find(addr);
     return s ? __atomic_load_n(&s->name, __ATOMIC_ACQUIRE) : NULL;

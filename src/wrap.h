@@ -8,6 +8,10 @@
  *                    variables work, see there)
  *   compat_select.c  which mutexes are selected: NETMUTEX_MUTEXES and
  *                    netmutex_wrap_register, by address or FILE:LINE
+ *   compat_spec.c    one NETMUTEX_MUTEXES item, taken apart
+ *   compat_symbol.c  the one mutex a SYMBOL or FILE:SYMBOL item names,
+ *                    from the symbol tables elfsym.c reads
+ *   compat_notes.c   the parse's messages, logged once it is over
  *
  * The library itself is linked with the same --wrap list it hands out, so
  * __real_pthread_X below always reaches the C library's pthread_X, in the
@@ -161,5 +165,42 @@ int nm_select_register(pthread_mutex_t *addr, const char *name);
 /* For the source route: the cluster name of a mutex at ADDR initialized
  * at FILE:LINE (FILE may be NULL), or NULL when it is not selected. */
 const char *nm_select_name(const void *addr, const char *file, int line);
+
+/* ---- NETMUTEX_MUTEXES items (compat_spec.c) ---------------------------- */
+
+typedef enum nm_spec_kind { NM_SPEC_SYMBOL, NM_SPEC_LINE } nm_spec_kind_t;
+
+typedef struct nm_spec {
+    nm_spec_kind_t kind;
+    char *text;      /* the selector as written, without =NAME */
+    char *file;      /* FILE of FILE:LINE or FILE:SYMBOL; NULL for SYMBOL */
+    char *symbol;    /* NM_SPEC_SYMBOL */
+    int line;        /* NM_SPEC_LINE */
+    char *name;      /* the cluster-wide name: NAME, or the selector */
+} nm_spec_t;
+
+/* ITEM ("SYMBOL", "FILE:SYMBOL" or "FILE:LINE", each with an optional
+ * "=NAME") into *SPEC: 0, EINVAL with *WHY saying what is wrong with it (a
+ * static string), or ENOMEM; *SPEC is empty unless 0. */
+int nm_spec_parse(const char *item, nm_spec_t *spec, const char **why);
+void nm_spec_free(nm_spec_t *spec);
+/* 1 when PATH is TAIL or ends with "/" TAIL. */
+int nm_path_ends_with(const char *path, const char *tail);
+
+/* ---- symbol selectors (compat_symbol.c) -------------------------------- */
+
+struct nm_elfsym_query;
+struct nm_elfsym_scan;
+/* The address of the one mutex SPEC (a symbol selector) names among Q's
+ * definitions, described in WHAT for messages; 0 when there is no such
+ * one mutex, with a note saying why. */
+uintptr_t nm_symbol_resolve(const nm_spec_t *spec, const struct nm_elfsym_query *q,
+                            const struct nm_elfsym_scan *scan, char *what, size_t size);
+
+/* ---- the parse's messages (compat_notes.c) ----------------------------- */
+
+/* A message for netmutex_log, held until nm_notes_flush: see there why. */
+void nm_note(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void nm_notes_flush(void);
 
 #endif /* NM_WRAP_H */

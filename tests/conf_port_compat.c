@@ -1,8 +1,10 @@
 /*
  * conf_port_compat.c -- what the source route (<netmutex/pthread.h>) adds
  * to pthread, beyond conf_mutex's conformance checks: NULL arguments,
- * FILE:LINE selection of a static mutex, netmutex_pthread_setname, the
- * recursive cond_wait refusal and the unlock errors pthread has not.
+ * FILE:LINE and FILE:SYMBOL selection of static mutexes (the latter found
+ * in the symbol table, with the source route's larger type),
+ * netmutex_pthread_setname, the recursive cond_wait refusal and the unlock
+ * errors pthread has not.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,6 +17,9 @@ static NmRedis *redis;
 
 /* Selected by its FILE:LINE in main (no symbol: it is static). */
 static pthread_mutex_t by_line = PTHREAD_MUTEX_INITIALIZER; static const int by_line_at = __LINE__;
+
+/* Selected by FILE:SYMBOL in main. */
+static pthread_mutex_t by_symbol = PTHREAD_MUTEX_INITIALIZER;
 
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 
@@ -46,6 +51,14 @@ static void test_file_line(void)
     g_assert_true(held_in_redis("port:by-line"));
     nm_assert_rc(pthread_mutex_unlock(&by_line), 0);
     g_assert_false(held_in_redis("port:by-line"));
+}
+
+static void test_file_symbol(void)
+{
+    nm_assert_rc(pthread_mutex_lock(&by_symbol), 0);
+    g_assert_true(held_in_redis("port:by-symbol"));
+    nm_assert_rc(pthread_mutex_unlock(&by_symbol), 0);
+    g_assert_false(held_in_redis("port:by-symbol"));
 }
 
 static void test_setname(void)
@@ -153,13 +166,15 @@ int main(int argc, char **argv)
     int rc;
 
     nm_test_init(&argc, &argv);
-    sel = g_strdup_printf("conf_port_compat.c:%d=port:by-line", by_line_at);
+    sel = g_strdup_printf("conf_port_compat.c:%d=port:by-line,"
+                          "conf_port_compat.c:by_symbol=port:by-symbol", by_line_at);
     g_setenv("NETMUTEX_MUTEXES", sel, TRUE);
     redis = nm_redis_start(NULL);
     nm_configure(redis);
 
     g_test_add_func("/port/compat/null", test_null);
     g_test_add_func("/port/compat/file-line", test_file_line);
+    g_test_add_func("/port/compat/file-symbol", test_file_symbol);
     g_test_add_func("/port/compat/setname", test_setname);
     g_test_add_func("/port/compat/cond-refusals", test_cond_refusals);
     g_test_add_func("/port/compat/unlock-lost", test_unlock_lost);

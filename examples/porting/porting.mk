@@ -3,7 +3,9 @@
 #
 #   make -f porting.mk            builds counter, counter-source, counter-wrap
 #
-# and run a ported one with the mutex to share selected by its symbol:
+# and run a ported one with the mutex to share selected by its symbol (it
+# is static: libnetmutex-wrap finds it in the program's symbol table, so
+# do not strip the program):
 #
 #   NETMUTEX_URL=redis://127.0.0.1:6379 NETMUTEX_MUTEXES=stats_lock \
 #       ./counter-wrap /shared/count 4 1000
@@ -31,7 +33,8 @@ counter-source: counter.c stats.c stats.h
 		-o $@ counter.c stats.c $$($(PKG_CONFIG) --libs netmutex-wrap)
 
 # Route 2, the link route: the unchanged objects, relinked.  The --libs
-# line carries -Wl,--wrap=pthread_mutex_lock,... and -Wl,--export-dynamic.
+# line carries -Wl,--wrap=pthread_mutex_lock,... (and -Wl,--export-dynamic,
+# which only a stripped program's globals need).
 counter-wrap: $(OBJS)
 	$(CC) $(CFLAGS) -o $@ $(OBJS) $$($(PKG_CONFIG) --libs netmutex-wrap)
 

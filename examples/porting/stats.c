@@ -1,6 +1,6 @@
 /*
  * stats.c -- an ordinary pthread module: a counter in a file, bumped by a
- * read-modify-write under a global mutex.  Nothing here knows about
+ * read-modify-write under a file-scope mutex.  Nothing here knows about
  * netmutex.  Ported (see porting.mk), with NETMUTEX_MUTEXES=stats_lock, the
  * same code excludes every process on every host that shares the file.
  */
@@ -11,8 +11,9 @@
 #include <pthread.h>
 #include <unistd.h>
 
-/* Guards the file.  A global with a symbol, so it can be selected by name. */
-pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Guards the file.  static, as most mutexes are: the program's symbol
+ * table still names it, which is what NETMUTEX_MUTEXES=stats_lock finds. */
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Guards this process's tally; never selected, so it stays a plain,
  * process-local pthread mutex even in the ported program. */
