@@ -15,7 +15,8 @@
  *
  * A mutex stays an ordinary process-local pthread mutex (the one embedded
  * in the struct below) unless it is selected: by NETMUTEX_MUTEXES (its
- * global symbol name, or the FILE:LINE of its PTHREAD_MUTEX_INITIALIZER)
+ * symbol name, global or static, FILE:SYMBOL where several files have a
+ * static of that name, or the FILE:LINE of its PTHREAD_MUTEX_INITIALIZER)
  * or by netmutex_pthread_setname().  See netmutex_pthread(3).
  *
  * Link with libnetmutex-wrap: `pkg-config --libs netmutex-wrap`.
