@@ -126,6 +126,8 @@
 
 #include <netmutex.h>
 
+#include "nm_bench.h"
+
 #ifndef REDIS_SERVER_PATH
 #define REDIS_SERVER_PATH "redis-server"
 #endif
@@ -135,35 +137,29 @@
 #define HAVE_FAIR_MODE 1
 
 #define RTT_PINGS 2000
-#define MAX_PROCS 64
 #define MAX_THREADS 256
 #define MAX_WORKERS 256              /* procs x threads */
 #define SAMPLE_CAP (1u << 16)        /* wait samples kept per thread */
-#define READY_TIMEOUT_MS 30000       /* server start, workers' warm-up */
-#define HANG_GRACE_MS 30000          /* after the end, before "hung" */
 #define DEFAULT_RENEW_PERCENT 33     /* the library's, for the estimate */
 
 /* ===================================================================== */
 /* options and process-wide state                                         */
 /* ===================================================================== */
 
-static struct {
-    const char *url;         /* -u or $NETMUTEX_URL; NULL: private server */
-    int tcp;
-    double duration_s;
-    long procs, threads, hold_us, think_us;   /* -1: scenario default */
-    long n_locks;
-    long lease_ms;
-} opt = { NULL, 0, 5.0, -1, -1, -1, -1, 100000, 3000 };
+bench_opt_t opt = { NULL, 0, 5.0, -1, -1, -1, -1, -1, -1 };
 
 static pid_t main_pid;
-static double rtt_us;                /* median PING round trip */
+double rtt_us;
 static const char *server_kind = "url";
-static char server_url[640];         /* what the library is given */
+char server_url[640];
 static char name_prefix[64];         /* "nm_bench/PID" */
 
-static void complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void complain(const char *fmt, ...)
+long opt_or(long v, long d)
+{
+    return v > 0 ? v : d;
+}
+
+void complain(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -175,7 +171,7 @@ static void complain(const char *fmt, ...)
 
 /* The errno values netmutex documents, by name: "ENOLCK" says more in a
  * JSON line than "No locks available". */
-static const char *errname(int err)
+const char *errname(int err)
 {
     switch (err) {
     case EINVAL: return "EINVAL";
@@ -200,7 +196,7 @@ static const char *errname(int err)
 /* time, statistics                                                       */
 /* ===================================================================== */
 
-static int64_t now_ns(void)
+int64_t now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -209,7 +205,7 @@ static int64_t now_ns(void)
 
 /* Sleeps, not spins: with 2 cores and several workers, a spinning holder
  * would steal the CPU its waiters and the server need. */
-static void sleep_us(long us)
+void sleep_us(long us)
 {
     if (us <= 0)
         return;
@@ -218,14 +214,14 @@ static void sleep_us(long us)
         ;
 }
 
-static int cmp_double(const void *a, const void *b)
+int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
 /* Nearest-rank percentile (P in (0, 1]) of V[0..N), sorted ascending. */
-static double percentile(const double *v, size_t n, double p)
+double percentile(const double *v, size_t n, double p)
 {
     if (n == 0)
         return NAN;
@@ -260,16 +256,7 @@ static long vmrss_kb(void)
 /* JSON lines                                                             */
 /* ===================================================================== */
 
-typedef struct {
-    char buf[8192];
-    size_t len;
-    int targets, met;        /* figures with a target, and those met */
-} jline_t;
-
-enum { AT_LEAST, AT_MOST };
-
-static void j_raw(jline_t *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void j_raw(jline_t *j, const char *fmt, ...)
+void j_raw(jline_t *j, const char *fmt, ...)
 {
     va_list ap;
     if (j->len >= sizeof j->buf)
@@ -282,12 +269,12 @@ static void j_raw(jline_t *j, const char *fmt, ...)
 }
 
 /* Keys are literals of this file: they need no escaping. */
-static void j_key(jline_t *j, const char *key)
+void j_key(jline_t *j, const char *key)
 {
     j_raw(j, "%s\"%s\":", j->len > 1 ? "," : "", key);
 }
 
-static void j_str(jline_t *j, const char *key, const char *s)
+void j_str(jline_t *j, const char *key, const char *s)
 {
     j_key(j, key);
     j_raw(j, "\"");
@@ -303,14 +290,14 @@ static void j_str(jline_t *j, const char *key, const char *s)
     j_raw(j, "\"");
 }
 
-static void j_int(jline_t *j, const char *key, long long v)
+void j_int(jline_t *j, const char *key, long long v)
 {
     j_key(j, key);
     j_raw(j, "%lld", v);
 }
 
 /* JSON has no NaN or infinity: they become null. */
-static void j_num(jline_t *j, const char *key, double v)
+void j_num(jline_t *j, const char *key, double v)
 {
     j_key(j, key);
     if (isfinite(v))
@@ -319,7 +306,7 @@ static void j_num(jline_t *j, const char *key, double v)
         j_raw(j, "null");
 }
 
-static void j_bool(jline_t *j, const char *key, int v)
+void j_bool(jline_t *j, const char *key, int v)
 {
     j_key(j, key);
     j_raw(j, v ? "true" : "false");
@@ -335,7 +322,7 @@ static void j_int_array(jline_t *j, const char *key, const uint64_t *v, size_t n
 }
 
 /* A figure with its target: see "OUTPUT" at the top. */
-static void j_figure(jline_t *j, const char *name, double value, double target, int sense)
+void j_figure(jline_t *j, const char *name, double value, double target, int sense)
 {
     char key[96];
     int meets = sense == AT_LEAST ? value >= target : value <= target;
@@ -353,7 +340,7 @@ static void j_figure(jline_t *j, const char *name, double value, double target, 
 }
 
 /* Every line starts alike, so lines from different runs can be compared. */
-static void j_begin(jline_t *j, const char *scenario)
+void j_begin(jline_t *j, const char *scenario)
 {
     j->len = 0;
     j->targets = j->met = 0;
@@ -363,7 +350,7 @@ static void j_begin(jline_t *j, const char *scenario)
     j_num(j, "rtt_us", rtt_us);
 }
 
-static void j_end(jline_t *j)
+void j_end(jline_t *j)
 {
     if (j->targets)
         j_bool(j, "meets_all_targets", j->met == j->targets);
@@ -374,7 +361,7 @@ static void j_end(jline_t *j)
 }
 
 /* The line of a scenario that could not be measured.  Returns -1. */
-static int report_error(const char *scenario, const char *msg)
+int report_error(const char *scenario, const char *msg)
 {
     jline_t j;
     j_begin(&j, scenario);
@@ -485,7 +472,7 @@ static int parse_url(const char *url, endpoint_t *ep)
 }
 
 /* A command whose reply must not be an error; NULL after a message. */
-static redisReply *admin_cmd(redisContext *c, const char *what, int argc, const char **argv)
+redisReply *admin_cmd(redisContext *c, const char *what, int argc, const char **argv)
 {
     redisReply *r = redisCommandArgv(c, argc, argv, NULL);
     if (!r) {
@@ -501,7 +488,7 @@ static redisReply *admin_cmd(redisContext *c, const char *what, int argc, const 
 }
 
 /* The same for a command whose reply is not needed: 0, or -1. */
-static int admin_do(redisContext *c, const char *what, int argc, const char **argv)
+int admin_do(redisContext *c, const char *what, int argc, const char **argv)
 {
     redisReply *r = admin_cmd(c, what, argc, argv);
     if (!r)
@@ -512,7 +499,7 @@ static int admin_do(redisContext *c, const char *what, int argc, const char **ar
 
 /* A plain hiredis connection to server_url, authenticated and on the
  * right database; NULL after a message. */
-static redisContext *admin_connect(void)
+redisContext *admin_connect(void)
 {
     endpoint_t ep;
     struct timeval tv = { 5, 0 };
@@ -841,18 +828,8 @@ static const char *quorum_url(void)
 /* worker processes                                                       */
 /* ===================================================================== */
 
-/* Forked processes running one function, killed if they outlive a
- * deadline, and with us if we die. */
-typedef struct {
-    int n;
-    pid_t pid[MAX_PROCS];    /* 0 once reaped */
-    int failed;              /* one exited non-zero or died of a signal */
-} crew_t;
-
-typedef int (*crew_fn)(void *arg, int index);
-
 /* Starts N processes running FN(ARG, i) and exiting 0 if it returns 0. */
-static int crew_spawn(crew_t *c, int n, crew_fn fn, void *arg)
+int crew_spawn(crew_t *c, int n, crew_fn fn, void *arg)
 {
     pid_t parent = getpid();
     memset(c, 0, sizeof *c);
@@ -876,7 +853,7 @@ static int crew_spawn(crew_t *c, int n, crew_fn fn, void *arg)
 }
 
 /* Reaps the processes that have exited; returns how many still run. */
-static int crew_reap(crew_t *c)
+int crew_reap(crew_t *c)
 {
     int running = 0;
     for (int i = 0; i < c->n; i++) {
@@ -898,7 +875,7 @@ static int crew_reap(crew_t *c)
     return running;
 }
 
-static void crew_kill(crew_t *c)
+void crew_kill(crew_t *c)
 {
     for (int i = 0; i < c->n; i++)
         if (c->pid[i] > 0)
@@ -909,7 +886,7 @@ static void crew_kill(crew_t *c)
 
 /* Waits until all have exited; kills them at DEADLINE_NS.  0 if all
  * exited in time and cleanly. */
-static int crew_wait(crew_t *c, int64_t deadline_ns)
+int crew_wait(crew_t *c, int64_t deadline_ns)
 {
     while (crew_reap(c) > 0) {
         if (now_ns() > deadline_ns) {
@@ -924,12 +901,6 @@ static int crew_wait(crew_t *c, int64_t deadline_ns)
 /* ===================================================================== */
 /* the lock loop: every scenario but many_locks is this with other knobs  */
 /* ===================================================================== */
-
-typedef struct {
-    int procs, threads;      /* threads per process */
-    long hold_us, think_us;  /* inside and between critical sections */
-    int fair;                /* fair mode on the mutex */
-} load_t;
 
 /* One worker thread's results. */
 typedef struct {
@@ -1084,17 +1055,6 @@ static int worker_process(void *arg, int proc)
     return err;
 }
 
-typedef struct {
-    double duration_s;
-    uint64_t total;
-    uint64_t per_proc[MAX_PROCS];
-    uint64_t thread_min, thread_max;
-    size_t nsamples;
-    double wait_p50_us, wait_p99_us, wait_max_us;
-    double hold_mean_us, unlock_mean_us;
-    char error[192];
-} group_result_t;
-
 /* What the board says, once the workers are gone. */
 static int collect(const board_t *b, const load_t *ld, group_result_t *res)
 {
@@ -1139,7 +1099,7 @@ static int collect(const board_t *b, const load_t *ld, group_result_t *res)
 
 /* Runs LD on the mutex NAME for opt.duration_s and fills RES.  -1 with
  * RES->error set when anything failed. */
-static int run_load(const char *name, const load_t *ld, group_result_t *res)
+int run_load(const char *name, const load_t *ld, group_result_t *res)
 {
     size_t nslots = (size_t)ld->procs * (size_t)ld->threads;
     size_t size = sizeof(board_t) + nslots * sizeof(slot_t);
@@ -1207,7 +1167,7 @@ static load_t with_overrides(load_t ld)
     return ld;
 }
 
-static void mutex_name(char *buf, size_t len, const char *what)
+void mutex_name(char *buf, size_t len, const char *what)
 {
     snprintf(buf, len, "%s/%s", name_prefix, what);
 }
@@ -1268,12 +1228,6 @@ static double min_over_max(const uint64_t *v, int n)
 /* ===================================================================== */
 /* scenarios                                                              */
 /* ===================================================================== */
-
-typedef struct scenario {
-    const char *name;
-    int (*run)(const struct scenario *sc);
-    load_t load;             /* defaults, for the lock-loop scenarios */
-} scenario_t;
 
 /* This run's single-server figures, for the quorum scenarios' ratios (0:
  * not measured in this run). */
@@ -1442,6 +1396,9 @@ static int sc_threads_two_procs(const scenario_t *sc)
 
 /* ---- many_locks -------------------------------------------------------- */
 
+#define MANY_LOCKS_N 100000          /* -n */
+#define MANY_LOCKS_LEASE_MS 3000     /* --lease-ms */
+
 static int lost_callbacks;   /* atomic */
 
 static void count_lost(const char *name, void *arg)
@@ -1454,7 +1411,8 @@ static void count_lost(const char *name, void *arg)
 static int many_locks_child(void *arg, int index)
 {
     const char *scenario = ((const scenario_t *)arg)->name;
-    size_t n = (size_t)opt.n_locks, locked = 0, lost = 0, other = 0;
+    size_t n = (size_t)opt_or(opt.n_locks, MANY_LOCKS_N), locked = 0, lost = 0, other = 0;
+    long lease_ms = opt_or(opt.lease_ms, MANY_LOCKS_LEASE_MS);
     netmutex_config_t cfg = { .url = server_url };
     netmutex_attr_t attr;
     netmutex_t warm;
@@ -1473,7 +1431,7 @@ static int many_locks_child(void *arg, int index)
     memset(ms, 0xa5, n * sizeof *ms);
 
     if ((err = netmutex_configure(&cfg)) != 0 || (err = netmutex_attr_init(&attr)) != 0 ||
-        (err = netmutex_attr_setlease(&attr, (unsigned int)opt.lease_ms)) != 0 ||
+        (err = netmutex_attr_setlease(&attr, (unsigned int)lease_ms)) != 0 ||
         (err = netmutex_attr_setlostfn(&attr, count_lost, &lost_callbacks)) != 0) {
         snprintf(msg, sizeof msg, "setup: %s", errname(err));
         return report_error(scenario, msg);
@@ -1508,7 +1466,7 @@ static int many_locks_child(void *arg, int index)
      * difference is its renewal traffic. */
     cmdstats_t s0 = { 0, 0 }, s1 = { 0, 0 };
     int stats_ok = 0;
-    int64_t hold_ms = 3 * opt.lease_ms;
+    int64_t hold_ms = 3 * lease_ms;
     if (!err) {
         fprintf(stderr, "nm_bench: many_locks: holding %zu locks for %lld ms\n", n, (long long)hold_ms);
         stats_ok = read_cmdstats(admin, &s0) == 0;
@@ -1537,7 +1495,7 @@ static int many_locks_child(void *arg, int index)
     jline_t j;
     j_begin(&j, scenario);
     j_int(&j, "locks", (long long)n);
-    j_int(&j, "lease_ms", opt.lease_ms);
+    j_int(&j, "lease_ms", lease_ms);
     j_int(&j, "hold_ms", hold_ms);
     /* An acquisition alone needs one round trip: 1/rtt per second. */
     double acquire_rate = (double)n / ((double)(t1 - t0) / 1e9);
@@ -1555,7 +1513,7 @@ static int many_locks_child(void *arg, int index)
     if (stats_ok) {
         const char *env = getenv("NETMUTEX_RENEW_PERCENT");
         int pct = env && atoi(env) > 0 ? atoi(env) : DEFAULT_RENEW_PERCENT;
-        double rounds = (double)hold_ms / ((double)opt.lease_ms * pct / 100.0);
+        double rounds = (double)hold_ms / ((double)lease_ms * pct / 100.0);
         unsigned long long calls = s1.evalsha - s0.evalsha;
         unsigned long long keys = s1.pexpire - s0.pexpire;
         j_int(&j, "renew_evalsha_calls", (long long)calls);
@@ -1576,7 +1534,7 @@ static int many_locks_child(void *arg, int index)
 static int sc_many_locks(const scenario_t *sc)
 {
     crew_t crew;
-    int64_t limit_ms = 3 * opt.lease_ms + 600000;   /* a hang, not a slow run */
+    int64_t limit_ms = 3 * opt_or(opt.lease_ms, MANY_LOCKS_LEASE_MS) + 600000;   /* a hang, not a slow run */
     if (crew_spawn(&crew, 1, many_locks_child, (void *)sc) != 0) {
         crew_kill(&crew);
         return report_error(sc->name, "fork failed");
