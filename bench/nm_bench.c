@@ -45,12 +45,16 @@
  *   uncontended        1 process x 1 thread, one name, lock+unlock in a loop.
  *                      "cycles_per_s"; target 0.9 x rtt_bound_per_s.
  *   contended_procs    4 processes x 1 thread, one name, hold 1 ms, think
- *                      1 ms.  "acq_per_s" (total acquisitions per second),
- *                      target 0.9 x "ideal_per_s", the most the hold and
- *                      think times allow (1,000/s by default: the lock is
- *                      never idle); wait p50/p99/max, target p99 <= 5 ms;
- *                      "fairness" = min/max acquisitions per process,
- *                      target >= 0.8.
+ *                      1 ms.  Then the reference: the same load (processes,
+ *                      sleeps, duration) on a process-shared pthread mutex
+ *                      in the board, "pthread_acq_per_s",
+ *                      "pthread_wait_p50_ms", "pthread_wait_p99_ms",
+ *                      "pthread_fairness".  "acq_per_s" (total acquisitions
+ *                      per second), target 0.9 x pthread_acq_per_s;
+ *                      "ideal_per_s" is the most the hold and think times
+ *                      allow (1,000/s by default: the lock is never idle);
+ *                      wait p50/p99/max, target p99 <= 5 ms; "fairness" =
+ *                      min/max acquisitions per process, target >= 0.8.
  *   threads            1 process x 8 threads, one name, empty critical
  *                      section.  "acq_per_s", target >= 100,000; well above
  *                      rtt_bound_per_s only if threads hand the lock to
@@ -77,7 +81,9 @@
  *                      call ("keys_per_renew_call") means the renewals are
  *                      batched.
  *   fair_procs         contended_procs with the mutex in fair mode; prints
- *                      "skipped" while netmutex.h has no fair mode.
+ *                      "skipped" while netmutex.h has no fair mode.  Its
+ *                      pthread reference is the same plain mutex (pthread
+ *                      mutexes have no fair mode).
  *   quorum_uncontended uncontended in quorum mode: server 0 and two more
  *                      private servers started for it (not available with
  *                      -u).  "cycles_per_s"; "cycle_time_ratio" = this
@@ -86,7 +92,8 @@
  *   quorum_contended_procs  contended_procs in quorum mode, with its
  *                      "cycle_time_ratio" to contended_procs (no target).
  * -p, -t, --hold-us and --think-us replace the defaults of contended_procs,
- * threads, threads_two_procs and fair_procs; uncontended stays 1 x 1.
+ * threads, threads_two_procs and fair_procs (and of their pthread
+ * references); uncontended stays 1 x 1.
  * Targets other than the fixed ones (p99, fairness, lost, RSS) follow the
  * parameters, as described above.
  *
@@ -899,7 +906,7 @@ int crew_wait(crew_t *c, int64_t deadline_ns)
 }
 
 /* ===================================================================== */
-/* the lock loop: every scenario but many_locks is this with other knobs  */
+/* the lock loop: most scenarios are this with other knobs                */
 /* ===================================================================== */
 
 /* One worker thread's results. */
@@ -919,6 +926,7 @@ typedef struct {
     int ready;               /* threads warmed up (atomic) */
     int go;                  /* set once end_ns is (atomic) */
     int64_t end_ns;
+    pthread_mutex_t pmutex;  /* the reference runs' process-shared mutex */
     slot_t slots[];          /* procs x threads, process by process */
 } board_t;
 
@@ -931,10 +939,29 @@ typedef struct {
 typedef struct {
     board_t *board;
     slot_t *slot;
-    netmutex_t *m;
+    netmutex_t *m;           /* NULL in the pthread reference runs */
     const load_t *load;
     uint64_t rng;
 } worker_t;
+
+/* The lock under test: the netmutex, or in the reference runs the
+ * process-shared pthread mutex on the board, taken the same way. */
+static int w_lock(worker_t *w)
+{
+    return w->m ? netmutex_lock(w->m) : pthread_mutex_lock(&w->board->pmutex);
+}
+
+static int w_unlock(worker_t *w)
+{
+    return w->m ? netmutex_unlock(w->m) : pthread_mutex_unlock(&w->board->pmutex);
+}
+
+static const char *w_call(const worker_t *w, int unlock)
+{
+    if (w->m)
+        return unlock ? "netmutex_unlock" : "netmutex_lock";
+    return unlock ? "pthread_mutex_unlock" : "pthread_mutex_lock";
+}
 
 static void slot_fail(slot_t *s, const char *what, int err)
 {
@@ -968,10 +995,10 @@ static void *worker_thread(void *arg)
     int err;
 
     /* Warm-up: the thread's first lock dials Redis and loads the scripts. */
-    if ((err = netmutex_lock(w->m)) != 0)
-        slot_fail(w->slot, "netmutex_lock (warm-up)", err);
-    else if ((err = netmutex_unlock(w->m)) != 0)
-        slot_fail(w->slot, "netmutex_unlock (warm-up)", err);
+    if ((err = w_lock(w)) != 0)
+        slot_fail(w->slot, w_call(w, 0), err);
+    else if ((err = w_unlock(w)) != 0)
+        slot_fail(w->slot, w_call(w, 1), err);
     __atomic_add_fetch(&w->board->ready, 1, __ATOMIC_SEQ_CST);
     if (err)
         return NULL;
@@ -983,15 +1010,15 @@ static void *worker_thread(void *arg)
         int64_t t0 = now_ns();
         if (t0 >= end)
             break;
-        if ((err = netmutex_lock(w->m)) != 0) {
-            slot_fail(w->slot, "netmutex_lock", err);
+        if ((err = w_lock(w)) != 0) {
+            slot_fail(w->slot, w_call(w, 0), err);
             break;
         }
         int64_t t1 = now_ns();
         sleep_us(w->load->hold_us);
         int64_t t2 = now_ns();
-        if ((err = netmutex_unlock(w->m)) != 0) {
-            slot_fail(w->slot, "netmutex_unlock", err);
+        if ((err = w_unlock(w)) != 0) {
+            slot_fail(w->slot, w_call(w, 1), err);
             break;
         }
         /* A lock that returned after the end is not part of the period. */
@@ -1011,8 +1038,33 @@ static int set_fair_mode(netmutex_attr_t *attr)
     return netmutex_attr_setfair(attr, 1);
 }
 
+/* Runs the process's threads on M (NULL: the board's pthread mutex) until
+ * they are done.  Threads that never ran still count as ready, so the
+ * main process sees the failure now instead of at its timeout. */
+static int run_threads(crew_job_t *job, slot_t *slots, netmutex_t *m)
+{
+    const load_t *ld = job->load;
+    pthread_t tid[MAX_THREADS];
+    worker_t w[MAX_THREADS];
+    int err = 0, started = 0;
+
+    for (; started < ld->threads; started++) {
+        w[started] = (worker_t){ job->board, &slots[started], m, ld,
+                                 0x9e3779b97f4a7c15ull ^ ((uint64_t)getpid() << 16 | (uint64_t)started) };
+        if ((err = pthread_create(&tid[started], NULL, worker_thread, &w[started])) != 0) {
+            slot_fail(&slots[started], "pthread_create", err);
+            break;
+        }
+    }
+    for (int t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    __atomic_add_fetch(&job->board->ready, ld->threads - started, __ATOMIC_SEQ_CST);
+    return err;
+}
+
 /* Worker process PROC: its own configuration, one netmutex_t shared by
- * its threads, as a program would have. */
+ * its threads, as a program would have.  In the pthread reference runs,
+ * only the threads. */
 static int worker_process(void *arg, int proc)
 {
     crew_job_t *job = arg;
@@ -1021,10 +1073,10 @@ static int worker_process(void *arg, int proc)
     netmutex_config_t cfg = { .url = server_url };
     netmutex_attr_t attr;
     netmutex_t m;
-    pthread_t tid[MAX_THREADS];
-    worker_t w[MAX_THREADS];
-    int err, started = 0;
+    int err;
 
+    if (ld->pthread_ref)
+        return run_threads(job, slots, NULL);
     if ((err = netmutex_configure(&cfg)) != 0) {
         slot_fail(&slots[0], "netmutex_configure", err);
     } else if ((err = netmutex_attr_init(&attr)) != 0 ||
@@ -1034,24 +1086,16 @@ static int worker_process(void *arg, int proc)
         slot_fail(&slots[0], "netmutex_init", err);
     } else {
         netmutex_attr_destroy(&attr);
-        for (; started < ld->threads; started++) {
-            w[started] = (worker_t){ job->board, &slots[started], &m, ld,
-                                     0x9e3779b97f4a7c15ull ^ ((uint64_t)getpid() << 16 | (uint64_t)started) };
-            if ((err = pthread_create(&tid[started], NULL, worker_thread, &w[started])) != 0) {
-                slot_fail(&slots[started], "pthread_create", err);
-                break;
-            }
-        }
-        for (int t = 0; t < started; t++)
-            pthread_join(tid[t], NULL);
+        if ((err = run_threads(job, slots, &m)) != 0)
+            return err;
         if ((err = netmutex_destroy(&m)) != 0)
             slot_fail(&slots[0], "netmutex_destroy", err);
         else if ((err = netmutex_shutdown()) != 0)
             slot_fail(&slots[0], "netmutex_shutdown", err);
+        return err;
     }
-    /* Threads that never ran still count as ready, so the main process
-     * sees the failure now instead of at its timeout. */
-    __atomic_add_fetch(&job->board->ready, ld->threads - started, __ATOMIC_SEQ_CST);
+    /* Setup failed: no thread runs. */
+    __atomic_add_fetch(&job->board->ready, ld->threads, __ATOMIC_SEQ_CST);
     return err;
 }
 
@@ -1097,8 +1141,24 @@ static int collect(const board_t *b, const load_t *ld, group_result_t *res)
     return 0;
 }
 
-/* Runs LD on the mutex NAME for opt.duration_s and fills RES.  -1 with
- * RES->error set when anything failed. */
+/* The reference runs' mutex, in the shared mapping where every worker
+ * process sees it.  0, or an errno value. */
+static int init_shared_mutex(pthread_mutex_t *pm)
+{
+    pthread_mutexattr_t a;
+    int err = pthread_mutexattr_init(&a);
+    if (err)
+        return err;
+    err = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+    if (!err)
+        err = pthread_mutex_init(pm, &a);
+    pthread_mutexattr_destroy(&a);
+    return err;
+}
+
+/* Runs LD on the mutex NAME (or LD->pthread_ref's pthread mutex) for
+ * opt.duration_s and fills RES.  -1 with RES->error set when anything
+ * failed. */
 int run_load(const char *name, const load_t *ld, group_result_t *res)
 {
     size_t nslots = (size_t)ld->procs * (size_t)ld->threads;
@@ -1112,6 +1172,12 @@ int run_load(const char *name, const load_t *ld, group_result_t *res)
                       MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (b == MAP_FAILED) {
         snprintf(res->error, sizeof res->error, "mmap: %s", strerror(errno));
+        return -1;
+    }
+    int err = ld->pthread_ref ? init_shared_mutex(&b->pmutex) : 0;
+    if (err) {
+        snprintf(res->error, sizeof res->error, "pthread_mutex_init: %s", strerror(err));
+        munmap(b, size);
         return -1;
     }
     crew_job_t job = { b, ld, name };
@@ -1149,6 +1215,8 @@ int run_load(const char *name, const load_t *ld, group_result_t *res)
     res->duration_s = (double)(b->end_ns - start) / 1e9;
     rc = collect(b, ld, res);
 out:
+    if (ld->pthread_ref)
+        pthread_mutex_destroy(&b->pmutex);
     munmap(b, size);
     return rc;
 }
@@ -1248,29 +1316,49 @@ static int sc_uncontended(const scenario_t *sc)
     return 0;
 }
 
+/* The same load on a process-shared pthread mutex: what the machine and
+ * the hold/think sleeps allow a lock that costs nothing, in this run.
+ * -1 after printing SCENARIO's error line. */
+static int measure_pthread_ref(const char *scenario, const load_t *ld, group_result_t *ref)
+{
+    load_t pl = *ld;
+    char msg[sizeof ref->error + 32];
+    pl.pthread_ref = 1;
+    pl.fair = 0;                       /* pthread mutexes have no fair mode */
+    fprintf(stderr, "nm_bench: %s: the same load on a process-shared pthread mutex\n", scenario);
+    if (run_load("pthread", &pl, ref) == 0)
+        return 0;
+    snprintf(msg, sizeof msg, "pthread reference: %s", ref->error);
+    return report_error(scenario, msg);
+}
+
 /* contended_procs and fair_procs. */
 static int contended(const scenario_t *sc, int fair)
 {
     load_t ld = with_overrides(sc->load);
-    group_result_t r;
+    group_result_t r, ref;
     jline_t j;
     ld.fair = fair;
-    if (measure(sc->name, &ld, &r, &j) != 0)
+    if (measure(sc->name, &ld, &r, &j) != 0 || measure_pthread_ref(sc->name, &ld, &ref) != 0)
         return -1;
     j_figure(&j, "wait_p99_ms", r.wait_p99_us / 1e3, 5.0, AT_MOST);
     j_num(&j, "wait_max_ms", r.wait_max_us / 1e3);
+    /* The target is the pthread mutex's rate, measured under the same
+     * timer slack and machine load, not the arithmetic ideal. */
+    j_figure(&j, "acq_per_s", rate(&r), 0.9 * rate(&ref), AT_LEAST);
+    j_num(&j, "pthread_acq_per_s", rate(&ref));
+    j_num(&j, "pthread_wait_p50_ms", ref.wait_p50_us / 1e3);
+    j_num(&j, "pthread_wait_p99_ms", ref.wait_p99_us / 1e3);
+    j_num(&j, "pthread_fairness", min_over_max(ref.per_proc, ld.procs));
     /* The most the parameters allow: the lock busy all the time, or every
      * worker always either holding or thinking.  With no hold time the
-     * round trips set the limit, which has no fixed target. */
+     * round trips set the limit. */
     if (ld.hold_us > 0) {
         double workers = (double)ld.procs * ld.threads;
         double ideal = 1e6 / (double)ld.hold_us;
         double demand = workers * 1e6 / (double)(ld.hold_us + ld.think_us);
-        ideal = demand < ideal ? demand : ideal;
-        j_figure(&j, "acq_per_s", rate(&r), 0.9 * ideal, AT_LEAST);
-        j_num(&j, "ideal_per_s", ideal);
+        j_num(&j, "ideal_per_s", demand < ideal ? demand : ideal);
     } else {
-        j_num(&j, "acq_per_s", rate(&r));
         j_rtt_bound(&j, rate(&r));
     }
     if (ld.procs > 1)
@@ -1553,14 +1641,14 @@ static int sc_many_locks(const scenario_t *sc)
 /* ===================================================================== */
 
 static const scenario_t scenarios[] = {
-    { "uncontended", sc_uncontended, { 1, 1, 0, 0, 0 } },
-    { "contended_procs", sc_contended_procs, { 4, 1, 1000, 1000, 0 } },
-    { "threads", sc_threads, { 1, 8, 0, 0, 0 } },
-    { "threads_two_procs", sc_threads_two_procs, { 2, 8, 0, 0, 0 } },
-    { "many_locks", sc_many_locks, { 1, 1, 0, 0, 0 } },
-    { "fair_procs", sc_fair_procs, { 4, 1, 1000, 1000, 0 } },
-    { "quorum_uncontended", sc_quorum_uncontended, { 1, 1, 0, 0, 0 } },
-    { "quorum_contended_procs", sc_quorum_contended_procs, { 4, 1, 1000, 1000, 0 } },
+    { "uncontended", sc_uncontended, { 1, 1, 0, 0, 0, 0 } },
+    { "contended_procs", sc_contended_procs, { 4, 1, 1000, 1000, 0, 0 } },
+    { "threads", sc_threads, { 1, 8, 0, 0, 0, 0 } },
+    { "threads_two_procs", sc_threads_two_procs, { 2, 8, 0, 0, 0, 0 } },
+    { "many_locks", sc_many_locks, { 1, 1, 0, 0, 0, 0 } },
+    { "fair_procs", sc_fair_procs, { 4, 1, 1000, 1000, 0, 0 } },
+    { "quorum_uncontended", sc_quorum_uncontended, { 1, 1, 0, 0, 0, 0 } },
+    { "quorum_contended_procs", sc_quorum_contended_procs, { 4, 1, 1000, 1000, 0, 0 } },
 };
 #define NSCENARIOS (sizeof scenarios / sizeof scenarios[0])
 

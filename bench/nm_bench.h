@@ -95,6 +95,7 @@ typedef struct {
     int procs, threads;      /* threads per process */
     long hold_us, think_us;  /* inside and between critical sections */
     int fair;                /* fair mode on the mutex */
+    int pthread_ref;         /* a process-shared pthread mutex instead */
 } load_t;
 
 typedef struct {
