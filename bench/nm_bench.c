@@ -44,6 +44,34 @@
  * measured time of each, default 5 s):
  *   uncontended        1 process x 1 thread, one name, lock+unlock in a loop.
  *                      "cycles_per_s"; target 0.9 x rtt_bound_per_s.
+ *   server_cpu         What a cycle costs the server.  One worker process
+ *                      locks and unlocks one name; the reference is the
+ *                      commands a plain SET-NX lock sends, run by the main
+ *                      process on a hiredis connection of its own: EVALSHA
+ *                      of a script doing SET key value NX PX lease, EVALSHA
+ *                      of one doing GET, compare, DEL, with a fresh
+ *                      32-hex-digit value per cycle.  The two take turns in
+ *                      200 ms chunks ("chunk_ms"), in the order ABBA ABBA,
+ *                      -d seconds each, so both see the same machine load.
+ *                      Around every chunk the main process reads INFO cpu
+ *                      (used_cpu_user + used_cpu_sys of the server's main
+ *                      thread: "cpu_source" "main_thread", or "process" on
+ *                      a server that does not report it) and INFO
+ *                      commandstats.  With the private server, its main
+ *                      thread and the bench's processes are pinned to one
+ *                      CPU for this scenario ("pinned_cpu", -1 with -u):
+ *                      across cores, wake-ups and idle exits made the
+ *                      figure vary up to 4x between chunks.
+ *                      "server_cpu_us_per_cycle",
+ *                      "reference_cpu_us_per_cycle";
+ *                      "cpu_ratio_to_reference" = the first / the second,
+ *                      target <= 1.  "redis_calls_per_cycle" = commands
+ *                      the server ran per cycle, those run inside scripts
+ *                      included (the bench's INFO calls excluded), and
+ *                      "calls_per_cycle" the same by command;
+ *                      "reference_calls_per_cycle".  (An idle server's
+ *                      cron, ~2 ms of CPU per second, is in both and not
+ *                      subtracted.)
  *   contended_procs    4 processes x 1 thread, one name, hold 1 ms, think
  *                      1 ms.  Then the reference: the same load (processes,
  *                      sleeps, duration) on a process-shared pthread mutex
@@ -55,6 +83,18 @@
  *                      allow (1,000/s by default: the lock is never idle);
  *                      wait p50/p99/max, target p99 <= 5 ms; "fairness" =
  *                      min/max acquisitions per process, target >= 0.8.
+ *   handoff            How long the lock takes to change hands.  2 processes
+ *                      pass one name back and forth: the holder waits until
+ *                      the other has been inside netmutex_lock for
+ *                      "settle_us" (2 ms: its request is queued by then),
+ *                      then unlocks.  A sample is the time from the start of
+ *                      the holder's netmutex_unlock call to the return of
+ *                      the waiter's netmutex_lock, both stamped with
+ *                      CLOCK_MONOTONIC on the board.  "handoff_p50_us",
+ *                      "handoff_p99_us", "handoff_max_us"; "unlock_p50_us",
+ *                      "unlock_p99_us" = the unlock call alone;
+ *                      "handoff_p50_rtt" = handoff_p50_us / rtt_us, target
+ *                      <= 2.
  *   threads            1 process x 8 threads, one name, empty critical
  *                      section.  "acq_per_s", target >= 100,000; well above
  *                      rtt_bound_per_s only if threads hand the lock to
@@ -64,6 +104,21 @@
  *                      smallest share of acquisitions a process got; target
  *                      >= 1/3 with two processes (in general 2/3 of an even
  *                      share, 2/(3 x procs)).
+ *   residue            What the server keeps of names no longer used.  One
+ *                      process locks and unlocks N distinct names one after
+ *                      the other (-n, default 20,000) with a short lease
+ *                      (--lease-ms, default 500), each with a netmutex_t of
+ *                      its own, destroyed after use.  Before the first,
+ *                      right after the last and 2 leases after it:
+ *                      "used_memory_*" (INFO memory), "dbsize_*" (the whole
+ *                      database, other scenarios' keys included) and
+ *                      "keys_*" = live keys whose names contain the
+ *                      scenario's mutex names (SCAN MATCH).  "keys_after";
+ *                      "keys_after_2_leases", target 0;
+ *                      "bytes_per_name_after" and
+ *                      "bytes_per_name_after_2_leases" = growth of
+ *                      used_memory since before the first, per name, target
+ *                      <= 16 for the latter.
  *   many_locks         One process locks N distinct names (-n, default
  *                      100,000) with a short lease (--lease-ms, default
  *                      3,000), holds them for 3 lease periods while the
@@ -93,19 +148,24 @@
  *                      "cycle_time_ratio" to contended_procs (no target).
  * -p, -t, --hold-us and --think-us replace the defaults of contended_procs,
  * threads, threads_two_procs and fair_procs (and of their pthread
- * references); uncontended stays 1 x 1.
+ * references); uncontended, server_cpu and handoff stay as described.
+ * -n and --lease-ms apply to residue and many_locks.
  * Targets other than the fixed ones (p99, fairness, lost, RSS) follow the
  * parameters, as described above.
  *
- * HOW IT RUNS.  The main process never uses netmutex: each scenario runs in
- * freshly forked worker processes, which configure the library after the
- * fork as an application would, so one scenario's connections, watchdog
- * thread and memory do not colour the next.  Workers write their counts and
- * wait samples to a shared anonymous mapping (the "board") that the main
- * process reads once they have exited.  Each worker thread locks and
- * unlocks once before the start signal, so dialing Redis and loading the
- * scripts are not measured.  Mutex names start with "nm_bench/PID/", so
- * runs against a shared server do not meet each other's keys.
+ * HOW IT RUNS.  The main process never uses netmutex (server_cpu's
+ * reference lock runs there, on a plain hiredis connection): each scenario
+ * runs in freshly forked worker processes, which configure the library
+ * after the fork as an application would, so one scenario's connections,
+ * watchdog thread and memory do not colour the next.  Workers write their
+ * counts and wait samples to a shared anonymous mapping (the "board") that
+ * the main process reads once they have exited.  Each worker thread locks
+ * and unlocks once before the start signal, so dialing Redis and loading
+ * the scripts are not measured.  Mutex names start with "nm_bench/PID/",
+ * so runs against a shared server do not meet each other's keys.
+ *
+ * FILES.  server_cpu, handoff and residue are in scenarios_footprint.c;
+ * what the scenario files share with this one is declared in nm_bench.h.
  */
 #include "ac_config.h"
 
@@ -781,6 +841,11 @@ static int start_server(int i, char *url, size_t url_size)
         }
     }
     return -1;
+}
+
+pid_t private_server_pid(void)
+{
+    return redis_pid[0];
 }
 
 /* Starts the private server and sets server_url.  0, or -1 after a message. */
@@ -1642,9 +1707,12 @@ static int sc_many_locks(const scenario_t *sc)
 
 static const scenario_t scenarios[] = {
     { "uncontended", sc_uncontended, { 1, 1, 0, 0, 0, 0 } },
+    { "server_cpu", sc_server_cpu, { 1, 1, 0, 0, 0, 0 } },
     { "contended_procs", sc_contended_procs, { 4, 1, 1000, 1000, 0, 0 } },
+    { "handoff", sc_handoff, { 2, 1, 0, 0, 0, 0 } },
     { "threads", sc_threads, { 1, 8, 0, 0, 0, 0 } },
     { "threads_two_procs", sc_threads_two_procs, { 2, 8, 0, 0, 0, 0 } },
+    { "residue", sc_residue, { 1, 1, 0, 0, 0, 0 } },
     { "many_locks", sc_many_locks, { 1, 1, 0, 0, 0, 0 } },
     { "fair_procs", sc_fair_procs, { 4, 1, 1000, 1000, 0, 0 } },
     { "quorum_uncontended", sc_quorum_uncontended, { 1, 1, 0, 0, 0, 0 } },
@@ -1667,8 +1735,8 @@ static void usage(FILE *f)
             "  -d SECONDS     measured time per scenario (default 5)\n"
             "  -p, -t         processes, threads per process (override the defaults)\n"
             "  --hold-us, --think-us  time in and between critical sections\n"
-            "  -n LOCKS       many_locks: how many (default 100000)\n"
-            "  --lease-ms MS  many_locks: lease (default 3000); held for 3 leases\n"
+            "  -n LOCKS       many_locks, residue: how many names (default 100000, 20000)\n"
+            "  --lease-ms MS  many_locks, residue: lease (default 3000, 500)\n"
             "One JSON line per scenario on stdout; see the top of nm_bench.c.\n");
 }
 

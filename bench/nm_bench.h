@@ -1,7 +1,8 @@
 /*
- * nm_bench.h -- what nm_bench.c shares with scenario files beside it:
- * options, JSON lines, the admin connection, worker processes and the lock
- * loop.  The scenarios themselves are described at the top of nm_bench.c.
+ * nm_bench.h -- what nm_bench.c shares with the scenario files beside it
+ * (scenarios_footprint.c): options, JSON lines, the admin connection,
+ * worker processes and the lock loop.  The scenarios themselves are
+ * described at the top of nm_bench.c.
  */
 #ifndef NM_BENCH_H
 #define NM_BENCH_H
@@ -30,6 +31,9 @@ typedef struct {
 extern bench_opt_t opt;
 extern double rtt_us;                /* median PING round trip */
 extern char server_url[640];         /* what the library is given */
+
+/* The private redis-server's pid, or 0 when the server is not ours (-u). */
+pid_t private_server_pid(void);
 
 /* V when it was given (> 0), else the scenario's default D. */
 long opt_or(long v, long d);
@@ -118,5 +122,10 @@ typedef struct scenario {
     int (*run)(const struct scenario *sc);
     load_t load;             /* defaults, for the lock-loop scenarios */
 } scenario_t;
+
+/* scenarios_footprint.c */
+int sc_server_cpu(const scenario_t *sc);
+int sc_handoff(const scenario_t *sc);
+int sc_residue(const scenario_t *sc);
 
 #endif
