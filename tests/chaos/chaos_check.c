@@ -170,7 +170,8 @@ static GArray *select_sorted(const Ctx *c, bool (*keep)(const ChaosRec *),
             g_array_append_val(a, idx);
     }
     sort_recs = c->recs;
-    qsort(a->data, a->len, sizeof(int32_t), cmp);
+    if (a->len > 1) /* an empty GArray has no data pointer at all */
+        qsort(a->data, a->len, sizeof(int32_t), cmp);
     return a;
 }
 
