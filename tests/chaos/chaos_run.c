@@ -26,7 +26,9 @@
  * gives a holder, a queued waiter to stop or kill, and a third process
  * that goes on meanwhile.  A fourth, single-threaded, is the prober (see
  * chaos_worker.c): its trylock and timedlock calls reach the server while
- * it stalls.  Any of the four may be picked as a victim.
+ * it stalls, and one in eight of its holds lasts a third of a lease to a
+ * lease and a half, so that leases are renewed, and lost, under faults.
+ * Any of the four may be picked as a victim.
  *
  * The driver runs in the test process, on its main thread (servers are
  * restarted from there, see nm_redis_restart), and talks to Redis only
@@ -74,8 +76,10 @@ void chaos_run_respawn(ChaosRun *run, int slot)
 
     /* The last slot is the prober. */
     cfg.prober = slot == PROCS;
-    if (cfg.prober)
+    if (cfg.prober) {
         cfg.threads = 1;
+        cfg.long_one_in = 8;
+    }
     p = chaos_proc_add(run->log, cfg.threads, &index);
     run->slot[slot] = -1;
     if (!p)
@@ -163,13 +167,17 @@ static bool reaped(ChaosRun *run, int slot)
     return true;
 }
 
-/* A worker that did not finish in time: its open calls are hangs. */
+/* A worker that did not finish in time hangs: its open calls are marked
+ * (the checker names them), and the test fails even if none is open (a
+ * worker stuck in netmutex_shutdown, say). */
 static void kill_straggler(ChaosRun *run, int slot)
 {
     ChaosProc *p = chaos_run_proc(run, slot);
     int status;
 
     g_printerr("chaos: worker %d did not finish within the stop bound\n", p->pid);
+    g_test_message("chaos %s: worker %d hung", run->fam->name, p->pid);
+    g_test_fail();
     mark_open_records(run, p, chaos_now_ns(), true);
     kill(p->pid, SIGKILL);
     waitpid(p->pid, &status, 0);
@@ -248,6 +256,10 @@ static void setup_workers(ChaosRun *run)
     c->timed_max_ms = nm_ms(400);
     c->rmw_us = 500;
     c->hold_us = 1000;
+    /* Long holds (the prober's): from a third of a lease, when the
+     * watchdog first renews, to a lease and a half. */
+    c->long_min_ms = run->lease_ms / 3;
+    c->long_max_ms = 3 * run->lease_ms / 2;
     c->threads = nm_slowdown() >= 5 ? 2 : 3;
     run->nworkers = PROCS + 1;
 }

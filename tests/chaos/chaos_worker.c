@@ -21,6 +21,9 @@
  *      that call + ms_left (a later promise replaces it; ENOLCK or 0 ms
  *      left is no promise);
  *   4. after EOWNERDEAD, netmutex_consistent (the "repair");
+ *   4b. one hold in long_one_in (the prober's) lasts a good part of a
+ *      lease or more here, so that the watchdog has to renew it while
+ *      faults strike, and may lose it; validity is asked again after it;
  *   5. the fence is presented to the fenced resource; only if it was
  *      accepted, a read-modify-write of the shared counter with a sleep in
  *      between, and netmutex_validity again right before the write, as the
@@ -167,6 +170,12 @@ static void hold(WThread *t, ChaosRec *r)
     take_promise(t, r);
     if (r->rc == EOWNERDEAD)
         r->consistent_rc = netmutex_consistent(&w->m);
+    if (w->cfg->long_one_in && random_upto(t, w->cfg->long_one_in - 1) == 0) {
+        unsigned int ms = w->cfg->long_min_ms +
+                          random_upto(t, w->cfg->long_max_ms - w->cfg->long_min_ms);
+        sleep_us(ms * 1000u);
+        take_promise(t, r);
+    }
     if (r->fence_rc == 0)
         r->accepted = chaos_resource_present(w->log, r->fence, w->pid);
     if (r->accepted == 1)

@@ -22,6 +22,8 @@ typedef struct ChaosWorkerCfg {
     int threads;                             /* at most CHAOS_MAX_THREADS */
     bool prober;                             /* trylock and timedlock only,
                                                 with a pause between rounds */
+    unsigned int long_one_in;                /* 1 hold in N is long (0: none) */
+    unsigned int long_min_ms, long_max_ms;   /* how long such a hold lasts */
     int proc;                                /* slot in log->procs, set per fork */
 } ChaosWorkerCfg;
 
