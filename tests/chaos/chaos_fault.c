@@ -13,11 +13,12 @@
  * leases ("beyond the lease": its lease, or the grant it is sent while it
  * sleeps, runs out meanwhile); a server sleeps (DEBUG SLEEP) for 0.5 to
  * 1 s (times the slowdown), always longer than the I/O timeout, sometimes
- * longer than a lease; the single server stays down up to half a lease; the proxy
- * blackholes for 1.5 leases; a quorum server stays down 2 to 3 leases, and
- * of a majority the first comes back after 2 leases, the second 1.5 leases
- * later, so that never more than one server rejoins empty within a lease
- * (the README's condition for a quorum to stay safe).
+ * longer than a lease; the single server stays down up to half a lease;
+ * the proxy blackholes for 1.5 leases; a quorum server stays down 2 to 3
+ * leases, and of a majority the first comes back after 2 leases, the
+ * second 1.5 leases later, so that never more than one server rejoins
+ * empty within a lease (the README's condition for a quorum to stay
+ * safe).
  *
  * Forged grants: one Lua script (atomic on the server, so the lock really
  * is held by another process at that instant) PUBLISHes on the lock's
@@ -257,12 +258,14 @@ bool chaos_inject_client_kill_pubsub(ChaosRun *run)
 
 bool chaos_inject_debug_sleep(ChaosRun *run)
 {
+    unsigned int ms = chaos_run_between(run, 500, 1000);
     char secs[32];
-    ChaosFault *f = chaos_fault_begin(run->log, CHAOS_F_DEBUG_SLEEP, 0);
+    ChaosFault *f;
     redisReply *r;
     bool ok;
 
-    g_snprintf(secs, sizeof secs, "%.3f", chaos_run_between(run, 500, 1000) / 1000.0 * nm_slowdown());
+    g_snprintf(secs, sizeof secs, "%.3f", ms / 1000.0 * nm_slowdown());
+    f = chaos_fault_begin(run->log, CHAOS_F_DEBUG_SLEEP, 0);
     r = nm_redis_cmd(run->redis, "DEBUG SLEEP %s", secs);
     chaos_fault_end(f);
     ok = r->type != REDIS_REPLY_ERROR;
@@ -287,9 +290,9 @@ bool chaos_inject_blackhole(ChaosRun *run)
 {
     ChaosFault *f = chaos_fault_begin(run->log, CHAOS_F_BLACKHOLE, 0);
 
-    nm_proxy_blackhole(run->proxy, true);
+    chaos_proxy_blackhole(run->proxy, true);
     nm_sleep_ms(3 * run->lease_ms / 2);
-    nm_proxy_blackhole(run->proxy, false);
+    chaos_proxy_blackhole(run->proxy, false);
     chaos_fault_end(f);
     return true;
 }

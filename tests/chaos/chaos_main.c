@@ -57,8 +57,9 @@
  * every lease and wait, it takes longer but injects fewer.
  *
  * Files: chaos_log.[ch] the shared memory; chaos_worker.[ch] the workers;
- * chaos_fault.[ch] the injectors; chaos_run.[ch] one family from start to
- * verdict; chaos_check.[ch] the checker; chaos_selftest.[ch] its tests.
+ * chaos_fault.[ch] the injectors; chaos_proxy.[ch] the blackholing proxy in
+ * a process of its own; chaos_run.[ch] one family from start to verdict;
+ * chaos_check.[ch] the checker; chaos_selftest.[ch] its tests.
  */
 #include "ac_config.h"
 

@@ -33,7 +33,8 @@
  * The driver runs in the test process, on its main thread (servers are
  * restarted from there, see nm_redis_restart), and talks to Redis only
  * through fresh raw connections (nm_redis_cmd), never through netmutex: the
- * test process starts no library thread, so forking workers is safe.
+ * test process has no thread but its main one (not even the proxy's, see
+ * chaos_proxy.h), so forking workers is safe, under the sanitizers too.
  */
 #include "ac_config.h"
 
@@ -225,8 +226,8 @@ static void setup_servers(ChaosRun *run, const ChaosEnv *env)
             run->servers[i] = nm_redis_start(NULL);
         run->url = quorum_url(run);
     } else if (run->fam->mode == CHAOS_PROXY) {
-        run->proxy = nm_proxy_start(env->redis);
-        run->url = nm_proxy_url(run->proxy);
+        run->proxy = chaos_proxy_start(env->redis);
+        run->url = chaos_proxy_url(run->proxy);
     } else {
         run->url = nm_redis_url(env->redis);
     }
@@ -285,7 +286,7 @@ static void teardown(ChaosRun *run)
     for (int i = 0; i < CHAOS_QUORUM_N; i++)
         nm_redis_free(run->servers[i]);
     if (run->proxy)
-        nm_proxy_free(run->proxy);
+        chaos_proxy_free(run->proxy);
     chaos_log_free(run->log);
     g_rand_free(run->rand);
     g_free(run->url);

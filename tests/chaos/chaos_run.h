@@ -11,9 +11,9 @@
 #include <sys/types.h>
 
 #include "fixture.h"
-#include "proxy.h"
 
 #include "chaos_log.h"
+#include "chaos_proxy.h"
 #include "chaos_worker.h"
 
 #define CHAOS_QUORUM_N 3
@@ -44,7 +44,7 @@ struct ChaosRun {
     ChaosWorkerCfg wcfg;
     NmRedis *redis;                         /* single server and proxy modes */
     NmRedis *servers[CHAOS_QUORUM_N];       /* quorum mode */
-    NmProxy *proxy;                         /* proxy mode */
+    ChaosProxy *proxy;                      /* proxy mode */
     char *url, *name, *key;                 /* key: the lock key of NAME */
     int slot[CHAOS_MAX_WORKERS];            /* index in log->procs, -1: none */
     int nworkers;
