@@ -91,12 +91,15 @@ static void report(Ctx *c, int kind, bool limit, int32_t a, int32_t b, int64_t a
 
 /* ---- faults ------------------------------------------------------------ */
 
-/* An empty restart began after FROM and before TO. */
+/* An empty restart may have come between an acquisition at FROM and one
+ * at TO: the server lost its data at some time within the restart's
+ * window (a server told to stop still answers for a moment), so FROM
+ * before the window's end and TO after its beginning. */
 static bool restart_between(const Ctx *c, int64_t from, int64_t to)
 {
     for (size_t i = 0; i < c->nfaults; i++) {
         const ChaosFault *f = &c->faults[i];
-        if (f->kind == CHAOS_F_RESTART && f->begin_ns > from && f->begin_ns < to)
+        if (f->kind == CHAOS_F_RESTART && from < f->end_ns && f->begin_ns < to)
             return true;
     }
     return false;

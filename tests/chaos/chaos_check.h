@@ -54,7 +54,8 @@
  *
  * Documented limit: a single server that restarts empty forgets the lock,
  * so an overlap (or lost update) between a hold that started before an
- * empty restart and one that started after it is reported as
+ * empty restart was over and one that started after it had begun (the
+ * server loses its data somewhere in between) is reported as
  * "documented limit: empty restart" and does not fail the run.  Fences
  * get no such excuse.
  */

@@ -186,6 +186,19 @@ static void test_restart_overlap_is_documented_limit(void)
     g_assert_cmpuint(rep.nv, ==, 1);
     g_assert_nonnull(strstr(rep.v[0].why, "documented limit: empty restart"));
     chaos_report_clear(&rep);
+    /* Taken while the old server was shutting down: still the old data. */
+    f.begin_ns = at_ms(-3);
+    f.end_ns = at_ms(4);
+    rep = check(r, 2, &f, 1);
+    g_assert_cmpuint(chaos_report_failures(&rep), ==, 0);
+    g_assert_cmpuint(rep.limits[CV_OVERLAP], ==, 1);
+    chaos_report_clear(&rep);
+    /* Both taken after the restart: no excuse. */
+    f.begin_ns = at_ms(-5);
+    f.end_ns = at_ms(-4);
+    rep = check(r, 2, &f, 1);
+    g_assert_cmpuint(rep.count[CV_OVERLAP], ==, 1);
+    chaos_report_clear(&rep);
     /* A fence going backwards across the restart is no limit. */
     r[0].fence = 2;
     r[1].fence = 1;
