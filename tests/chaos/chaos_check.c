@@ -116,18 +116,22 @@ static bool stopped_during(const Ctx *c, int32_t pid, int64_t from, int64_t to)
     return false;
 }
 
-/* A fault that may keep the lock from everyone for a while happened in
- * [FROM, TO]: anything but the kill of a waiter that had not been granted
- * the lock (a dead waiter must not cost the others the lock). */
-static bool lock_may_be_kept(const Ctx *c, int64_t from, int64_t to)
+/* Until when the lock may rightly be kept from everyone, from FROM on,
+ * by faults that began before TO: each of them may keep it for a lease
+ * after it ended (a holder killed, stopped or cut off keeps its lease),
+ * except the kill of a waiter that had not been granted the lock: a dead
+ * waiter must not cost the others the lock. */
+static int64_t kept_until(const Ctx *c, int64_t from, int64_t to)
 {
+    int64_t until = from;
+
     for (size_t i = 0; i < c->nfaults; i++) {
         const ChaosFault *f = &c->faults[i];
         bool dead_waiter = f->kind == CHAOS_F_KILL && !(f->flags & CHAOS_FF_HOLDER);
-        if (!dead_waiter && f->begin_ns <= to && f->end_ns >= from)
-            return true;
+        if (!dead_waiter && f->begin_ns < to && f->end_ns + c->p->keep_ns > until)
+            until = f->end_ns + c->p->keep_ns;
     }
-    return false;
+    return until;
 }
 
 /* ---- sorting ------------------------------------------------------------ */
@@ -483,23 +487,25 @@ static int32_t waiter_through(const Ctx *c, int64_t from, int64_t to)
     return -1;
 }
 
+/* After R's release the lock was free until the next hold began; judge
+ * the part of that time no fault accounts for. */
 static void check_idle_after(Ctx *c, const GArray *all, int32_t i)
 {
     const ChaosRec *r = &c->recs[i];
-    int64_t u = r->unlock_end_ns, bound = c->p->idle_bound_ns, next;
+    int64_t bound = c->p->idle_bound_ns, next, from;
     size_t pos = first_start_after(c, all, r->unlock_ns);
     int32_t w;
 
     if (!unlocked_cleanly(r) || pos >= all->len)
         return;
     next = c->recs[at(all, pos)].ret_ns;
-    if (next - u <= bound)
+    from = kept_until(c, r->unlock_end_ns, next);
+    if (next - from <= bound)
         return;
-    w = waiter_through(c, u, u + bound);
-    if (w < 0 || lock_may_be_kept(c, u - c->p->excuse_window_ns, u + bound))
-        return;
-    report(c, CV_IDLE, false, i, w, next - u,
-           "the lock stayed free after a release while a caller waited");
+    w = waiter_through(c, from, from + bound);
+    if (w >= 0)
+        report(c, CV_IDLE, false, i, w, next - from,
+               "the lock stayed free after a release while a caller waited");
 }
 
 static void check_idle(Ctx *c)

@@ -47,10 +47,10 @@
  *                 ENOTRECOVERABLE although every EOWNERDEAD was repaired);
  *   idle          (only with idle_bound set) after an unlock that returned
  *                 0 nobody got the lock for idle_bound although a lock or
- *                 timedlock call was waiting all that time, and no fault
- *                 that may legitimately keep the lock (anything but the
- *                 kill of a waiter that had not been granted it) happened
- *                 within excuse_window before.
+ *                 timedlock call was waiting all that time; the time counts
+ *                 from the release, or from keep_ns after the end of the
+ *                 last fault that may rightly keep the lock (anything but
+ *                 the kill of a waiter that had not been granted it).
  *
  * Documented limit: a single server that restarts empty forgets the lock,
  * so an overlap (or lost update) between a hold that started before an
@@ -75,7 +75,7 @@ typedef struct ChaosParams {
     int64_t timed_slack_ns;  /* timedlock, past its deadline */
     int64_t early_ns;        /* ETIMEDOUT this much before the deadline is wrong */
     int64_t idle_bound_ns;   /* 0: no idle check */
-    int64_t excuse_window_ns;
+    int64_t keep_ns;         /* how long after a fault the lock may be kept */
 } ChaosParams;
 
 enum chaos_violation_kind {

@@ -22,8 +22,9 @@
  *     its deadline + 250 ms; unlock: two dials and requests + 250 ms; all
  *     scaled by NETMUTEX_TEST_SLOWDOWN), a call that never returns, a
  *     result the API does not allow,
- *   - in the baseline and the killed-waiter family, a lock left free for
- *     3/4 of a lease after a release while others waited.
+ *   - in the baseline and the two kill families, a lock left free for 3/4
+ *     of a lease while others waited, after a release (or, after a
+ *     killed holder, after its lease).
  * On failure the offending holds (process, thread, start, valid end, fence,
  * results) and the fault timeline are printed to stderr; on success one
  * summary line per family is printed as a TAP comment.
@@ -79,7 +80,7 @@ static const ChaosFamily families[] = {
     { "baseline", NULL, 100, CHAOS_SINGLE, true },
     { "sigstop/holder", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false },
     { "sigstop/waiter", chaos_inject_stop_waiter, 300, CHAOS_SINGLE, false },
-    { "kill/holder", chaos_inject_kill_holder, 400, CHAOS_SINGLE, false },
+    { "kill/holder", chaos_inject_kill_holder, 800, CHAOS_SINGLE, true },
     { "kill/waiter", chaos_inject_kill_waiter, 300, CHAOS_SINGLE, true },
     { "client-kill/normal", chaos_inject_client_kill_normal, 150, CHAOS_SINGLE, false },
     { "client-kill/pubsub", chaos_inject_client_kill_pubsub, 150, CHAOS_SINGLE, false },

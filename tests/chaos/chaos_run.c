@@ -320,7 +320,7 @@ static ChaosParams params(const ChaosRun *run)
         .timed_slack_ns = slack * ms,
         .early_ns = (int64_t)nm_ms(2) * ms,
         .idle_bound_ns = run->fam->idle_check ? (int64_t)run->lease_ms * 3 / 4 * ms : 0,
-        .excuse_window_ns = (int64_t)run->lease_ms * 2 * ms,
+        .keep_ns = (int64_t)run->lease_ms * ms,
     };
 
     return p;

@@ -55,7 +55,7 @@ static const ChaosParams params = {
     .timed_slack_ns = 1000 * MS,
     .early_ns = 2 * MS,
     .idle_bound_ns = 450 * MS,
-    .excuse_window_ns = 1200 * MS,
+    .keep_ns = 600 * MS,
 };
 
 /* Runs the checker; the caller frees the report with chaos_report_clear. */
@@ -303,9 +303,15 @@ static void test_idle_lock_flagged(void)
     expect_only(r, 2, NULL, 0, CV_IDLE, 1);
     /* A killed waiter is no excuse... */
     expect_only(r, 2, &f, 1, CV_IDLE, 1);
-    /* ...a killed holder is: its lease keeps the lock. */
+    /* ...a killed holder is: its lease keeps the lock... */
     f.flags = CHAOS_FF_HOLDER;
     expect_clean(r, 2, &f, 1);
+    /* ...for a lease, not for ever. */
+    r[1] = hold(2, 0, 2000, 2010, 2);
+    r[1].call_ns = at_ms(5);
+    expect_only(r, 2, &f, 1, CV_IDLE, 1);
+    r[1] = hold(2, 0, 800, 810, 2);
+    r[1].call_ns = at_ms(5);
     /* The waiter may itself die later: it still waited through the bound. */
     r[1] = call(2, 'l', CHAOS_PENDING, 5, 0);
     r[1].end = CHAOS_END_KILLED_LOCKING;
