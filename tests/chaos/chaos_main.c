@@ -52,7 +52,7 @@
  * is reaped before its test case ends.
  *
  * Duration: NETMUTEX_CHAOS_SECONDS is the total time spent injecting faults,
- * shared evenly by the families (default 20, which keeps `make check`
+ * shared by the families by weight (default 20, which keeps `make check`
  * under a minute; CI's long phase sets e.g. 300).  A family always injects
  * at least one fault, so under valgrind or TSan, whose slowdown stretches
  * every lease and wait, it takes longer but injects fewer.
@@ -77,22 +77,33 @@
 #define MAX_SECONDS (24u * 3600u)
 
 static const ChaosFamily families[] = {
-    { "baseline", NULL, 100, CHAOS_SINGLE, true },
-    { "sigstop/holder", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false },
-    { "sigstop/waiter", chaos_inject_stop_waiter, 300, CHAOS_SINGLE, false },
-    { "kill/holder", chaos_inject_kill_holder, 800, CHAOS_SINGLE, true },
-    { "kill/waiter", chaos_inject_kill_waiter, 300, CHAOS_SINGLE, true },
-    { "client-kill/normal", chaos_inject_client_kill_normal, 150, CHAOS_SINGLE, false },
-    { "client-kill/pubsub", chaos_inject_client_kill_pubsub, 150, CHAOS_SINGLE, false },
-    { "debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false },
-    { "restart-empty", chaos_inject_restart_empty, 400, CHAOS_SINGLE, false },
-    { "blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false },
-    { "forged-grant", chaos_inject_forged_grant, 20, CHAOS_SINGLE, false },
-    { "quorum/minority-down", chaos_inject_quorum_minority, 300, CHAOS_QUORUM, false },
-    { "quorum/majority-down", chaos_inject_quorum_majority, 300, CHAOS_QUORUM, false },
+    { "baseline", NULL, 100, CHAOS_SINGLE, true, 1 },
+    { "sigstop/holder", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false, 1 },
+    /* Twice the time: its fault strikes only if the stopped waiter is
+     * granted the lock while it sleeps, and takes two leases. */
+    { "sigstop/waiter", chaos_inject_stop_waiter, 300, CHAOS_SINGLE, false, 2 },
+    { "kill/holder", chaos_inject_kill_holder, 800, CHAOS_SINGLE, true, 1 },
+    { "kill/waiter", chaos_inject_kill_waiter, 300, CHAOS_SINGLE, true, 1 },
+    { "client-kill/normal", chaos_inject_client_kill_normal, 150, CHAOS_SINGLE, false, 1 },
+    { "client-kill/pubsub", chaos_inject_client_kill_pubsub, 150, CHAOS_SINGLE, false, 1 },
+    { "debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false, 1 },
+    { "restart-empty", chaos_inject_restart_empty, 400, CHAOS_SINGLE, false, 1 },
+    { "blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false, 1 },
+    { "forged-grant", chaos_inject_forged_grant, 20, CHAOS_SINGLE, false, 1 },
+    { "quorum/minority-down", chaos_inject_quorum_minority, 300, CHAOS_QUORUM, false, 1 },
+    { "quorum/majority-down", chaos_inject_quorum_majority, 300, CHAOS_QUORUM, false, 1 },
 };
 
 static ChaosEnv env;
+
+static unsigned int total_weight(void)
+{
+    unsigned int w = 0;
+
+    for (gsize i = 0; i < G_N_ELEMENTS(families); i++)
+        w += families[i].weight ? families[i].weight : 1;
+    return w;
+}
 
 static void run_family(gconstpointer data)
 {
@@ -131,10 +142,10 @@ int main(int argc, char **argv)
         g_test_add_data_func(path, &families[i], run_family);
         g_free(path);
     }
-    env.family_ms = seconds * 1000u / G_N_ELEMENTS(families);
+    env.family_ms = seconds * 1000u / total_weight();
     env.redis = nm_redis_start(&opts);
-    g_test_message("chaos: %u s of faults, %u ms per family, slowdown %.0f", seconds,
-                   env.family_ms, nm_slowdown());
+    g_test_message("chaos: %u s of faults, %u ms per family (and weight), slowdown %.0f",
+                   seconds, env.family_ms, nm_slowdown());
     rc = nm_test_finish(g_test_run());
     nm_redis_free(env.redis);
     return rc;

@@ -56,6 +56,12 @@
 #define RECORDS_PER_SECOND 8000u
 #define PRINT_MAX 20
 
+/* How long FAM injects faults. */
+static unsigned int family_ms(const ChaosFamily *fam, const ChaosEnv *env)
+{
+    return env->family_ms * (fam->weight ? fam->weight : 1);
+}
+
 /* ---- workers ---------------------------------------------------------- */
 
 ChaosProc *chaos_run_proc(ChaosRun *run, int slot)
@@ -233,10 +239,11 @@ static void setup_servers(ChaosRun *run, const ChaosEnv *env)
     }
 }
 
-static uint32_t log_capacity(const ChaosEnv *env, unsigned int lease_ms)
+static uint32_t log_capacity(const ChaosFamily *fam, const ChaosEnv *env,
+                             unsigned int lease_ms)
 {
     /* The family may overrun its time by a fault and the stop phase. */
-    double seconds = (env->family_ms + 8.0 * lease_ms + nm_ms(10000)) / 1000.0;
+    double seconds = (family_ms(fam, env) + 8.0 * lease_ms + nm_ms(10000)) / 1000.0;
 
     return (uint32_t)(RECORDS_PER_SECOND * seconds);
 }
@@ -273,7 +280,7 @@ static void setup_run(ChaosRun *run, const ChaosFamily *fam, const ChaosEnv *env
     run->rand = g_rand_new();
     run->name = nm_test_name("m");
     run->key = nm_lock_key(run->name);
-    run->log = chaos_log_new(log_capacity(env, run->lease_ms));
+    run->log = chaos_log_new(log_capacity(fam, env, run->lease_ms));
     run->t0_ns = chaos_now_ns();
     setup_servers(run, env);
     setup_workers(run);
@@ -299,7 +306,7 @@ static void teardown(ChaosRun *run)
 static void drive(ChaosRun *run, const ChaosEnv *env)
 {
     const ChaosFamily *fam = run->fam;
-    gint64 end = nm_now_ms() + env->family_ms;
+    gint64 end = nm_now_ms() + family_ms(fam, env);
 
     do {
         if (fam->inject && fam->inject(run))

@@ -30,12 +30,14 @@ typedef struct ChaosFamily {
     unsigned int gap_ms;         /* between two faults (scaled by nm_ms) */
     ChaosMode mode;
     bool idle_check;             /* see ChaosParams.idle_bound_ns */
+    unsigned int weight;         /* its share of the time (0 counts as 1) */
 } ChaosFamily;
 
 /* What all families share. */
 typedef struct ChaosEnv {
     NmRedis *redis;         /* the single server, --enable-debug-command yes */
-    unsigned int family_ms; /* how long faults are injected, per family */
+    unsigned int family_ms; /* how long faults are injected, per unit of
+                               a family's weight */
 } ChaosEnv;
 
 struct ChaosRun {
