@@ -7,7 +7,7 @@
 --                           released), holder, since, dead, released,
 --                           unrecoverable
 --   Q  <prefix>{<name>}:q   list: tokens of queued waiters, in arrival order
---   W  <prefix>{<name>}:w   hash: token -> "<expires_ms>:<lease_ms>:<holder>"
+--   W  <prefix>{<name>}:w   hash: token -> "<refreshed_ms>:<lease_ms>:<holder>"
 --
 -- Redis does not roll a script back: a script that fails after its first
 -- write leaves that write behind (a lock key set for a caller who was told
@@ -19,9 +19,17 @@
 -- learns of it by a message anybody allowed to PUBLISH could forge, so it
 -- never believes the message.  It confirms the grant by a request on its own
 -- connection (confirm), and a waiter that died or stalls never confirms, so
--- its turn passes after GRANT_CLAIM_MS instead of after a whole lease.
+-- its turn passes after GRANT_CLAIM_MS instead of after a whole lease.  A
+-- live waiter refreshes its queue entry every 250 ms (lease.c); one whose
+-- entry is older than WAITER_STALE_MS has missed two refreshes, so it died
+-- or stalls, and is passed over: waiters killed one after another cost the
+-- next live one a claim each at most for those that died within the last
+-- half second.  The claim is short because a live waiter confirms within a
+-- round trip; one that confirms too late finds the lock free or queues
+-- again, which costs it its turn, never anybody's safety.
 
-local GRANT_CLAIM_MS = 500
+local GRANT_CLAIM_MS = 150
+local WAITER_STALE_MS = 500
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -108,8 +116,8 @@ local function grant_next(K, M, Q, W, meta, self)
     end
     local entry = redis.call('HGET', W, token)
     redis.call('HDEL', W, token)
-    local expires, lease, holder = string.match(entry or '', '^(%d+):(%d+):(.*)$')
-    if expires and tonumber(expires) > now then
+    local refreshed, lease, holder = string.match(entry or '', '^(%d+):(%d+):(.*)$')
+    if refreshed and now - tonumber(refreshed) < WAITER_STALE_MS then
       if token ~= self then
         take(K, M, meta, token, math.min(GRANT_CLAIM_MS, tonumber(lease)), holder, now, false)
         redis.pcall('PUBLISH', K, 'granted ' .. token)
@@ -124,7 +132,7 @@ end
 local function enqueue(Q, W, token, lease, ttl, holder)
   redis.call('LLEN', Q)
   local now = now_ms()
-  if redis.call('HSET', W, token, (now + ttl) .. ':' .. lease .. ':' .. holder) == 1 then
+  if redis.call('HSET', W, token, now .. ':' .. lease .. ':' .. holder) == 1 then
     redis.call('RPUSH', Q, token)
   end
   for _, key in ipairs({Q, W}) do
