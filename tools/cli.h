@@ -2,6 +2,13 @@
  * cli.h -- the pieces of netmutex(1), the command line tool that runs a
  * command while holding a netmutex (see netmutex.1 for the user's view).
  *
+ *   netmutex.c  main, configuration, messages, exit codes
+ *   opts.c      the command line
+ *   run.c       netmutex NAME COMMAND
+ *   admin.c     status and break
+ *   escape.c    names and holders made safe for a terminal and for JSON
+ *   url.c       passwords: hidden in argv, --url-file
+ *
  * Exit codes follow <sysexits.h> where one fits, and a shell where a command
  * could not be run (126, 127) or died of a signal (128 + signal), so the
  * tool can stand in a script exactly where the command stood.
@@ -9,7 +16,10 @@
 #ifndef NETMUTEX_CLI_H
 #define NETMUTEX_CLI_H
 
+#include <stdio.h>
 #include <sysexits.h>
+
+#include <netmutex.h>
 
 #define CLI_EX_CONFLICT 1     /* default for -n and -w, see -E */
 #define CLI_EX_USAGE 2        /* like most tools, not EX_USAGE (64) */
@@ -23,11 +33,15 @@
 #define CLI_EX_NOEXEC 126
 #define CLI_EX_NOTFOUND 127
 
+/* Room for any name or holder once escaped: 4 bytes per byte at most. */
+#define CLI_TEXT_MAX (4 * NETMUTEX_NAME_MAX + 1)
+
 enum cli_cmd { CLI_RUN, CLI_STATUS, CLI_BREAK };
 
 struct cli_opts {
     enum cli_cmd cmd;
     const char *name;
+    char shown_name[CLI_TEXT_MAX]; /* NAME escaped, for messages */
     char **argv;              /* the command to run, NULL-terminated */
     const char *shell_cmd;    /* -c: run through /bin/sh instead */
     int nonblock;
@@ -55,6 +69,14 @@ int cli_parse(int argc, char **argv, struct cli_opts *o);
  * exit code with the message printed. */
 int cli_url_scrub(char *urls);
 int cli_url_read_file(const char *path, char **url);
+
+/* escape.c: cli_text gives S (any bytes, NULL for "") with backslashes,
+ * control characters and bytes that are not UTF-8 written as \xNN, in BUF
+ * of SIZE bytes (cut short, never within an escape, if it does not fit);
+ * cli_put_json writes S as a JSON string (RFC 8259), valid UTF-8 whatever
+ * the bytes. */
+const char *cli_text(const char *s, char *buf, size_t size);
+void cli_put_json(FILE *f, const char *s);
 
 /* netmutex.c */
 void cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

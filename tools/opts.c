@@ -253,6 +253,12 @@ static int check_name(const char *name)
     return 0;
 }
 
+static void set_name(const char *name, struct cli_opts *o)
+{
+    o->name = name;
+    cli_text(name, o->shown_name, sizeof o->shown_name);
+}
+
 /* NAME COMMAND [ARGS...] or NAME -c 'COMMAND'. */
 static int take_command(char **rest, struct cli_opts *o)
 {
@@ -260,7 +266,7 @@ static int take_command(char **rest, struct cli_opts *o)
 
     if (rc != 0)
         return rc;
-    o->name = rest[0];
+    set_name(rest[0], o);
     if (rest[1] == NULL)
         return usage_error("%s", "missing COMMAND");
     if (strcmp(rest[1], "-c") != 0 && strcmp(rest[1], "--command") != 0) {
@@ -281,7 +287,7 @@ static int take_name_only(char **rest, struct cli_opts *o)
         return rc;
     if (rest[1] != NULL)
         return usage_error("unexpected argument '%s'", rest[1]);
-    o->name = rest[0];
+    set_name(rest[0], o);
     return 0;
 }
 

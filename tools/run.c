@@ -101,7 +101,7 @@ static int catch_sigchld(void)
 static void exit_waiting(int sig)
 {
     if (sigs.o->verbose)
-        cli_say("%s while waiting for %s: giving up", strsignal(sig), sigs.o->name);
+        cli_say("%s while waiting for %s: giving up", strsignal(sig), sigs.o->shown_name);
     exit(128 + sig);
 }
 
@@ -293,7 +293,7 @@ static void handle_wake(unsigned char byte, const struct cli_opts *o, pid_t pid,
     if (*lost)
         return;
     *lost = 1;
-    cli_say("lease of %s lost while the command ran%s", o->name,
+    cli_say("lease of %s lost while the command ran%s", o->shown_name,
             o->lost_sig ? ": signalling it" : "");
     if (o->lost_sig)
         kill(pid, o->lost_sig);
@@ -334,7 +334,7 @@ static int acquire(const struct cli_opts *o, netmutex_t *m, const struct timespe
     if (err != EBUSY || o->nonblock || (o->has_timeout && o->timeout_s <= 0))
         return err;
     if (o->verbose)
-        cli_say("waiting for %s", o->name);
+        cli_say("waiting for %s", o->shown_name);
     if (o->has_timeout)
         return netmutex_clocklock(m, CLOCK_MONOTONIC, deadline);
     return netmutex_lock(m);
@@ -345,16 +345,16 @@ static void release(const struct cli_opts *o, netmutex_t *m, int *lost)
     int err = netmutex_unlock(m);
 
     if (err == ENOLCK && !*lost)
-        cli_say("lease of %s was lost while the command ran", o->name);
+        cli_say("lease of %s was lost while the command ran", o->shown_name);
     if (err == ENOLCK)
         *lost = 1;
     else if (err == EIO)
         cli_say("could not tell the server that %s is free; it frees itself "
-                "when its lease runs out", o->name);
+                "when its lease runs out", o->shown_name);
     else if (err != 0)
-        cli_say("unlock %s: %s", o->name, cli_strerror(err));
+        cli_say("unlock %s: %s", o->shown_name, cli_strerror(err));
     else if (o->verbose)
-        cli_say("released %s", o->name);
+        cli_say("released %s", o->shown_name);
 }
 
 static int init_mutex(const struct cli_opts *o, netmutex_t *m)
@@ -384,7 +384,7 @@ static int run_locked(const struct cli_opts *o, netmutex_t *m, int *lost)
 
     netmutex_fence(m, &fence);
     if (o->verbose)
-        cli_say("acquired %s (fence %" PRIu64 ")", o->name, fence);
+        cli_say("acquired %s (fence %" PRIu64 ")", o->shown_name, fence);
     if ((err = catch_sigchld()) != 0) {
         cli_say("sigaction: %s", strerror(err));
         return CLI_EX_OSERR;
@@ -421,7 +421,7 @@ int cli_run(const struct cli_opts *o)
 
     deadline_after(o->has_timeout ? o->timeout_s : 0, &deadline);
     if ((err = make_pipe()) != 0 || (err = init_mutex(o, &m)) != 0) {
-        cli_say("%s: %s", o->name, strerror(err));
+        cli_say("%s: %s", o->shown_name, strerror(err));
         return cli_exit_code(err);
     }
     if ((err = take_signals(o)) != 0) {
@@ -433,10 +433,10 @@ int cli_run(const struct cli_opts *o)
     end_wait();
     if (err == EBUSY || err == ETIMEDOUT) {
         if (o->verbose)
-            cli_say("%s is held elsewhere: giving up", o->name);
+            cli_say("%s is held elsewhere: giving up", o->shown_name);
         rc = o->conflict_code;
     } else if (err != 0) {
-        cli_say("cannot lock %s: %s", o->name, cli_strerror(err));
+        cli_say("cannot lock %s: %s", o->shown_name, cli_strerror(err));
         rc = cli_exit_code(err);
     } else {
         rc = run_locked(o, &m, &lost);
