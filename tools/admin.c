@@ -97,7 +97,7 @@ int cli_status(const struct cli_opts *o)
     int err = netmutex_status(o->name, &l.st);
 
     if (err != 0) {
-        cli_say("status of %s: %s", o->shown_name, cli_strerror(err));
+        cli_say("status of %s at %s: %s", o->shown_name, o->shown_url, netmutex_strerror(err));
         return cli_exit_code(err);
     }
     if (o->json) {
@@ -118,8 +118,9 @@ static void say_nothing_to_break(const struct cli_opts *o)
     netmutex_status_t st;
 
     if (netmutex_status(o->name, &st) == 0 && cli_never_used(&st))
-        cli_say("break %s: nothing to break: it is free and was never used "
-                "(check the name, the server and NETMUTEX_PREFIX)", o->shown_name);
+        cli_say("break %s: nothing to break: it is free and was never used at %s "
+                "(check the name, the server and NETMUTEX_PREFIX)", o->shown_name,
+                o->shown_url);
     else
         cli_say("break %s: nothing to break: it is free", o->shown_name);
 }
@@ -134,7 +135,7 @@ int cli_break(const struct cli_opts *o)
         return 1;
     }
     if (err != 0) {
-        cli_say("break %s: %s", o->shown_name, cli_strerror(err));
+        cli_say("break %s at %s: %s", o->shown_name, o->shown_url, netmutex_strerror(err));
         return cli_exit_code(err);
     }
     if (o->verbose)

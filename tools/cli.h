@@ -7,7 +7,7 @@
  *   run.c       netmutex NAME COMMAND
  *   admin.c     status and break
  *   escape.c    names and holders made safe for a terminal and for JSON
- *   url.c       passwords: hidden in argv, --url-file
+ *   url.c       passwords: hidden in argv, masked in messages, --url-file
  *
  * Exit codes follow <sysexits.h> where one fits, and a shell where a command
  * could not be run (126, 127) or died of a signal (128 + signal), so the
@@ -33,6 +33,10 @@
 #define CLI_EX_NOEXEC 126
 #define CLI_EX_NOTFOUND 127
 
+/* The library's documented default (README, "Configuration"), to name the
+ * server in a message. */
+#define CLI_DEFAULT_URL "redis://127.0.0.1:6379"
+
 /* Room for any name or holder once escaped: 4 bytes per byte at most. */
 #define CLI_TEXT_MAX (4 * NETMUTEX_NAME_MAX + 1)
 
@@ -55,6 +59,7 @@ struct cli_opts {
     const char *url_file;     /* --url-file: where to read the URL from */
     char *url_buf;            /* owns what url points to, if anything */
     int url_secret;           /* -u held a password, now hidden in argv */
+    char *shown_url;          /* the URL(s) in use, passwords masked */
     int json;
 };
 
@@ -65,10 +70,14 @@ int cli_parse(int argc, char **argv, struct cli_opts *o);
 
 /* url.c: cli_url_scrub overwrites, in place, the password of every URL of
  * the comma-separated list URLS and says whether there was one;
- * cli_url_read_file gives the URL list kept in PATH (a new string), or an
- * exit code with the message printed. */
+ * cli_url_mask gives a new copy of URLS with each password shown as ***
+ * (NULL: out of memory); cli_url_read_file gives the URL list kept in PATH
+ * (a new string), or an exit code with the message printed;
+ * cli_url_in_use is the list the library is configured with. */
 int cli_url_scrub(char *urls);
+char *cli_url_mask(const char *urls);
 int cli_url_read_file(const char *path, char **url);
+const char *cli_url_in_use(const struct cli_opts *o);
 
 /* escape.c: cli_text gives S (any bytes, NULL for "") with backslashes,
  * control characters and bytes that are not UTF-8 written as \xNN, in BUF
@@ -81,7 +90,6 @@ void cli_put_json(FILE *f, const char *s);
 /* netmutex.c */
 void cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_exit_code(int err);
-const char *cli_strerror(int err);
 
 /* run.c, admin.c: each returns the process's exit code. */
 int cli_run(const struct cli_opts *o);

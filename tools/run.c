@@ -349,10 +349,10 @@ static void release(const struct cli_opts *o, netmutex_t *m, int *lost)
     if (err == ENOLCK)
         *lost = 1;
     else if (err == EIO)
-        cli_say("could not tell the server that %s is free; it frees itself "
-                "when its lease runs out", o->shown_name);
+        cli_say("could not tell %s that %s is free; it frees itself "
+                "when its lease runs out", o->shown_url, o->shown_name);
     else if (err != 0)
-        cli_say("unlock %s: %s", o->shown_name, cli_strerror(err));
+        cli_say("unlock %s at %s: %s", o->shown_name, o->shown_url, netmutex_strerror(err));
     else if (o->verbose)
         cli_say("released %s", o->shown_name);
 }
@@ -420,8 +420,12 @@ int cli_run(const struct cli_opts *o)
     int err, rc, lost = 0;
 
     deadline_after(o->has_timeout ? o->timeout_s : 0, &deadline);
-    if ((err = make_pipe()) != 0 || (err = init_mutex(o, &m)) != 0) {
-        cli_say("%s: %s", o->shown_name, strerror(err));
+    if ((err = make_pipe()) != 0) {
+        cli_say("pipe: %s", strerror(err));
+        return CLI_EX_OSERR;
+    }
+    if ((err = init_mutex(o, &m)) != 0) {
+        cli_say("%s: %s", o->shown_name, netmutex_strerror(err));
         return cli_exit_code(err);
     }
     if ((err = take_signals(o)) != 0) {
@@ -436,7 +440,8 @@ int cli_run(const struct cli_opts *o)
             cli_say("%s is held elsewhere: giving up", o->shown_name);
         rc = o->conflict_code;
     } else if (err != 0) {
-        cli_say("cannot lock %s: %s", o->shown_name, cli_strerror(err));
+        cli_say("cannot lock %s at %s: %s", o->shown_name, o->shown_url,
+                netmutex_strerror(err));
         rc = cli_exit_code(err);
     } else {
         rc = run_locked(o, &m, &lost);

@@ -18,7 +18,7 @@ check "... in JSON too ($json)" quiet expr "x$json" : 'x{"name":"nightly","held"
 rc=$?
 check "break with nothing to break gives 1 (exit $rc)" test "$rc" = 1
 check "... and says the lock is free and was never used" \
-    quiet grep -E '^netmutex: break nightly: nothing to break: it is free and was never used ' "$tmp/err"
+    quiet grep -E '^netmutex: break nightly: nothing to break: it is free and was never used at unix://' "$tmp/err"
 
 hold nightly
 holder_pid=$(cat "$tmp/held")
