@@ -90,9 +90,13 @@ void cli_put_json(FILE *f, const char *s);
 /* netmutex.c */
 void cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_exit_code(int err);
+/* Configures the library from O (and HOLDER, if not NULL); 0 or an exit
+ * code, with the message printed. */
+int cli_configure(struct cli_opts *o, const char *holder);
 
-/* run.c, admin.c: each returns the process's exit code. */
-int cli_run(const struct cli_opts *o);
+/* run.c, admin.c: each returns the process's exit code.  cli_run
+ * configures the library itself (see run.c); the others expect it done. */
+int cli_run(struct cli_opts *o);
 int cli_status(const struct cli_opts *o);
 int cli_break(const struct cli_opts *o);
 

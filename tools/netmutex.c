@@ -121,7 +121,7 @@ static void say_bad_config(const struct cli_opts *o, int err)
 
 /* The configuration comes from -u, --url-file or the environment; checking
  * it before anything else makes a bad URL a clear error, not a hang. */
-static int configure(struct cli_opts *o)
+int cli_configure(struct cli_opts *o, const char *holder)
 {
     int rc;
 
@@ -130,7 +130,7 @@ static int configure(struct cli_opts *o)
             return rc;
         o->url = o->url_buf;
     }
-    netmutex_config_t cfg = { .url = o->url };
+    netmutex_config_t cfg = { .url = o->url, .holder = holder };
     netmutex_set_log(NETMUTEX_LOG_DEBUG, hold_line, NULL);
     int err = netmutex_configure(&cfg);
     pass_held_lines();
@@ -149,13 +149,12 @@ static int run_command(struct cli_opts *o)
 {
     int rc;
 
-    if ((rc = configure(o)) != 0)
+    /* run configures once it has forked its command (see run.c). */
+    if (o->cmd == CLI_RUN)
+        return cli_run(o);
+    if ((rc = cli_configure(o, NULL)) != 0)
         return rc;
-    switch (o->cmd) {
-    case CLI_STATUS: return cli_status(o);
-    case CLI_BREAK: return cli_break(o);
-    default: return cli_run(o);
-    }
+    return o->cmd == CLI_STATUS ? cli_status(o) : cli_break(o);
 }
 
 int main(int argc, char **argv)
