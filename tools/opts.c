@@ -10,6 +10,9 @@
  * options; a lock with such a name is reached with "run" or "--" (both make
  * the next word a NAME whatever it is).  Options stop at the first word that
  * is not one, as in flock(1), so the command's own options are never ours.
+ * flock's own spellings are taken too (--nb, --wait, -x, -e, -o), and its
+ * options that have no meaning here are refused with the reason (-s, -F);
+ * see "DIFFERENCES FROM FLOCK(1)" in netmutex.1.
  */
 #include "ac_config.h"
 
@@ -36,7 +39,13 @@ enum { OPT_LEASE = 256, OPT_ON_LOST, OPT_JSON, OPT_URL_FILE };
 
 static const struct option long_opts[] = {
     { "nonblock", no_argument, NULL, 'n' },
+    { "nb", no_argument, NULL, 'n' },
     { "timeout", required_argument, NULL, 'w' },
+    { "wait", required_argument, NULL, 'w' },
+    { "exclusive", no_argument, NULL, 'x' },
+    { "close", no_argument, NULL, 'o' },
+    { "shared", no_argument, NULL, 's' },
+    { "no-fork", no_argument, NULL, 'F' },
     { "conflict-exit-code", required_argument, NULL, 'E' },
     { "verbose", no_argument, NULL, 'v' },
     { "url", required_argument, NULL, 'u' },
@@ -51,7 +60,7 @@ static const struct option long_opts[] = {
 
 /* The leading '+' stops at the first non-option (no permutation), and the
  * ':' lets us word the message for a missing argument ourselves. */
-static const char short_opts[] = "+:nw:E:vu:hV";
+static const char short_opts[] = "+:nw:E:vu:hVxeosF";
 
 static void usage(FILE *f)
 {
@@ -63,8 +72,11 @@ static void usage(FILE *f)
           "\n"
           "Runs COMMAND while holding the cluster-wide lock NAME (kept in Redis).\n"
           "\n"
-          "  -n, --nonblock            fail at once if NAME is held\n"
-          "  -w, --timeout SECS        give up after SECS (fractions allowed)\n"
+          "  -n, --nb, --nonblock      fail at once if NAME is held\n"
+          "  -w, --wait, --timeout SECS  give up after SECS (fractions allowed)\n"
+          "  -x, -e, --exclusive       accepted for flock(1); every lock is exclusive\n"
+          "  -o, --close               accepted for flock(1); COMMAND never holds\n"
+          "                            anything of the lock\n"
           "  -E, --conflict-exit-code N  exit code for -n and -w (default 1)\n"
           "      --lease MS            lease length in milliseconds\n"
           "      --on-lost SIGNAL      signal for COMMAND if the lease is lost\n"
@@ -180,6 +192,14 @@ static int take_option(int c, char *arg, struct cli_opts *o)
     switch (c) {
     case 'n': o->nonblock = 1; return 0;
     case 'v': o->verbose = 1; return 0;
+    /* flock's -x and -e ask for the only mode there is; its -o is what
+     * netmutex always does (see "DIFFERENCES FROM FLOCK(1)"). */
+    case 'x': case 'e': case 'o': return 0;
+    case 's':
+        return usage_error("%s", "-s, --shared: there is no shared mode, every lock is exclusive");
+    case 'F':
+        return usage_error("%s", "-F, --no-fork: netmutex must stay, to renew the lease "
+                           "while the command runs and release the lock when it ends");
     case 'u': return take_url(arg, o);
     case OPT_URL_FILE: o->url_file = arg; return 0;
     case OPT_JSON: o->json = 1; return 0;
@@ -215,6 +235,7 @@ static unsigned int option_scope(int c)
 {
     switch (c) {
     case 'n': case 'w': case 'E': case OPT_LEASE: case OPT_ON_LOST:
+    case 'x': case 'e': case 'o':
         return FOR_RUN;
     case OPT_JSON:
         return FOR_STATUS;

@@ -39,6 +39,8 @@ usage "--json is for status" --json job true
 usage "-n is not for status" status -n job
 usage "break without NAME" break
 usage "--lease is not for break" break --lease 100 job
+usage "-s: no shared mode" -s job true
+usage "-F: no --no-fork" -F job true
 
 expect_rc 0 "--help exits 0" quiet "$NM" --help
 expect_rc 0 "--version exits 0" quiet "$NM" --version
