@@ -1,7 +1,8 @@
 /*
  * admin.c -- `netmutex status` and `netmutex break`: the commands that look
- * at or free a lock without taking it.  Their exit codes answer the
- * script's question (held? broken?) so nobody has to parse the output.
+ * at or free a lock without taking it, and the printing of one lock's
+ * state that `list` shares.  Their exit codes answer the script's question
+ * (held? broken?) so nobody has to parse the output.
  *
  * Names and holders may hold any byte: they are printed only through
  * escape.c.
@@ -18,17 +19,12 @@
 
 #include "cli.h"
 
-struct cli_lock {
-    char *name;
-    netmutex_status_t st;
-};
-
 /* A free lock the servers know nothing of: netmutex_status gives fence 0
  * for a name that was never locked, because the fence, kept in the name's
  * meta hash, outlives the lock.  Should a later design stop keeping state
  * for free names, fence 0 would mean nothing for them and this must return
  * 0: then every free lock is simply "free", in every output at once. */
-static int cli_never_used(const netmutex_status_t *st)
+int cli_never_used(const netmutex_status_t *st)
 {
     return !st->held && st->fence == 0;
 }
@@ -40,8 +36,7 @@ static const char *state_text(const netmutex_status_t *st)
     return cli_never_used(st) ? "free (never used)" : "free";
 }
 
-/* SINCE_MS (Unix ms) as local ISO 8601 with milliseconds and offset. */
-static void cli_format_time(int64_t since_ms, char *buf, size_t len)
+void cli_format_time(int64_t since_ms, char *buf, size_t len)
 {
     time_t secs = (time_t)(since_ms / 1000);
     struct tm tm;
@@ -56,7 +51,7 @@ static void cli_format_time(int64_t since_ms, char *buf, size_t len)
     snprintf(buf, len, "%s.%03d%s", date, (int)(since_ms % 1000), zone);
 }
 
-static void cli_print_json(const struct cli_lock *l)
+void cli_print_json(const struct cli_lock *l)
 {
     const netmutex_status_t *st = &l->st;
     char since[64];

@@ -6,6 +6,7 @@
  *   opts.c      the command line
  *   run.c       netmutex NAME COMMAND
  *   admin.c     status and break
+ *   list.c      list: the held locks, found with SCAN (servers.c dials)
  *   escape.c    names and holders made safe for a terminal and for JSON
  *   url.c       passwords: hidden in argv, masked in messages, --url-file
  *
@@ -33,19 +34,22 @@
 #define CLI_EX_NOEXEC 126
 #define CLI_EX_NOTFOUND 127
 
-/* The library's documented default (README, "Configuration"), to name the
- * server in a message. */
+/* The library's documented defaults (README, "Configuration"), for what
+ * the tool does without the library: name the server in a message, and
+ * list.  The library itself validated whatever overrides them. */
 #define CLI_DEFAULT_URL "redis://127.0.0.1:6379"
+#define CLI_DEFAULT_PREFIX "netmutex:"
 
 /* Room for any name or holder once escaped: 4 bytes per byte at most. */
 #define CLI_TEXT_MAX (4 * NETMUTEX_NAME_MAX + 1)
 
-enum cli_cmd { CLI_RUN, CLI_STATUS, CLI_BREAK };
+enum cli_cmd { CLI_RUN, CLI_STATUS, CLI_BREAK, CLI_LIST };
 
 struct cli_opts {
     enum cli_cmd cmd;
     const char *name;
     char shown_name[CLI_TEXT_MAX]; /* NAME escaped, for messages */
+    const char *pattern;      /* list: a glob on the names, NULL for all */
     char **argv;              /* the command to run, NULL-terminated */
     const char *shell_cmd;    /* -c: run through /bin/sh instead */
     int nonblock;
@@ -94,10 +98,23 @@ int cli_exit_code(int err);
  * code, with the message printed. */
 int cli_configure(struct cli_opts *o, const char *holder);
 
-/* run.c, admin.c: each returns the process's exit code.  cli_run
+/* admin.c: one lock's state as status and list print it. */
+struct cli_lock {
+    char *name;
+    netmutex_status_t st;
+};
+/* Whether a free lock was never used: in one place, see admin.c. */
+int cli_never_used(const netmutex_status_t *st);
+void cli_print_json(const struct cli_lock *l);
+/* SINCE_MS (Unix ms) as local ISO 8601 with milliseconds and offset, "-"
+ * for none. */
+void cli_format_time(int64_t since_ms, char *buf, size_t len);
+
+/* run.c, admin.c, list.c: each returns the process's exit code.  cli_run
  * configures the library itself (see run.c); the others expect it done. */
 int cli_run(struct cli_opts *o);
 int cli_status(const struct cli_opts *o);
 int cli_break(const struct cli_opts *o);
+int cli_list(const struct cli_opts *o);
 
 #endif /* NETMUTEX_CLI_H */

@@ -1,6 +1,6 @@
 /*
  * netmutex.c -- netmutex(1): run a command while holding a cluster-wide
- * lock, or look at or break one.  This file holds main and what
+ * lock, or look at, list or break locks.  This file holds main and what
  * every command shares; see cli.h for the map.
  *
  * Messages: the library writes its own line for each problem it meets (a
@@ -154,7 +154,11 @@ static int run_command(struct cli_opts *o)
         return cli_run(o);
     if ((rc = cli_configure(o, NULL)) != 0)
         return rc;
-    return o->cmd == CLI_STATUS ? cli_status(o) : cli_break(o);
+    switch (o->cmd) {
+    case CLI_STATUS: return cli_status(o);
+    case CLI_BREAK: return cli_break(o);
+    default: return cli_list(o);
+    }
 }
 
 int main(int argc, char **argv)

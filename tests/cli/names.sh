@@ -16,13 +16,17 @@ weird=$(printf 'a"b\\c\nd\te\001f\177g\377h\303\251i\302\233j\033[2Jk')
 eacute=$(printf '\303\251')
 text='a"b\\c\x0ad\x09e\x01f\x7fg\xffh'"$eacute"'i\xc2\x9bj\x1b[2Jk'
 
-# json_check NAME-BYTES: ok when stdin is one JSON document in strict
-# UTF-8 whose "name" decodes to NAME-BYTES as described above.  (python3 -m json.tool takes invalid
+# json_check NAME-BYTES [ARRAY]: ok when stdin is one JSON document in
+# strict UTF-8 whose "name" (of its only element, with ARRAY) decodes to
+# NAME-BYTES as described above.  (python3 -m json.tool takes invalid
 # UTF-8 without a word, so the bytes are decoded here first.)
 cat >"$tmp/json_check.py" <<'EOF'
 import codecs, json, os, sys
 codecs.register_error("latin1", lambda e: (e.object[e.start:e.end].decode("latin-1"), e.end))
 doc = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+if len(sys.argv) > 2:
+    assert isinstance(doc, list) and len(doc) == 1, doc
+    doc = doc[0]
 want = os.fsencode(sys.argv[1]).decode("utf-8", "latin1")
 assert doc["name"] == want, (doc["name"], want)
 EOF
@@ -41,10 +45,20 @@ check "status --json of the odd name while held (exit $rc)" test "$rc" = 0
 check "... is valid JSON for python3 -m json.tool" quiet python3 -m json.tool "$tmp/status.json"
 check "... strict UTF-8, and its name decodes to the name" json_check "$weird" <"$tmp/status.json"
 
+"$NM" list --json >"$tmp/list.json"
+check "list --json is valid JSON for python3 -m json.tool" quiet python3 -m json.tool "$tmp/list.json"
+check "... strict UTF-8, with the one name decoded" json_check "$weird" array <"$tmp/list.json"
+
 "$NM" status "$weird" >"$tmp/status.txt"
 check "status: the name is escaped" test "$(sed -n 's/^name: *//p' "$tmp/status.txt")" = "$text"
 check "... in one line of 8" test "$(wc -l <"$tmp/status.txt")" = 8
 check "... with no raw control character or non-UTF-8 byte" no_raw "$tmp/status.txt"
+
+"$NM" list >"$tmp/list.txt"
+check "list: one line for the lock, under the header" test "$(wc -l <"$tmp/list.txt")" = 2
+check "... which starts with the escaped name" \
+    test "$(sed -n '2s/  .*//p' "$tmp/list.txt")" = "$text"
+check "... with no raw control character or non-UTF-8 byte" no_raw "$tmp/list.txt"
 release_hold
 
 "$NM" -v "$weird" true 2>"$tmp/err"
