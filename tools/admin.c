@@ -1,7 +1,11 @@
 /*
  * admin.c -- `netmutex status` and `netmutex break`: the commands that look
- * at or free a lock without taking it.  Their exit codes answer the
- * script's question (held? broken?) so nobody has to parse the output.
+ * at or free a lock without taking it, and the printing of one lock's
+ * state that `list` shares.  Their exit codes answer the script's question
+ * (held? broken?) so nobody has to parse the output.
+ *
+ * Names and holders may hold any byte: they are printed only through
+ * escape.c.
  */
 #include "ac_config.h"
 
@@ -15,8 +19,24 @@
 
 #include "cli.h"
 
-/* SINCE_MS (Unix ms) as local ISO 8601 with milliseconds and offset. */
-static void format_time(int64_t since_ms, char *buf, size_t len)
+/* A free lock the servers know nothing of: netmutex_status gives fence 0
+ * for a name that was never locked, because the fence, kept in the name's
+ * meta hash, outlives the lock.  Should a later design stop keeping state
+ * for free names, fence 0 would mean nothing for them and this must return
+ * 0: then every free lock is simply "free", in every output at once. */
+int cli_never_used(const netmutex_status_t *st)
+{
+    return !st->held && st->fence == 0;
+}
+
+static const char *state_text(const netmutex_status_t *st)
+{
+    if (st->held)
+        return "held";
+    return cli_never_used(st) ? "free (never used)" : "free";
+}
+
+void cli_format_time(int64_t since_ms, char *buf, size_t len)
 {
     time_t secs = (time_t)(since_ms / 1000);
     struct tm tm;
@@ -31,41 +51,33 @@ static void format_time(int64_t since_ms, char *buf, size_t len)
     snprintf(buf, len, "%s.%03d%s", date, (int)(since_ms % 1000), zone);
 }
 
-/* A JSON string.  Names may hold any byte but NUL: quotes, backslashes and
- * control bytes are escaped; other bytes pass as they are. */
-static void put_json_string(const char *s)
+void cli_print_json(const struct cli_lock *l)
 {
-    putchar('"');
-    for (; *s != '\0'; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
+    const netmutex_status_t *st = &l->st;
+    char since[64];
 
-static void print_json(const char *name, const netmutex_status_t *st, const char *since)
-{
+    cli_format_time(st->since_ms, since, sizeof since);
     fputs("{\"name\":", stdout);
-    put_json_string(name);
+    cli_put_json(stdout, l->name);
     printf(",\"held\":%s,\"holder\":", st->held ? "true" : "false");
-    put_json_string(st->holder);
+    cli_put_json(stdout, st->holder);
     printf(",\"since_ms\":%" PRId64 ",\"since\":", st->since_ms);
-    put_json_string(since);
+    cli_put_json(stdout, since);
     printf(",\"fence\":%" PRIu64 ",\"ttl_ms\":%" PRId64 ",\"waiters\":%u,"
-           "\"unrecoverable\":%s}\n",
-           st->fence, st->ttl_ms, st->waiters, st->unrecoverable ? "true" : "false");
+           "\"unrecoverable\":%s,\"never_used\":%s}",
+           st->fence, st->ttl_ms, st->waiters, st->unrecoverable ? "true" : "false",
+           cli_never_used(st) ? "true" : "false");
 }
 
-static void print_text(const char *name, const netmutex_status_t *st, const char *since)
+static void print_text(const struct cli_lock *l)
 {
-    printf("name:          %s\n", name);
-    printf("held:          %s\n", st->held ? "yes" : "no");
-    printf("holder:        %s\n", st->held ? st->holder : "-");
+    const netmutex_status_t *st = &l->st;
+    char text[CLI_TEXT_MAX], since[64];
+
+    cli_format_time(st->since_ms, since, sizeof since);
+    printf("name:          %s\n", cli_text(l->name, text, sizeof text));
+    printf("state:         %s\n", state_text(st));
+    printf("holder:        %s\n", st->held ? cli_text(st->holder, text, sizeof text) : "-");
     printf("since:         %s (%" PRId64 " ms)\n", since, st->since_ms);
     printf("fence:         %" PRIu64 "\n", st->fence);
     printf("ttl:           %" PRId64 " ms\n", st->ttl_ms);
@@ -76,22 +88,36 @@ static void print_text(const char *name, const netmutex_status_t *st, const char
 /* 0 held, 1 free, else the error's exit code. */
 int cli_status(const struct cli_opts *o)
 {
-    netmutex_status_t st;
-    char since[64];
-    int err = netmutex_status(o->name, &st);
+    struct cli_lock l = { .name = (char *)o->name };
+    int err = netmutex_status(o->name, &l.st);
 
     if (err != 0) {
-        cli_say("status of %s: %s", o->name, cli_strerror(err));
+        cli_say("status of %s at %s: %s", o->shown_name, o->shown_url, netmutex_strerror(err));
         return cli_exit_code(err);
     }
-    format_time(st.since_ms, since, sizeof since);
-    if (o->json)
-        print_json(o->name, &st, since);
-    else
-        print_text(o->name, &st, since);
+    if (o->json) {
+        cli_print_json(&l);
+        putchar('\n');
+    } else {
+        print_text(&l);
+    }
     if (fflush(stdout) != 0)
         return CLI_EX_OSERR;
-    return st.held ? 0 : 1;
+    return l.st.held ? 0 : 1;
+}
+
+/* Why there was nothing to break.  A name never used is worth saying: it
+ * is most often a typo, or the wrong server or prefix. */
+static void say_nothing_to_break(const struct cli_opts *o)
+{
+    netmutex_status_t st;
+
+    if (netmutex_status(o->name, &st) == 0 && cli_never_used(&st))
+        cli_say("break %s: nothing to break: it is free and was never used at %s "
+                "(check the name, the server and NETMUTEX_PREFIX)", o->shown_name,
+                o->shown_url);
+    else
+        cli_say("break %s: nothing to break: it is free", o->shown_name);
 }
 
 /* 0 broken, 1 there was nothing to break, else the error's exit code. */
@@ -100,15 +126,14 @@ int cli_break(const struct cli_opts *o)
     int err = netmutex_break(o->name);
 
     if (err == ENOENT) {
-        if (o->verbose)
-            cli_say("%s: nothing to break", o->name);
+        say_nothing_to_break(o);
         return 1;
     }
     if (err != 0) {
-        cli_say("break %s: %s", o->name, cli_strerror(err));
+        cli_say("break %s at %s: %s", o->shown_name, o->shown_url, netmutex_strerror(err));
         return cli_exit_code(err);
     }
     if (o->verbose)
-        cli_say("%s: broken", o->name);
+        cli_say("%s: broken", o->shown_name);
     return 0;
 }

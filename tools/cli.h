@@ -2,6 +2,14 @@
  * cli.h -- the pieces of netmutex(1), the command line tool that runs a
  * command while holding a netmutex (see netmutex.1 for the user's view).
  *
+ *   netmutex.c  main, configuration, messages, exit codes
+ *   opts.c      the command line
+ *   run.c       netmutex NAME COMMAND
+ *   admin.c     status and break
+ *   list.c      list: the held locks, found with SCAN (servers.c dials)
+ *   escape.c    names and holders made safe for a terminal and for JSON
+ *   url.c       passwords: hidden in argv, masked in messages, --url-file
+ *
  * Exit codes follow <sysexits.h> where one fits, and a shell where a command
  * could not be run (126, 127) or died of a signal (128 + signal), so the
  * tool can stand in a script exactly where the command stood.
@@ -9,7 +17,10 @@
 #ifndef NETMUTEX_CLI_H
 #define NETMUTEX_CLI_H
 
+#include <stdio.h>
 #include <sysexits.h>
+
+#include <netmutex.h>
 
 #define CLI_EX_CONFLICT 1     /* default for -n and -w, see -E */
 #define CLI_EX_USAGE 2        /* like most tools, not EX_USAGE (64) */
@@ -23,11 +34,22 @@
 #define CLI_EX_NOEXEC 126
 #define CLI_EX_NOTFOUND 127
 
-enum cli_cmd { CLI_RUN, CLI_STATUS, CLI_BREAK };
+/* The library's documented defaults (README, "Configuration"), for what
+ * the tool does without the library: name the server in a message, and
+ * list.  The library itself validated whatever overrides them. */
+#define CLI_DEFAULT_URL "redis://127.0.0.1:6379"
+#define CLI_DEFAULT_PREFIX "netmutex:"
+
+/* Room for any name or holder once escaped: 4 bytes per byte at most. */
+#define CLI_TEXT_MAX (4 * NETMUTEX_NAME_MAX + 1)
+
+enum cli_cmd { CLI_RUN, CLI_STATUS, CLI_BREAK, CLI_LIST };
 
 struct cli_opts {
     enum cli_cmd cmd;
     const char *name;
+    char shown_name[CLI_TEXT_MAX]; /* NAME escaped, for messages */
+    const char *pattern;      /* list: a glob on the names, NULL for all */
     char **argv;              /* the command to run, NULL-terminated */
     const char *shell_cmd;    /* -c: run through /bin/sh instead */
     int nonblock;
@@ -41,6 +63,7 @@ struct cli_opts {
     const char *url_file;     /* --url-file: where to read the URL from */
     char *url_buf;            /* owns what url points to, if anything */
     int url_secret;           /* -u held a password, now hidden in argv */
+    char *shown_url;          /* the URL(s) in use, passwords masked */
     int json;
 };
 
@@ -51,19 +74,47 @@ int cli_parse(int argc, char **argv, struct cli_opts *o);
 
 /* url.c: cli_url_scrub overwrites, in place, the password of every URL of
  * the comma-separated list URLS and says whether there was one;
- * cli_url_read_file gives the URL list kept in PATH (a new string), or an
- * exit code with the message printed. */
+ * cli_url_mask gives a new copy of URLS with each password shown as ***
+ * (NULL: out of memory); cli_url_read_file gives the URL list kept in PATH
+ * (a new string), or an exit code with the message printed;
+ * cli_url_in_use is the list the library is configured with. */
 int cli_url_scrub(char *urls);
+char *cli_url_mask(const char *urls);
 int cli_url_read_file(const char *path, char **url);
+const char *cli_url_in_use(const struct cli_opts *o);
+
+/* escape.c: cli_text gives S (any bytes, NULL for "") with backslashes,
+ * control characters and bytes that are not UTF-8 written as \xNN, in BUF
+ * of SIZE bytes (cut short, never within an escape, if it does not fit);
+ * cli_put_json writes S as a JSON string (RFC 8259), valid UTF-8 whatever
+ * the bytes. */
+const char *cli_text(const char *s, char *buf, size_t size);
+void cli_put_json(FILE *f, const char *s);
 
 /* netmutex.c */
 void cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_exit_code(int err);
-const char *cli_strerror(int err);
+/* Configures the library from O (and HOLDER, if not NULL); 0 or an exit
+ * code, with the message printed. */
+int cli_configure(struct cli_opts *o, const char *holder);
 
-/* run.c, admin.c: each returns the process's exit code. */
-int cli_run(const struct cli_opts *o);
+/* admin.c: one lock's state as status and list print it. */
+struct cli_lock {
+    char *name;
+    netmutex_status_t st;
+};
+/* Whether a free lock was never used: in one place, see admin.c. */
+int cli_never_used(const netmutex_status_t *st);
+void cli_print_json(const struct cli_lock *l);
+/* SINCE_MS (Unix ms) as local ISO 8601 with milliseconds and offset, "-"
+ * for none. */
+void cli_format_time(int64_t since_ms, char *buf, size_t len);
+
+/* run.c, admin.c, list.c: each returns the process's exit code.  cli_run
+ * configures the library itself (see run.c); the others expect it done. */
+int cli_run(struct cli_opts *o);
 int cli_status(const struct cli_opts *o);
 int cli_break(const struct cli_opts *o);
+int cli_list(const struct cli_opts *o);
 
 #endif /* NETMUTEX_CLI_H */

@@ -5,11 +5,15 @@
  *   netmutex [options] [run] [--] NAME -c 'shell command'
  *   netmutex [options] status [--json] NAME
  *   netmutex [options] break NAME
+ *   netmutex [options] list [--json] [PATTERN]
  *
- * "status" and "break" are words only in the first position after the
- * options; a lock with such a name is reached with "run" or "--" (both make
- * the next word a NAME whatever it is).  Options stop at the first word that
- * is not one, as in flock(1), so the command's own options are never ours.
+ * "status", "break" and "list" are words only in the first position after
+ * the options; a lock with such a name is reached with "run" or "--" (both
+ * make the next word a NAME whatever it is).  Options stop at the first word
+ * that is not one, as in flock(1), so the command's own options are never
+ * ours.  flock's own spellings are taken too (--nb, --wait, -x, -e, -o),
+ * and its options that have no meaning here are refused with the reason
+ * (-s, -F); see "DIFFERENCES FROM FLOCK(1)" in netmutex.1.
  */
 #include "ac_config.h"
 
@@ -27,16 +31,24 @@
 
 #include "cli.h"
 
-/* Which command an option is limited to, to reject e.g. `status -n`;
- * 0 for the options every command takes. */
+/* The commands an option applies to, to reject e.g. `status -n`. */
 #define FOR_RUN 1u
 #define FOR_STATUS 2u
+#define FOR_BREAK 4u
+#define FOR_LIST 8u
+#define FOR_ALL (FOR_RUN | FOR_STATUS | FOR_BREAK | FOR_LIST)
 
 enum { OPT_LEASE = 256, OPT_ON_LOST, OPT_JSON, OPT_URL_FILE };
 
 static const struct option long_opts[] = {
     { "nonblock", no_argument, NULL, 'n' },
+    { "nb", no_argument, NULL, 'n' },
     { "timeout", required_argument, NULL, 'w' },
+    { "wait", required_argument, NULL, 'w' },
+    { "exclusive", no_argument, NULL, 'x' },
+    { "close", no_argument, NULL, 'o' },
+    { "shared", no_argument, NULL, 's' },
+    { "no-fork", no_argument, NULL, 'F' },
     { "conflict-exit-code", required_argument, NULL, 'E' },
     { "verbose", no_argument, NULL, 'v' },
     { "url", required_argument, NULL, 'u' },
@@ -50,8 +62,12 @@ static const struct option long_opts[] = {
 };
 
 /* The leading '+' stops at the first non-option (no permutation), and the
- * ':' lets us word the message for a missing argument ourselves. */
-static const char short_opts[] = "+:nw:E:vu:hV";
+ * ':' lets us word the message for a missing argument ourselves.  After
+ * status, break or list, which run no command whose options could be
+ * mistaken for ours, options may also follow the operand (permuted). */
+#define SHORT_OPTS ":nw:E:vu:hVxeosF"
+static const char short_opts[] = "+" SHORT_OPTS;
+static const char short_opts_permuted[] = SHORT_OPTS;
 
 static void usage(FILE *f)
 {
@@ -60,11 +76,15 @@ static void usage(FILE *f)
           "  netmutex [options] [run] [--] NAME -c 'SHELL COMMAND'\n"
           "  netmutex [-u URL] status [--json] NAME\n"
           "  netmutex [-u URL] break NAME\n"
+          "  netmutex [-u URL] list [--json] [PATTERN]\n"
           "\n"
           "Runs COMMAND while holding the cluster-wide lock NAME (kept in Redis).\n"
           "\n"
-          "  -n, --nonblock            fail at once if NAME is held\n"
-          "  -w, --timeout SECS        give up after SECS (fractions allowed)\n"
+          "  -n, --nb, --nonblock      fail at once if NAME is held\n"
+          "  -w, --wait, --timeout SECS  give up after SECS (fractions allowed)\n"
+          "  -x, -e, --exclusive       accepted for flock(1); every lock is exclusive\n"
+          "  -o, --close               accepted for flock(1); COMMAND never holds\n"
+          "                            anything of the lock\n"
           "  -E, --conflict-exit-code N  exit code for -n and -w (default 1)\n"
           "      --lease MS            lease length in milliseconds\n"
           "      --on-lost SIGNAL      signal for COMMAND if the lease is lost\n"
@@ -72,10 +92,12 @@ static void usage(FILE *f)
           "  -u, --url URL             Redis URL(s), default $NETMUTEX_URL\n"
           "      --url-file FILE       read the URL(s) from FILE (keeps a password\n"
           "                            off the command line)\n"
-          "      --json                status: print JSON\n"
+          "      --json                status, list: print JSON\n"
           "  -v, --verbose             report waiting, acquired, released\n"
           "  -h, --help                this text\n"
           "  -V, --version             the version\n"
+          "\n"
+          "list prints the held locks whose names match PATTERN (a Redis glob).\n"
           "\n"
           "Exit: COMMAND's status (128+N if killed by signal N); 1 conflict;\n"
           "2 usage; 65 unrecoverable; 69 unreachable; 75 lease lost;\n"
@@ -180,6 +202,14 @@ static int take_option(int c, char *arg, struct cli_opts *o)
     switch (c) {
     case 'n': o->nonblock = 1; return 0;
     case 'v': o->verbose = 1; return 0;
+    /* flock's -x and -e ask for the only mode there is; its -o is what
+     * netmutex always does (see "DIFFERENCES FROM FLOCK(1)"). */
+    case 'x': case 'e': case 'o': return 0;
+    case 's':
+        return usage_error("%s", "-s, --shared: there is no shared mode, every lock is exclusive");
+    case 'F':
+        return usage_error("%s", "-F, --no-fork: netmutex must stay, to renew the lease "
+                           "while the command runs and release the lock when it ends");
     case 'u': return take_url(arg, o);
     case OPT_URL_FILE: o->url_file = arg; return 0;
     case OPT_JSON: o->json = 1; return 0;
@@ -215,29 +245,32 @@ static unsigned int option_scope(int c)
 {
     switch (c) {
     case 'n': case 'w': case 'E': case OPT_LEASE: case OPT_ON_LOST:
+    case 'x': case 'e': case 'o':
         return FOR_RUN;
     case OPT_JSON:
-        return FOR_STATUS;
+        return FOR_STATUS | FOR_LIST;
     default:
-        return 0;
+        return FOR_ALL;
     }
 }
 
-/* getopt over ARGV[1..]; leaves the first non-option at optind and the
- * scopes of the options seen in *SEEN. */
-static int parse_options(int argc, char **argv, struct cli_opts *o, unsigned int *seen)
+/* getopt over ARGV[1..]; leaves the first operand at optind, and in *SCOPE
+ * the commands that every option seen applies to. */
+static int parse_options(int argc, char **argv, const char *shorts, struct cli_opts *o,
+                         unsigned int *scope)
 {
     int c;
 
-    optind = 1;
+    /* 0, not 1: glibc then starts afresh, re-reading the '+' of SHORTS. */
+    optind = 0;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, shorts, long_opts, NULL)) != -1) {
         /* getopt names the bad option only through optopt or argv. */
         char *arg = (c == '?' || c == ':') ? argv[optind - 1] : optarg;
         int rc = take_option(c, arg, o);
         if (rc != 0)
             return rc;
-        *seen |= option_scope(c);
+        *scope &= option_scope(c);
     }
     return 0;
 }
@@ -253,6 +286,12 @@ static int check_name(const char *name)
     return 0;
 }
 
+static void set_name(const char *name, struct cli_opts *o)
+{
+    o->name = name;
+    cli_text(name, o->shown_name, sizeof o->shown_name);
+}
+
 /* NAME COMMAND [ARGS...] or NAME -c 'COMMAND'. */
 static int take_command(char **rest, struct cli_opts *o)
 {
@@ -260,7 +299,7 @@ static int take_command(char **rest, struct cli_opts *o)
 
     if (rc != 0)
         return rc;
-    o->name = rest[0];
+    set_name(rest[0], o);
     if (rest[1] == NULL)
         return usage_error("%s", "missing COMMAND");
     if (strcmp(rest[1], "-c") != 0 && strcmp(rest[1], "--command") != 0) {
@@ -281,7 +320,16 @@ static int take_name_only(char **rest, struct cli_opts *o)
         return rc;
     if (rest[1] != NULL)
         return usage_error("unexpected argument '%s'", rest[1]);
-    o->name = rest[0];
+    set_name(rest[0], o);
+    return 0;
+}
+
+/* list [PATTERN]: no pattern lists every held lock. */
+static int take_pattern(char **rest, struct cli_opts *o)
+{
+    if (rest[0] != NULL && rest[1] != NULL)
+        return usage_error("unexpected argument '%s'", rest[1]);
+    o->pattern = rest[0];
     return 0;
 }
 
@@ -295,6 +343,8 @@ static int command_word(const char *w, enum cli_cmd *cmd)
         *cmd = CLI_STATUS;
     else if (strcmp(w, "break") == 0)
         *cmd = CLI_BREAK;
+    else if (strcmp(w, "list") == 0)
+        *cmd = CLI_LIST;
     else
         return 0;
     return 1;
@@ -302,28 +352,31 @@ static int command_word(const char *w, enum cli_cmd *cmd)
 
 static int parse_all(int argc, char **argv, struct cli_opts *o)
 {
-    static const unsigned int allowed[] = { [CLI_RUN] = FOR_RUN,
-                                            [CLI_STATUS] = FOR_STATUS,
-                                            [CLI_BREAK] = 0 };
-    unsigned int seen = 0;
+    static const unsigned int bit[] = { [CLI_RUN] = FOR_RUN, [CLI_STATUS] = FOR_STATUS,
+                                        [CLI_BREAK] = FOR_BREAK, [CLI_LIST] = FOR_LIST };
+    unsigned int scope = FOR_ALL;
     int rc;
 
-    if ((rc = parse_options(argc, argv, o, &seen)) != 0)
+    if ((rc = parse_options(argc, argv, short_opts, o, &scope)) != 0)
         return rc;
     /* After "--" the next word is a NAME even if it spells a command. */
     int literal = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
     if (!literal && command_word(argv[optind], &o->cmd)) {
         argc -= optind;
         argv += optind;
-        if ((rc = parse_options(argc, argv, o, &seen)) != 0)
+        rc = parse_options(argc, argv, o->cmd == CLI_RUN ? short_opts : short_opts_permuted,
+                           o, &scope);
+        if (rc != 0)
             return rc;
     }
-    if ((seen & ~allowed[o->cmd]) != 0)
+    if ((scope & bit[o->cmd]) == 0)
         return usage_error("%s", "an option does not apply to this command");
     if (o->url_buf != NULL && o->url_file != NULL)
         return usage_error("%s", "-u and --url-file exclude each other");
     if (o->cmd == CLI_RUN)
         return take_command(argv + optind, o);
+    if (o->cmd == CLI_LIST)
+        return take_pattern(argv + optind, o);
     return take_name_only(argv + optind, o);
 }
 

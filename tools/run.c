@@ -3,6 +3,15 @@
  * while the library's watchdog renews the lease, release it when the child
  * is gone, and exit as the child did.
  *
+ * The child is forked first, before the library is even configured, and
+ * waits on a pipe: `netmutex status` names the holder by the command's pid
+ * (netmutex_config_t.holder), so that pid must exist before the lock is
+ * asked for.  Once the lock is ours the child is sent the fence and execs
+ * the command; if the lock is not taken, the pipe is closed and the child
+ * exits without running anything.  Forking before the library starts a
+ * thread or opens a socket also means the child inherits neither, and that
+ * it starts with our signal mask and dispositions untouched.
+ *
  * Everything asynchronous -- our signals, the child's exit, the lost-lease
  * callback, which runs on the library's background thread -- only writes
  * one byte to a self-pipe (the byte is the signal number, 0 for a lost
@@ -30,7 +39,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,8 +49,6 @@
 #include <netmutex.h>
 
 #include "cli.h"
-
-extern char **environ;
 
 #define LOST_BYTE 0
 
@@ -60,7 +66,6 @@ static struct {
     int pending;                /* HELD: the first signal, 0 if none; lock */
     const struct cli_opts *o;
     sigset_t set;               /* forwarded, less what we found ignored */
-    sigset_t orig;              /* our signal mask before, for the child */
 } sigs = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void wake(unsigned char byte)
@@ -101,7 +106,7 @@ static int catch_sigchld(void)
 static void exit_waiting(int sig)
 {
     if (sigs.o->verbose)
-        cli_say("%s while waiting for %s: giving up", strsignal(sig), sigs.o->name);
+        cli_say("%s while waiting for %s: giving up", strsignal(sig), sigs.o->shown_name);
     exit(128 + sig);
 }
 
@@ -157,7 +162,7 @@ static int take_signals(const struct cli_opts *o)
         if (old.sa_handler != SIG_IGN)
             sigaddset(&sigs.set, forwarded[i]);
     }
-    if ((err = pthread_sigmask(SIG_BLOCK, &sigs.set, &sigs.orig)) != 0)
+    if ((err = pthread_sigmask(SIG_BLOCK, &sigs.set, NULL)) != 0)
         return err;
     if ((err = pthread_create(&t, NULL, signal_thread, NULL)) != 0)
         return err;
@@ -210,68 +215,104 @@ static int make_pipe(void)
     return 0;
 }
 
-/* environ with NETMUTEX_FENCE=TOKEN in place of any inherited one, so the
- * command can hand the token to the resource it protects. */
-static char **child_environ(uint64_t fence, char *var, size_t len)
-{
-    static const char key[] = "NETMUTEX_FENCE=";
-    size_t n = 0, j = 0;
+/* ---- the command's process ------------------------------------------- */
 
-    while (environ[n] != NULL)
-        n++;
-    char **env = calloc(n + 2, sizeof *env);
-    if (env == NULL)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (strncmp(environ[i], key, sizeof key - 1) != 0)
-            env[j++] = environ[i];
+struct command {
+    pid_t pid;
+    int go;                     /* the pipe it waits on; -1 once closed */
+};
+
+/* Exactly LEN bytes from FD; -1 if it closes first. */
+static int read_full(int fd, void *buf, size_t len)
+{
+    size_t n = 0;
+
+    while (n < len) {
+        ssize_t r = read(fd, (char *)buf + n, len - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        n += (size_t)r;
     }
-    snprintf(var, len, "%s%" PRIu64, key, fence);
-    env[j] = var;
-    return env;
+    return 0;
 }
 
-/* The child gets the signal mask we started with and SIGCHLD at its
- * default, not what we changed for ourselves. */
-static int spawn(const struct cli_opts *o, char **env, pid_t *pid)
+/* The child: the fence arriving means the lock is ours, and the child
+ * becomes the command, with NETMUTEX_FENCE in its environment (replacing
+ * any inherited one) to hand to the resource it protects.  The pipe closing
+ * first means it is not to run; nobody reads the exit status then. */
+static void __attribute__((noreturn)) command_main(const struct cli_opts *o, int go)
 {
-    char *sh_argv[] = { "sh", "-c", (char *)o->shell_cmd, NULL };
-    posix_spawnattr_t sa;
-    sigset_t dfl;
-    int err;
+    uint64_t fence;
+    char value[32];
 
-    if ((err = posix_spawnattr_init(&sa)) != 0)
-        return err;
-    sigemptyset(&dfl);
-    sigaddset(&dfl, SIGCHLD);
-    err = posix_spawnattr_setsigdefault(&sa, &dfl);
-    if (err == 0)
-        err = posix_spawnattr_setsigmask(&sa, &sigs.orig);
-    if (err == 0)
-        err = posix_spawnattr_setflags(&sa, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-    if (err == 0 && o->shell_cmd != NULL)
-        err = posix_spawn(pid, "/bin/sh", NULL, &sa, sh_argv, env);
-    else if (err == 0)
-        err = posix_spawnp(pid, o->argv[0], NULL, &sa, o->argv, env);
-    posix_spawnattr_destroy(&sa);
+    if (read_full(go, &fence, sizeof fence) != 0)
+        _exit(0);
+    snprintf(value, sizeof value, "%" PRIu64, fence);
+    if (setenv("NETMUTEX_FENCE", value, 1) != 0) {
+        cli_say("cannot set NETMUTEX_FENCE: %s", strerror(errno));
+        _exit(CLI_EX_OSERR);
+    }
+    if (o->shell_cmd != NULL)
+        execl("/bin/sh", "sh", "-c", o->shell_cmd, (char *)NULL);
+    else
+        execvp(o->argv[0], o->argv);
+    int err = errno;
+    cli_say("cannot run %s: %s", o->shell_cmd != NULL ? "/bin/sh" : o->argv[0], strerror(err));
+    _exit(err == ENOENT ? CLI_EX_NOTFOUND : CLI_EX_NOEXEC);
+}
+
+/* Forks the command's process, which waits for command_start.  The pipe is
+ * CLOEXEC: the command itself never sees it. */
+static int command_fork(const struct cli_opts *o, struct command *c)
+{
+    int fds[2];
+
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        cli_say("pipe: %s", strerror(errno));
+        return CLI_EX_OSERR;
+    }
+    fflush(NULL);               /* nothing buffered may be written twice */
+    c->pid = fork();
+    if (c->pid == 0) {
+        close(fds[1]);
+        command_main(o, fds[0]);
+    }
+    close(fds[0]);
+    c->go = fds[1];
+    if (c->pid > 0)
+        return 0;
+    cli_say("fork: %s", strerror(errno));
+    close(c->go);
+    return CLI_EX_OSERR;
+}
+
+/* Lets the command run; 0, or an errno if its process did not get the
+ * fence (EPIPE: it had died). */
+static int command_start(struct command *c, uint64_t fence)
+{
+    ssize_t n = write(c->go, &fence, sizeof fence);
+    int err = n == (ssize_t)sizeof fence ? 0 : n < 0 ? errno : EIO;
+
+    close(c->go);
+    c->go = -1;
     return err;
 }
 
-/* Starts the command; 0 or the exit code a shell would give. */
-static int start_child(const struct cli_opts *o, uint64_t fence, pid_t *pid)
+/* The command is not to run, or did not get to: its process exits as its
+ * pipe closes, and is reaped. */
+static void command_dismiss(struct command *c)
 {
-    char var[48];
-    char **env = child_environ(fence, var, sizeof var);
-    int err = env != NULL ? spawn(o, env, pid) : ENOMEM;
-
-    free(env);
-    if (err == 0)
-        return 0;
-    cli_say("cannot run %s: %s", o->shell_cmd ? "/bin/sh" : o->argv[0], strerror(err));
-    if (err == ENOMEM)
-        return CLI_EX_OSERR;
-    return err == ENOENT ? CLI_EX_NOTFOUND : CLI_EX_NOEXEC;
+    if (c->go >= 0) {
+        close(c->go);
+        c->go = -1;
+    }
+    while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
+        continue;
 }
+
+/* ---- running it ----------------------------------------------------------- */
 
 /* What a shell would say of a child that ended with STATUS. */
 static int shell_status(int status)
@@ -293,7 +334,7 @@ static void handle_wake(unsigned char byte, const struct cli_opts *o, pid_t pid,
     if (*lost)
         return;
     *lost = 1;
-    cli_say("lease of %s lost while the command ran%s", o->name,
+    cli_say("lease of %s lost while the command ran%s", o->shown_name,
             o->lost_sig ? ": signalling it" : "");
     if (o->lost_sig)
         kill(pid, o->lost_sig);
@@ -334,7 +375,7 @@ static int acquire(const struct cli_opts *o, netmutex_t *m, const struct timespe
     if (err != EBUSY || o->nonblock || (o->has_timeout && o->timeout_s <= 0))
         return err;
     if (o->verbose)
-        cli_say("waiting for %s", o->name);
+        cli_say("waiting for %s", o->shown_name);
     if (o->has_timeout)
         return netmutex_clocklock(m, CLOCK_MONOTONIC, deadline);
     return netmutex_lock(m);
@@ -345,16 +386,16 @@ static void release(const struct cli_opts *o, netmutex_t *m, int *lost)
     int err = netmutex_unlock(m);
 
     if (err == ENOLCK && !*lost)
-        cli_say("lease of %s was lost while the command ran", o->name);
+        cli_say("lease of %s was lost while the command ran", o->shown_name);
     if (err == ENOLCK)
         *lost = 1;
     else if (err == EIO)
-        cli_say("could not tell the server that %s is free; it frees itself "
-                "when its lease runs out", o->name);
+        cli_say("could not tell %s that %s is free; it frees itself "
+                "when its lease runs out", o->shown_url, o->shown_name);
     else if (err != 0)
-        cli_say("unlock %s: %s", o->name, cli_strerror(err));
+        cli_say("unlock %s at %s: %s", o->shown_name, o->shown_url, netmutex_strerror(err));
     else if (o->verbose)
-        cli_say("released %s", o->name);
+        cli_say("released %s", o->shown_name);
 }
 
 static int init_mutex(const struct cli_opts *o, netmutex_t *m)
@@ -376,15 +417,14 @@ static int init_mutex(const struct cli_opts *o, netmutex_t *m)
  * A signal that came once the lock was ours, before the command started,
  * means the command is not wanted any more: it is not started, and we exit
  * as if the signal had found us still waiting. */
-static int run_locked(const struct cli_opts *o, netmutex_t *m, int *lost)
+static int run_locked(const struct cli_opts *o, netmutex_t *m, struct command *c, int *lost)
 {
     uint64_t fence = 0;
-    pid_t pid;
-    int err, rc, sig;
+    int err, sig;
 
     netmutex_fence(m, &fence);
     if (o->verbose)
-        cli_say("acquired %s (fence %" PRIu64 ")", o->name, fence);
+        cli_say("acquired %s (fence %" PRIu64 ")", o->shown_name, fence);
     if ((err = catch_sigchld()) != 0) {
         cli_say("sigaction: %s", strerror(err));
         return CLI_EX_OSERR;
@@ -394,10 +434,14 @@ static int run_locked(const struct cli_opts *o, netmutex_t *m, int *lost)
             cli_say("%s before the command started: not running it", strsignal(sig));
         return 128 + sig;
     }
-    if ((rc = start_child(o, fence, &pid)) != 0)
-        return rc;
+    if ((err = command_start(c, fence)) != 0) {
+        cli_say("the process for the command was gone before it could start: %s",
+                strerror(err));
+        command_dismiss(c);
+        return CLI_EX_OSERR;
+    }
     start_forwarding();
-    return shell_status(supervise(o, pid, lost));
+    return shell_status(supervise(o, c->pid, lost));
 }
 
 static void deadline_after(double secs, struct timespec *ts)
@@ -413,35 +457,83 @@ static void deadline_after(double secs, struct timespec *ts)
     }
 }
 
-int cli_run(const struct cli_opts *o)
+/* What is set up before the lock is asked for; 0 or an exit code. */
+static int prepare(const struct cli_opts *o, netmutex_t *m)
+{
+    int err;
+
+    if ((err = make_pipe()) != 0) {
+        cli_say("pipe: %s", strerror(err));
+        return CLI_EX_OSERR;
+    }
+    if ((err = init_mutex(o, m)) != 0) {
+        cli_say("%s: %s", o->shown_name, netmutex_strerror(err));
+        return cli_exit_code(err);
+    }
+    if ((err = take_signals(o)) != 0) {
+        cli_say("cannot set up signal handling: %s", strerror(err));
+        netmutex_destroy(m);
+        return CLI_EX_OSERR;
+    }
+    return 0;
+}
+
+/* Takes the lock and runs the command under it; the exit code. */
+static int lock_and_run(const struct cli_opts *o, struct command *c)
 {
     struct timespec deadline;
     netmutex_t m;
     int err, rc, lost = 0;
 
     deadline_after(o->has_timeout ? o->timeout_s : 0, &deadline);
-    if ((err = make_pipe()) != 0 || (err = init_mutex(o, &m)) != 0) {
-        cli_say("%s: %s", o->name, strerror(err));
-        return cli_exit_code(err);
-    }
-    if ((err = take_signals(o)) != 0) {
-        cli_say("cannot set up signal handling: %s", strerror(err));
-        netmutex_destroy(&m);
-        return CLI_EX_OSERR;
-    }
+    if ((rc = prepare(o, &m)) != 0)
+        return rc;
     err = acquire(o, &m, &deadline);
     end_wait();
     if (err == EBUSY || err == ETIMEDOUT) {
         if (o->verbose)
-            cli_say("%s is held elsewhere: giving up", o->name);
+            cli_say("%s is held elsewhere: giving up", o->shown_name);
         rc = o->conflict_code;
     } else if (err != 0) {
-        cli_say("cannot lock %s: %s", o->name, cli_strerror(err));
+        cli_say("cannot lock %s at %s: %s", o->shown_name, o->shown_url,
+                netmutex_strerror(err));
         rc = cli_exit_code(err);
     } else {
-        rc = run_locked(o, &m, &lost);
+        rc = run_locked(o, &m, c, &lost);
         release(o, &m, &lost);
     }
     netmutex_destroy(&m);
     return lost ? CLI_EX_LOST : rc;
+}
+
+/* The holder that `status` shows: this host and the command's pid (the
+ * library adds our thread's id). */
+static int configure_for(struct cli_opts *o, pid_t pid)
+{
+    char host[256], holder[320];
+
+    if (gethostname(host, sizeof host) != 0)
+        strcpy(host, "?");
+    host[sizeof host - 1] = '\0';
+    snprintf(holder, sizeof holder, "%s:%ld", host, (long)pid);
+    return cli_configure(o, holder);
+}
+
+int cli_run(struct cli_opts *o)
+{
+    struct command c;
+    int rc = command_fork(o, &c);
+
+    if (rc != 0)
+        return rc;
+    /* Writing the fence to a command process that died must fail with
+     * EPIPE, not kill us while we hold the lock.  The child keeps the
+     * disposition we started with. */
+    signal(SIGPIPE, SIG_IGN);
+    if ((rc = configure_for(o, c.pid)) == 0)
+        rc = lock_and_run(o, &c);
+    /* Not started (no lock, a signal, an error): it must not outlive us. */
+    if (c.go >= 0)
+        command_dismiss(&c);
+    return rc;
 }

@@ -25,7 +25,7 @@
 #define URL_FILE_MAX (64 * 1024)
 
 /* The last '@' in [S, END), or NULL. */
-static char *last_at(char *s, char *end)
+static const char *last_at(const char *s, const char *end)
 {
     while (end > s) {
         if (*--end == '@')
@@ -34,30 +34,48 @@ static char *last_at(char *s, char *end)
     return NULL;
 }
 
-/* Overwrites the password of the one URL in [S, END) and says whether
- * there was one.  The credentials are found as the library finds them: they
- * end at the last '@' before the host, or for unix:// before the first '/'
- * of the path (which may itself hold an '@').  Without a ':' the library
- * refuses the URL, but the whole user part is hidden anyway: it was most
- * likely meant as a password. */
-static int scrub_one(char *s, char *end)
+/* Where the password of the one URL in [S, END) lies: [*FROM, *TO), empty
+ * when there is none.  The credentials are found as the library finds
+ * them: they end at the last '@' before the host, or for unix:// before the
+ * first '/' of the path (which may itself hold an '@').  Without a ':' the
+ * library refuses the URL, but the whole user part counts as the password
+ * anyway: it was most likely meant as one. */
+static void find_secret(const char *s, const char *end, const char **from, const char **to)
 {
-    char *sep = strstr(s, "://");
-    char *start = sep != NULL && sep < end ? sep + 3 : s;
-    char *limit = end;
+    const char *sep = strstr(s, "://");
+    const char *start = sep != NULL && sep < end ? sep + 3 : s;
+    const char *limit = end;
 
+    *from = *to = end;
     if (strncmp(s, "unix://", 7) == 0) {
-        char *slash = memchr(start, '/', (size_t)(end - start));
+        const char *slash = memchr(start, '/', (size_t)(end - start));
         if (slash != NULL)
             limit = slash;
     }
-    char *at = last_at(start, limit);
+    const char *at = last_at(start, limit);
     if (at == NULL)
-        return 0;
-    char *colon = memchr(start, ':', (size_t)(at - start));
-    char *secret = colon != NULL ? colon + 1 : start;
-    memset(secret, '*', (size_t)(at - secret));
-    return at > secret;
+        return;
+    const char *colon = memchr(start, ':', (size_t)(at - start));
+    *from = colon != NULL ? colon + 1 : start;
+    *to = at;
+}
+
+/* Overwrites the password of the one URL in [S, END) and says whether
+ * there was one. */
+static int scrub_one(char *s, char *end)
+{
+    const char *from, *to;
+
+    find_secret(s, end, &from, &to);
+    memset(s + (from - s), '*', (size_t)(to - from));
+    return to > from;
+}
+
+/* The end of the URL that starts at S: the next ',' or the NUL. */
+static const char *url_end(const char *s)
+{
+    const char *comma = strchr(s, ',');
+    return comma != NULL ? comma : s + strlen(s);
 }
 
 int cli_url_scrub(char *urls)
@@ -66,13 +84,52 @@ int cli_url_scrub(char *urls)
 
     /* The library splits a list at every ',': a password cannot hold a raw
      * one (it would be %2C), so neither do we need to care. */
-    for (char *s = urls; s != NULL;) {
-        char *comma = strchr(s, ',');
-        char *end = comma != NULL ? comma : s + strlen(s);
+    for (char *s = urls;; s++) {
+        char *end = (char *)url_end(s);
         found |= scrub_one(s, end);
-        s = comma != NULL ? comma + 1 : NULL;
+        if (*end == '\0')
+            return found;
+        s = end;
     }
-    return found;
+}
+
+/* A password, however long, shows as this: its length is none of a
+ * reader's business.  The library masks it the same way. */
+#define MASK "***"
+
+char *cli_url_mask(const char *urls)
+{
+    /* Each URL grows by at most the mask's length. */
+    size_t cap = strlen(urls) + 1, n = 1;
+    for (const char *p = urls; *p != '\0'; p++)
+        n += *p == ',';
+    char *out = malloc(cap + n * strlen(MASK)), *w = out;
+
+    for (const char *s = urls; out != NULL; s++) {
+        const char *end = url_end(s), *from, *to;
+        find_secret(s, end, &from, &to);
+        memcpy(w, s, (size_t)(from - s));
+        w += from - s;
+        if (to > from)
+            w = stpcpy(w, MASK);
+        memcpy(w, to, (size_t)(end - to));
+        w += end - to;
+        *w++ = *end;
+        if (*end == '\0')
+            break;
+        s = end;
+    }
+    return out;
+}
+
+const char *cli_url_in_use(const struct cli_opts *o)
+{
+    const char *env = getenv("NETMUTEX_URL");
+
+    /* As the library reads it: an empty variable counts as unset. */
+    if (o->url != NULL)
+        return o->url;
+    return env != NULL && *env != '\0' ? env : CLI_DEFAULT_URL;
 }
 
 /* Drops the trailing white space, which an editor's final newline leaves;

@@ -1,17 +1,28 @@
 #!/bin/sh
 # While another netmutex holds NAME: -n, -E and -w give the conflict code;
-# `status` shows the holder; `break` frees it and the holder's command gets
-# its lost-lease signal.
+# `status` shows the holder (the command's pid), tells a name never used
+# from a free one; `break` frees it and the holder's command gets its
+# lost-lease signal, and says why when there is nothing to break.
 . "${srcdir:-.}/cli/lib.sh"
 
 start_redis r1
 NETMUTEX_URL=$redis_url; export NETMUTEX_URL
 
-expect_rc 1 "status of a lock never taken: free (1)" quiet "$NM" status nightly
-expect_rc 1 "break with nothing to break gives 1" quiet "$NM" break nightly
+"$NM" status nightly >"$tmp/status"
+rc=$?
+check "status of a lock never taken: free (exit $rc)" test "$rc" = 1
+check "... and never used" quiet grep -E '^state: +free \(never used\)$' "$tmp/status"
+json=$("$NM" status --json nightly)
+check "... in JSON too ($json)" quiet expr "x$json" : 'x{"name":"nightly","held":false,.*"never_used":true}$'
+"$NM" break nightly 2>"$tmp/err"
+rc=$?
+check "break with nothing to break gives 1 (exit $rc)" test "$rc" = 1
+check "... and says the lock is free and was never used" \
+    quiet grep -E '^netmutex: break nightly: nothing to break: it is free and was never used at unix://' "$tmp/err"
 
 hold nightly
-holder_pid=$(cat "$tmp/held")
+tool_pid=$(cat "$tmp/held")
+cmd_pid=$(cat "$tmp/held.cmd")
 expect_rc 1 "-n while held gives 1" quiet "$NM" -n nightly touch "$tmp/ran"
 expect_rc 7 "-n -E 7 while held gives 7" quiet "$NM" -n -E 7 nightly touch "$tmp/ran"
 expect_rc 9 "--nonblock --conflict-exit-code=9 gives 9" quiet "$NM" --nonblock --conflict-exit-code=9 nightly touch "$tmp/ran"
@@ -27,17 +38,26 @@ check "the command of a failed attempt never ran" test ! -e "$tmp/ran"
 rc=$?
 check "status while held exits 0 (exit $rc)" test "$rc" = 0
 holder=$(sed -n 's/^holder: *//p' "$tmp/status")
-check "the holder names this host and the tool's pid ($holder)" \
-    quiet expr "x$holder" : "x$(uname -n):$holder_pid:[0-9][0-9]*\$"
+check "the holder names this host and the command's pid ($holder, command $cmd_pid)" \
+    quiet expr "x$holder" : "x$(uname -n):$cmd_pid:[0-9][0-9]*\$"
+check "... which is not the tool's ($tool_pid)" test "$cmd_pid" != "$tool_pid"
+check "status says held" quiet grep -E '^state: +held$' "$tmp/status"
 check "status shows a fence" quiet grep -E '^fence: +[1-9]' "$tmp/status"
 check "status shows when it was taken" quiet grep -E '^since: +[0-9]{4}-.*\([1-9][0-9]* ms\)' "$tmp/status"
 json=$("$NM" status --json nightly)
-check "status --json while held" quiet expr "x$json" : 'x{"name":"nightly","held":true,"holder":"[^"]*:'"$holder_pid"':'
+check "status --json while held" quiet expr "x$json" : 'x{"name":"nightly","held":true,"holder":"[^"]*:'"$cmd_pid"':'
 
 release_hold
-expect_rc 1 "status after release: free (1)" quiet "$NM" status nightly
+"$NM" status nightly >"$tmp/status"
+rc=$?
+check "status after release: free (exit $rc)" test "$rc" = 1
+check "... and not 'never used'" quiet grep -E '^state: +free$' "$tmp/status"
 json=$("$NM" status --json nightly)
-check "status --json after release" quiet expr "x$json" : 'x.*"held":false,"holder":"",'
+check "status --json after release" quiet expr "x$json" : 'x.*"held":false,"holder":"",.*"never_used":false}$'
+"$NM" break nightly 2>"$tmp/err"
+rc=$?
+check "break of a free lock gives 1 (exit $rc)" test "$rc" = 1
+check "... and says it is free" quiet grep -E '^netmutex: break nightly: nothing to break: it is free$' "$tmp/err"
 
 # Breaking a held lock: with a short lease the watchdog's next renewal finds
 # the key gone, the command gets --on-lost's signal, and the tool exits 75

@@ -114,11 +114,13 @@ start_redis() {
 }
 
 # hold NAME [OPTIONS...]: a background netmutex holding NAME until
-# release_hold; sets hold_pid (the tool's pid) once the lock is taken.
+# release_hold; sets hold_pid (the tool's pid) once the lock is taken, and
+# leaves the command's pid in $tmp/held.cmd and the tool's in $tmp/held.
 hold() {
     name=$1; shift
-    rm -f "$tmp/held"
-    "$NM" "$@" "$name" sh -c 'echo $PPID >"$1"; exec sleep 300' sh "$tmp/held" &
+    rm -f "$tmp/held" "$tmp/held.cmd"
+    "$NM" "$@" "$name" sh -c 'echo $$ >"$1.cmd"; echo $PPID >"$1"; exec sleep 300' \
+        sh "$tmp/held" &
     hold_pid=$!
     bg_pids="$bg_pids $hold_pid"
     wait_for 30 test -s "$tmp/held" || bail "the holder of $name never got it"

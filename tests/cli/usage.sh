@@ -39,6 +39,12 @@ usage "--json is for status" --json job true
 usage "-n is not for status" status -n job
 usage "break without NAME" break
 usage "--lease is not for break" break --lease 100 job
+usage "--json is not for break" break --json job
+usage "list with two PATTERNs" list a b
+usage "-n is not for list" list -n
+usage "-x is not for list" list -x
+usage "-s: no shared mode" -s job true
+usage "-F: no --no-fork" -F job true
 
 expect_rc 0 "--help exits 0" quiet "$NM" --help
 expect_rc 0 "--version exits 0" quiet "$NM" --version
@@ -46,13 +52,16 @@ expect_rc 78 "a malformed URL gives 78" quiet "$NM" -u 'nosuch://x' job true
 expect_rc 69 "an unreachable server gives 69" quiet "$NM" job true
 expect_rc 69 "status of an unreachable server gives 69" quiet "$NM" status job
 expect_rc 69 "break on an unreachable server gives 69" quiet "$NM" break job
+expect_rc 69 "list on an unreachable server gives 69" quiet "$NM" list
 
-# A lock may be called "status" or "break": after "run" or "--".
+# A lock may be called "status", "break" or "list": after "run" or "--".
 start_redis r1
 NETMUTEX_URL=$redis_url; export NETMUTEX_URL
 expect_rc 4 "run status COMMAND takes the lock named status" "$NM" run status sh -c 'exit 4'
 expect_rc 5 "-- break COMMAND takes the lock named break" "$NM" -- break sh -c 'exit 5'
 expect_rc 1 "status status: the lock named status is free" quiet "$NM" status status
+expect_rc 6 "run list COMMAND takes the lock named list" "$NM" run list sh -c 'exit 6'
+expect_rc 1 "status, break, list: options may follow the operand" quiet "$NM" status job --json
 NAME1024=$(awk 'BEGIN { while (i++ < 1024) printf "y" }')
 expect_rc 0 "a NAME of 1024 bytes works" "$NM" "$NAME1024" true
 
