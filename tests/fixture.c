@@ -310,6 +310,7 @@ struct NmRedis {
     char *pass;
     char *exe;
     int port; /* 0: unix socket only */
+    bool debug; /* started with --enable-debug-command yes */
     pid_t pid; /* 0: not running */
     bool paused;
     int cleanup_slot;
@@ -423,6 +424,12 @@ static char **redis_argv(const NmRedis *r)
     if (r->pass) {
         ARG("--requirepass");
         ARG(r->pass);
+    }
+    /* Redis 7 refuses DEBUG unless told otherwise; older servers do not
+     * know the option, so it is only passed when a test asks for it. */
+    if (r->debug) {
+        ARG("--enable-debug-command");
+        ARG("yes");
     }
 #undef ARG
     g_ptr_array_add(a, NULL);
@@ -572,6 +579,7 @@ NmRedis *nm_redis_start(const NmRedisOpts *opts)
     r->sock = g_build_filename(r->dir, "redis.sock", NULL);
     r->log = g_build_filename(r->dir, "redis.log", NULL);
     r->pass = opts && opts->requirepass ? g_strdup(opts->requirepass) : NULL;
+    r->debug = opts && opts->debug_command;
     r->cleanup_slot = register_cleanup(r->dir);
     start_redis(r, opts && opts->tcp);
     return r;

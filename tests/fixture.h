@@ -112,6 +112,8 @@ typedef struct NmRedis NmRedis;
 typedef struct NmRedisOpts {
     bool tcp;                /* also listen on 127.0.0.1:<free port> */
     const char *requirepass; /* NULL: no password */
+    bool debug_command;      /* --enable-debug-command yes (DEBUG SLEEP ...);
+                                kept across nm_redis_restart */
 } NmRedisOpts;
 
 /* Starts a server (OPTS may be NULL: unix socket only) and waits, with a

@@ -31,10 +31,15 @@ struct NmProxy {
     pthread_t thread;
     Pair pairs[MAX_PAIRS];
     int npairs; /* proxy thread only */
-    pthread_mutex_t lock; /* guards the two fields below */
+    pthread_mutex_t lock; /* guards the three fields below */
     bool armed;
     unsigned int muted;
+    bool blackhole;
 };
+
+/* Bytes written to wake[1]: REFRESH makes the thread look at the blackhole
+ * flag again, anything else stops it. */
+#define WAKE_REFRESH 'r'
 
 static int listen_loopback(int *port)
 {
@@ -128,6 +133,24 @@ static bool relay(NmProxy *p, Pair *pair, bool from_server)
     return send_all(dst, buf, (size_t)n);
 }
 
+static bool in_blackhole(NmProxy *p)
+{
+    bool on;
+
+    pthread_mutex_lock(&p->lock);
+    on = p->blackhole;
+    pthread_mutex_unlock(&p->lock);
+    return on;
+}
+
+/* True when the thread was told to stop (and not merely to refresh). */
+static bool told_to_stop(NmProxy *p)
+{
+    char c = 0;
+
+    return read(p->wake[0], &c, 1) != 1 || c != WAKE_REFRESH;
+}
+
 static void *proxy_main(void *arg)
 {
     NmProxy *p = arg;
@@ -137,6 +160,13 @@ static void *proxy_main(void *arg)
         int n = 0;
 
         fds[n++] = (struct pollfd){ .fd = p->wake[0], .events = POLLIN };
+        /* In a blackhole only the wake pipe is watched: the sockets stay
+         * open and unread, both ways. */
+        if (in_blackhole(p)) {
+            if (poll(fds, 1, -1) > 0 && told_to_stop(p))
+                break;
+            continue;
+        }
         fds[n++] = (struct pollfd){ .fd = p->listen_fd, .events = POLLIN };
         for (int i = 0; i < p->npairs; i++) {
             fds[n++] = (struct pollfd){ .fd = p->pairs[i].client, .events = POLLIN };
@@ -144,8 +174,11 @@ static void *proxy_main(void *arg)
         }
         if (poll(fds, (nfds_t)n, -1) < 0)
             continue;
-        if (fds[0].revents)
-            break;
+        if (fds[0].revents) {
+            if (told_to_stop(p))
+                break;
+            continue; /* the blackhole flag changed: poll again */
+        }
         /* Pairs first: accept_pair and drop_pair reorder the array. */
         for (int i = p->npairs - 1; i >= 0; i--) {
             short from_client = fds[2 + 2 * i].revents;
@@ -199,6 +232,16 @@ unsigned int nm_proxy_muted(NmProxy *p)
     n = p->muted;
     pthread_mutex_unlock(&p->lock);
     return n;
+}
+
+void nm_proxy_blackhole(NmProxy *p, bool on)
+{
+    char c = WAKE_REFRESH;
+
+    pthread_mutex_lock(&p->lock);
+    p->blackhole = on;
+    pthread_mutex_unlock(&p->lock);
+    g_assert_cmpint(write(p->wake[1], &c, 1), ==, 1);
 }
 
 void nm_proxy_free(NmProxy *p)

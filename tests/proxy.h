@@ -4,7 +4,8 @@
  * applied, but the client never hears back.  This is the one situation a
  * client cannot tell apart from "not applied", and the only way to test it
  * deterministically (CLIENT PAUSE or SIGSTOP delay the request instead of
- * losing the reply).
+ * losing the reply).  It can also play a network partition (blackhole):
+ * the chaos suite's clients connect through it.
  */
 #ifndef NM_TEST_PROXY_H
 #define NM_TEST_PROXY_H
@@ -26,6 +27,14 @@ char *nm_proxy_url(NmProxy *p);
 void nm_proxy_mute_next_reply(NmProxy *p);
 /* How many connections have been muted so far. */
 unsigned int nm_proxy_muted(NmProxy *p);
+/* Blackhole mode, for a network partition: while ON, nothing is relayed
+ * in either direction and no connection is accepted, but every socket stays
+ * open, so clients see neither an error nor a reply (only their own
+ * timeouts end their wait).  Bytes sent meanwhile wait in the kernel's
+ * buffers, and new connections in the listen backlog (beyond it, connects
+ * time out).  Turning it OFF heals the partition: everything that waited is
+ * relayed late, as TCP retransmission would deliver it. */
+void nm_proxy_blackhole(NmProxy *p, bool on);
 /* Stops the thread and closes every connection. */
 void nm_proxy_free(NmProxy *p);
 

@@ -1,0 +1,394 @@
+/*
+ * chaos_fault.c -- the injectors (see chaos_fault.h).
+ *
+ * Victims.  A holder is a worker one of whose threads is in CHAOS_HOLDING
+ * (the shared worker table).  A queued waiter is found in Redis, as the
+ * README's key schema describes it: a token in the lock's FIFO queue
+ * <key>:q whose entry in <key>:w ("<expires>:<lease>:<host>:<pid>:<tid>")
+ * names one of our workers, and that worker has a thread in a lock call
+ * and none holding.  Only such a waiter is handed the lock by a release,
+ * which is what stopping or killing it is about.
+ *
+ * Durations, all scaled with the lease: a worker is stopped for 1.5 to 2
+ * leases ("beyond the lease": its lease, or the grant it is sent while it
+ * sleeps, runs out meanwhile); a server sleeps (DEBUG SLEEP) for 0.5 to
+ * 1 s (times the slowdown), always longer than the I/O timeout, sometimes
+ * longer than a lease; the single server stays down up to half a lease;
+ * the proxy blackholes for 1.5 leases; a quorum server stays down 2 to 3
+ * leases, and of a majority the first comes back after 2 leases, the
+ * second 1.5 leases later, so that never more than one server rejoins
+ * empty within a lease (the README's condition for a quorum to stay
+ * safe).
+ *
+ * Forged grants: one Lua script (atomic on the server, so the lock really
+ * is held by another process at that instant) PUBLISHes on the lock's
+ * channel, for every queued token but the holder's, one of
+ *     granted <token> <current fence + 1> 0
+ *     granted <token> 999999999 0
+ *     released
+ * in turn.  A library must take none of them at its word.
+ */
+#include "ac_config.h"
+
+#include "chaos_fault.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- victims ------------------------------------------------------------ */
+
+static bool has_phase(ChaosProc *p, int phase)
+{
+    for (int i = 0; i < p->nthreads; i++)
+        if (chaos_load(&p->phase[i]) == phase)
+            return true;
+    return false;
+}
+
+static bool is_waiting(ChaosProc *p)
+{
+    return has_phase(p, CHAOS_LOCKING) && !has_phase(p, CHAOS_HOLDING) &&
+           !has_phase(p, CHAOS_UNLOCKING);
+}
+
+/* Every thread of P that is in a lock call is in netmutex_lock, which
+ * cannot give up: a grant it is sent while stopped is then still wanted
+ * when it wakes up (a timedlock would more likely just time out). */
+static bool only_blocking(ChaosRun *run, ChaosProc *p)
+{
+    for (int i = 0; i < p->nthreads; i++) {
+        int32_t idx = chaos_load(&p->rec[i]);
+        if (chaos_load(&p->phase[i]) == CHAOS_LOCKING && idx >= 0 &&
+            run->log->recs[idx].op != 'l')
+            return false;
+    }
+    return true;
+}
+
+static int holder_once(ChaosRun *run)
+{
+    for (int s = 0; s < run->nworkers; s++) {
+        ChaosProc *p = chaos_run_proc(run, s);
+        if (p && has_phase(p, CHAOS_HOLDING))
+            return s;
+    }
+    return -1;
+}
+
+/* A worker slot that holds the mutex, -1 if none did within TIMEOUT_MS. */
+static int find_holder(ChaosRun *run, unsigned int timeout_ms)
+{
+    gint64 end = nm_now_ms() + timeout_ms;
+    int s;
+
+    while ((s = holder_once(run)) < 0 && nm_now_ms() < end)
+        nm_sleep_ms(1);
+    return s;
+}
+
+/* The pid in a queue entry "<expires>:<lease>:<host>:<pid>:<tid>". */
+static long entry_pid(const char *entry)
+{
+    const char *tid = strrchr(entry, ':'), *p;
+
+    if (!tid)
+        return -1;
+    for (p = tid - 1; p > entry && *p != ':'; p--)
+        ;
+    return *p == ':' ? strtol(p + 1, NULL, 10) : -1;
+}
+
+static int slot_of(ChaosRun *run, long pid)
+{
+    for (int s = 0; s < run->nworkers; s++) {
+        ChaosProc *p = chaos_run_proc(run, s);
+        if (p && p->pid == pid)
+            return s;
+    }
+    return -1;
+}
+
+/* The slot of a worker waiting with TOKEN in the queue (if STRICT, only
+ * in netmutex_lock), or -1. */
+static int waiter_of(ChaosRun *run, const char *token, bool strict)
+{
+    redisReply *e = nm_redis_cmd(run->redis, "HGET %s:w %s", run->key, token);
+    int s = -1;
+    ChaosProc *p;
+
+    if (e->type == REDIS_REPLY_STRING)
+        s = slot_of(run, entry_pid(e->str));
+    freeReplyObject(e);
+    p = s >= 0 ? chaos_run_proc(run, s) : NULL;
+    return p && is_waiting(p) && (!strict || only_blocking(run, p)) ? s : -1;
+}
+
+/* The queue is read head first: the head is the next to be granted. */
+static int queued_waiter_once(ChaosRun *run, bool strict, char **token)
+{
+    redisReply *q = nm_redis_cmd(run->redis, "LRANGE %s:q 0 -1", run->key);
+    int s = -1;
+
+    for (size_t i = 0; q->type == REDIS_REPLY_ARRAY && i < q->elements && s < 0; i++) {
+        if (q->element[i]->type != REDIS_REPLY_STRING)
+            continue;
+        s = waiter_of(run, q->element[i]->str, strict);
+        if (s >= 0)
+            *token = g_strdup(q->element[i]->str);
+    }
+    freeReplyObject(q);
+    return s;
+}
+
+/* A worker slot queued in Redis (its token in *TOKEN), -1 if none was
+ * within TIMEOUT_MS; one waiting in netmutex_lock is preferred during the
+ * first half of that time. */
+static int find_queued_waiter(ChaosRun *run, unsigned int timeout_ms, char **token)
+{
+    gint64 now = nm_now_ms(), strict_end = now + timeout_ms / 2, end = now + timeout_ms;
+    int s;
+
+    while ((s = queued_waiter_once(run, nm_now_ms() < strict_end, token)) < 0 &&
+           nm_now_ms() < end)
+        nm_sleep_ms(2);
+    return s;
+}
+
+/* ---- workers stopped or killed ------------------------------------------------ */
+
+static void stop_for(ChaosRun *run, int slot, uint32_t flags)
+{
+    pid_t pid = chaos_run_proc(run, slot)->pid;
+    unsigned int ms = chaos_run_between(run, 3 * run->lease_ms / 2, 2 * run->lease_ms);
+    ChaosFault *f = chaos_fault_begin(run->log, CHAOS_F_STOP, pid);
+
+    kill(pid, SIGSTOP);
+    nm_sleep_ms(ms);
+    kill(pid, SIGCONT);
+    chaos_fault_end(f);
+    if (f)
+        f->flags = flags;
+    run->flagged++;
+}
+
+bool chaos_inject_stop_holder(ChaosRun *run)
+{
+    int s = find_holder(run, nm_ms(1000));
+
+    if (s < 0)
+        return false;
+    stop_for(run, s, CHAOS_FF_HOLDER);
+    return true;
+}
+
+bool chaos_inject_stop_waiter(ChaosRun *run)
+{
+    char *token = NULL;
+    int s = find_queued_waiter(run, nm_ms(1000), &token);
+
+    if (s < 0)
+        return false;
+    stop_for(run, s, CHAOS_FF_QUEUED);
+    g_free(token);
+    return true;
+}
+
+bool chaos_inject_kill_holder(ChaosRun *run)
+{
+    int s = find_holder(run, nm_ms(1000));
+    ChaosFault *f;
+
+    if (s < 0)
+        return false;
+    f = chaos_run_kill(run, s);
+    if (f)
+        f->flags = CHAOS_FF_HOLDER;
+    run->flagged++;
+    chaos_run_respawn(run, s);
+    return true;
+}
+
+/* A waiter that had been granted the lock when it died is a dead holder:
+ * the lock is then rightly kept for its lease. */
+bool chaos_inject_kill_waiter(ChaosRun *run)
+{
+    char *token = NULL, *now;
+    int s = find_queued_waiter(run, nm_ms(1000), &token);
+    ChaosFault *f;
+
+    if (s < 0)
+        return false;
+    f = chaos_run_kill(run, s);
+    now = nm_token_of(run->redis, run->name);
+    if (f)
+        f->flags = CHAOS_FF_QUEUED | (g_strcmp0(now, token) == 0 ? CHAOS_FF_HOLDER : 0);
+    run->flagged += g_strcmp0(now, token) == 0;
+    chaos_run_respawn(run, s);
+    g_free(now);
+    g_free(token);
+    return true;
+}
+
+/* ---- the server misbehaving ------------------------------------------------------ */
+
+static bool client_kill(ChaosRun *run, const char *type)
+{
+    ChaosFault *f = chaos_fault_begin(run->log, CHAOS_F_CLIENT_KILL, 0);
+    redisReply *r = nm_redis_cmd(run->redis, "CLIENT KILL TYPE %s", type);
+    long long n = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+
+    freeReplyObject(r);
+    chaos_fault_end(f);
+    if (f)
+        f->detail = (int32_t)n;
+    return n > 0;
+}
+
+bool chaos_inject_client_kill_normal(ChaosRun *run)
+{
+    return client_kill(run, "normal");
+}
+
+bool chaos_inject_client_kill_pubsub(ChaosRun *run)
+{
+    return client_kill(run, "pubsub");
+}
+
+bool chaos_inject_debug_sleep(ChaosRun *run)
+{
+    unsigned int ms = chaos_run_between(run, 500, 1000);
+    char secs[32];
+    ChaosFault *f;
+    redisReply *r;
+    bool ok;
+
+    g_snprintf(secs, sizeof secs, "%.3f", ms / 1000.0 * nm_slowdown());
+    f = chaos_fault_begin(run->log, CHAOS_F_DEBUG_SLEEP, 0);
+    r = nm_redis_cmd(run->redis, "DEBUG SLEEP %s", secs);
+    chaos_fault_end(f);
+    ok = r->type != REDIS_REPLY_ERROR;
+    if (!ok)
+        g_printerr("chaos: DEBUG SLEEP refused: %s\n", r->str);
+    freeReplyObject(r);
+    return ok;
+}
+
+bool chaos_inject_restart_empty(ChaosRun *run)
+{
+    ChaosFault *f = chaos_fault_begin(run->log, CHAOS_F_RESTART, 0);
+
+    nm_redis_stop(run->redis);
+    nm_sleep_ms(chaos_run_between(run, 0, run->lease_ms / 2));
+    nm_redis_restart(run->redis);
+    chaos_fault_end(f);
+    return true;
+}
+
+bool chaos_inject_blackhole(ChaosRun *run)
+{
+    ChaosFault *f = chaos_fault_begin(run->log, CHAOS_F_BLACKHOLE, 0);
+
+    chaos_proxy_blackhole(run->proxy, true);
+    nm_sleep_ms(3 * run->lease_ms / 2);
+    chaos_proxy_blackhole(run->proxy, false);
+    chaos_fault_end(f);
+    return true;
+}
+
+/* ---- forged messages ------------------------------------------------------------- */
+
+/* KEYS: the lock key (also the channel), its queue, its meta hash.
+ * ARGV[1]: next, huge or released.  Returns {sent, heard}. */
+static const char forge_script[] =
+    "local holder = redis.call('GET', KEYS[1])\n"
+    "if not holder then return {0, 0} end\n"
+    "local sent, heard = 0, 0\n"
+    "for _, t in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do\n"
+    "  if t ~= holder and (ARGV[1] ~= 'released' or sent == 0) then\n"
+    "    local msg = 'released'\n"
+    "    if ARGV[1] == 'next' then\n"
+    "      local f = tonumber(redis.call('HGET', KEYS[3], 'fence') or '0') + 1\n"
+    "      msg = 'granted ' .. t .. ' ' .. f .. ' 0'\n"
+    "    elseif ARGV[1] == 'huge' then\n"
+    "      msg = 'granted ' .. t .. ' 999999999 0'\n"
+    "    end\n"
+    "    heard = heard + redis.call('PUBLISH', KEYS[1], msg)\n"
+    "    sent = sent + 1\n"
+    "  end\n"
+    "end\n"
+    "return {sent, heard}\n";
+
+static void forge_reply(redisReply *r, long long *sent, long long *heard)
+{
+    *sent = *heard = 0;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
+        *sent = r->element[0]->integer;
+        *heard = r->element[1]->integer;
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        g_printerr("chaos: forging script failed: %s\n", r->str);
+    }
+}
+
+bool chaos_inject_forged_grant(ChaosRun *run)
+{
+    static const char *const variants[] = { "next", "huge", "released" };
+    const char *v = variants[run->turn++ % 3];
+    int64_t begin = chaos_now_ns();
+    redisReply *r = nm_redis_cmd(run->redis, "EVAL %s 3 %s %s:q %s:m %s", forge_script,
+                                 run->key, run->key, run->key, v);
+    long long sent, heard;
+    ChaosFault *f;
+
+    forge_reply(r, &sent, &heard);
+    freeReplyObject(r);
+    if (sent == 0)
+        return false;
+    f = chaos_fault_begin(run->log, CHAOS_F_FORGE, 0);
+    if (f) {
+        f->begin_ns = begin;
+        f->detail = (int32_t)heard;
+    }
+    return true;
+}
+
+/* ---- quorum servers down ------------------------------------------------------------ */
+
+static ChaosFault *server_down(ChaosRun *run, int i)
+{
+    ChaosFault *f = chaos_fault_begin(run->log, CHAOS_F_SERVER_DOWN, 0);
+
+    if (f)
+        f->detail = i;
+    nm_redis_stop(run->servers[i]);
+    return f;
+}
+
+static void server_up(ChaosRun *run, int i, ChaosFault *f)
+{
+    nm_redis_restart(run->servers[i]);
+    chaos_fault_end(f);
+}
+
+bool chaos_inject_quorum_minority(ChaosRun *run)
+{
+    int i = run->turn++ % CHAOS_QUORUM_N;
+    ChaosFault *f = server_down(run, i);
+
+    nm_sleep_ms(chaos_run_between(run, 2 * run->lease_ms, 3 * run->lease_ms));
+    server_up(run, i, f);
+    return true;
+}
+
+bool chaos_inject_quorum_majority(ChaosRun *run)
+{
+    int i = run->turn++ % CHAOS_QUORUM_N, j = (i + 1) % CHAOS_QUORUM_N;
+    ChaosFault *fi = server_down(run, i), *fj = server_down(run, j);
+
+    nm_sleep_ms(2 * run->lease_ms);
+    server_up(run, i, fi);
+    nm_sleep_ms(3 * run->lease_ms / 2);
+    server_up(run, j, fj);
+    return true;
+}

@@ -1,0 +1,152 @@
+/*
+ * chaos_main.c -- test_chaos, netmutex's fault-injection ("chaos") suite.
+ *
+ * Three worker processes of three threads each, and a single-threaded
+ * prober, hammer one ROBUST netmutex with a 600 ms lease (lock, timedlock
+ * and trylock), while the test process
+ * injects one family of faults again and again.  Every call and every hold
+ * is logged to shared memory with CLOCK_MONOTONIC times: a hold is valid
+ * from the lock call's return to the earliest of its unlock, its lost-lease
+ * notice and the end of its last netmutex_validity promise.  Holders
+ * present their fence to a fenced resource (it rejects a fence smaller than
+ * one it has seen) and read-modify-write a shared counter.  When the family
+ * is over, a checker reads the log and fails the test case on
+ *   - two valid holds that overlap (except across an empty restart of the
+ *     single server: a documented limit, reported by that name),
+ *   - a later holder with a smaller fence, or the same fence in another
+ *     process (same-process hand-offs share a fence by design),
+ *   - a missed EOWNERDEAD (after a holder was killed) or a spurious one
+ *     (after a clean release),
+ *   - a lost update by two valid holders,
+ *   - a call past its bound (trylock: the I/O timeout + 250 ms; timedlock:
+ *     its deadline + 250 ms; unlock: two dials and requests + 250 ms; all
+ *     scaled by NETMUTEX_TEST_SLOWDOWN), a call that never returns, a
+ *     result the API does not allow,
+ *   - in the baseline and the two kill families, a lock left free for 3/4
+ *     of a lease while others waited, after a release (or, after a
+ *     killed holder, after its lease).
+ * On failure the offending holds (process, thread, start, valid end, fence,
+ * results) and the fault timeline are printed to stderr; on success one
+ * summary line per family is printed as a TAP comment.
+ *
+ * Families (one test case each, so TAP names the one that failed):
+ *   baseline               no fault: the checker's control
+ *   sigstop/holder         SIGSTOP a holder for 1.5-2 leases, then SIGCONT
+ *   sigstop/waiter         the same for a waiter queued in Redis
+ *   kill/holder            SIGKILL a holder (a fresh worker takes its place)
+ *   kill/waiter            SIGKILL a waiter queued in Redis
+ *   client-kill/normal     CLIENT KILL TYPE normal
+ *   client-kill/pubsub     CLIENT KILL TYPE pubsub (the waiters' wake-ups)
+ *   debug-sleep            DEBUG SLEEP 0.5 to 1 s (the server stalls)
+ *   restart-empty          the server stopped and started empty
+ *   blackhole              clients behind a proxy that stops relaying
+ *   forged-grant           "granted <token> ..." and "released" PUBLISHed
+ *                          to queued waiters while another process holds
+ *   quorum/minority-down   3 servers, one of them stopped for 2-3 leases
+ *   quorum/majority-down   3 servers, two stopped (calls must give up in
+ *                          bounded time), then restarted one lease apart
+ * plus /chaos/checker/..., the checker on hand-made logs.
+ *
+ * Real redis-servers only, started by the fixture (one with
+ * --enable-debug-command yes, three more for quorum mode).  Every worker
+ * is reaped before its test case ends.
+ *
+ * Duration: NETMUTEX_CHAOS_SECONDS is the total time spent injecting faults,
+ * shared by the families by weight (default 20, which keeps `make check`
+ * under a minute; CI's long phase sets e.g. 300).  A family always injects
+ * at least one fault, so under valgrind or TSan, whose slowdown stretches
+ * every lease and wait, it takes longer but injects fewer.
+ *
+ * Files: chaos_log.[ch] the shared memory; chaos_worker.[ch] the workers;
+ * chaos_fault.[ch] the injectors; chaos_proxy.[ch] the blackholing proxy in
+ * a process of its own; chaos_run.[ch] one family from start to verdict;
+ * chaos_check.[ch] the checker; chaos_selftest.[ch] its tests.
+ */
+#include "ac_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fixture.h"
+
+#include "chaos_fault.h"
+#include "chaos_run.h"
+#include "chaos_selftest.h"
+
+#define DEFAULT_SECONDS 20u
+#define MAX_SECONDS (24u * 3600u)
+
+static const ChaosFamily families[] = {
+    { "baseline", NULL, 100, CHAOS_SINGLE, true, 1 },
+    { "sigstop/holder", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false, 1 },
+    /* Twice the time: its fault strikes only if the stopped waiter is
+     * granted the lock while it sleeps, and takes two leases. */
+    { "sigstop/waiter", chaos_inject_stop_waiter, 300, CHAOS_SINGLE, false, 2 },
+    { "kill/holder", chaos_inject_kill_holder, 800, CHAOS_SINGLE, true, 1 },
+    { "kill/waiter", chaos_inject_kill_waiter, 300, CHAOS_SINGLE, true, 1 },
+    { "client-kill/normal", chaos_inject_client_kill_normal, 150, CHAOS_SINGLE, false, 1 },
+    { "client-kill/pubsub", chaos_inject_client_kill_pubsub, 150, CHAOS_SINGLE, false, 1 },
+    { "debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false, 1 },
+    { "restart-empty", chaos_inject_restart_empty, 400, CHAOS_SINGLE, false, 1 },
+    { "blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false, 1 },
+    { "forged-grant", chaos_inject_forged_grant, 20, CHAOS_SINGLE, false, 1 },
+    { "quorum/minority-down", chaos_inject_quorum_minority, 300, CHAOS_QUORUM, false, 1 },
+    { "quorum/majority-down", chaos_inject_quorum_majority, 300, CHAOS_QUORUM, false, 1 },
+};
+
+static ChaosEnv env;
+
+static unsigned int total_weight(void)
+{
+    unsigned int w = 0;
+
+    for (gsize i = 0; i < G_N_ELEMENTS(families); i++)
+        w += families[i].weight ? families[i].weight : 1;
+    return w;
+}
+
+static void run_family(gconstpointer data)
+{
+    chaos_run_family(data, &env);
+}
+
+/* Read before nm_test_init, which clears NETMUTEX_* from the environment
+ * (only NETMUTEX_TEST_* survive) so that the library sees none of it. */
+static unsigned int chaos_seconds(void)
+{
+    const char *s = getenv("NETMUTEX_CHAOS_SECONDS");
+    char *end = NULL;
+    unsigned long v;
+
+    if (!s || !*s)
+        return DEFAULT_SECONDS;
+    v = strtoul(s, &end, 10);
+    /* A bad value must not quietly become the short run. */
+    if (*end != '\0' || v == 0 || v > MAX_SECONDS) {
+        fprintf(stderr, "NETMUTEX_CHAOS_SECONDS=%s: expected 1 to %u\n", s, MAX_SECONDS);
+        exit(2);
+    }
+    return (unsigned int)v;
+}
+
+int main(int argc, char **argv)
+{
+    unsigned int seconds = chaos_seconds();
+    const NmRedisOpts opts = { .debug_command = true };
+    int rc;
+
+    nm_test_init(&argc, &argv);
+    chaos_selftest_register();
+    for (gsize i = 0; i < G_N_ELEMENTS(families); i++) {
+        char *path = g_strdup_printf("/chaos/%s", families[i].name);
+        g_test_add_data_func(path, &families[i], run_family);
+        g_free(path);
+    }
+    env.family_ms = seconds * 1000u / total_weight();
+    env.redis = nm_redis_start(&opts);
+    g_test_message("chaos: %u s of faults, %u ms per family (and weight), slowdown %.0f",
+                   seconds, env.family_ms, nm_slowdown());
+    rc = nm_test_finish(g_test_run());
+    nm_redis_free(env.redis);
+    return rc;
+}

@@ -1,0 +1,452 @@
+/*
+ * chaos_run.c -- see chaos_run.h.
+ *
+ * Time scale.  Everything the library is told (lease, timeouts) and every
+ * wait of the driver is scaled by nm_slowdown(), so a valgrind or TSan run
+ * sees the same story, only slower; the family's own duration is not, so
+ * such runs inject fewer faults (but always at least one).
+ *
+ *   lease            600 ms: short, so that leases run out within a fault
+ *   connect, I/O     300 ms each: calls give up quickly on a dead server
+ *   slack            250 ms: added to every bound; a call on a healthy,
+ *                    idle server takes well under a millisecond
+ *   trylock          I/O timeout + slack: it never waits for a holder, so
+ *                    one unanswered request is all it may wait for
+ *   timedlock        its deadline + slack: a request still in flight at the
+ *                    deadline must not hold the caller back
+ *   unlock           2 x (connect + I/O) + slack: the README allows one
+ *                    redial, for a cached connection that went stale
+ *   idle bound       3/4 of a lease (families with idle_check only)
+ *   stop bound       10 s + 4 leases for every worker to finish its last
+ *                    round once told to stop; a worker still in a call then
+ *                    is a hang
+ *
+ * Workers: 3 processes of 3 threads (2 under a slowdown of 5 or more, to
+ * keep valgrind and TSan runs bounded).  Three processes is the least that
+ * gives a holder, a queued waiter to stop or kill, and a third process
+ * that goes on meanwhile.  A fourth, single-threaded, is the prober (see
+ * chaos_worker.c): its trylock and timedlock calls reach the server while
+ * it stalls, and one in eight of its holds lasts a third of a lease to a
+ * lease and a half, so that leases are renewed, and lost, under faults.
+ * Any of the four may be picked as a victim.
+ *
+ * The driver runs in the test process, on its main thread (servers are
+ * restarted from there, see nm_redis_restart), and talks to Redis only
+ * through fresh raw connections (nm_redis_cmd), never through netmutex: the
+ * test process has no thread but its main one (not even the proxy's, see
+ * chaos_proxy.h), so forking workers is safe, under the sanitizers too.
+ */
+#include "ac_config.h"
+
+#include "chaos_run.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "chaos_check.h"
+
+#define PROCS 3 /* plus the prober */
+#define LEASE_MS 600u
+#define TIMEOUT_MS 300u
+#define SLACK_MS 250u
+#define RECORDS_PER_SECOND 8000u
+#define PRINT_MAX 20
+
+/* How long FAM injects faults. */
+static unsigned int family_ms(const ChaosFamily *fam, const ChaosEnv *env)
+{
+    return env->family_ms * (fam->weight ? fam->weight : 1);
+}
+
+/* ---- workers ---------------------------------------------------------- */
+
+ChaosProc *chaos_run_proc(ChaosRun *run, int slot)
+{
+    return run->slot[slot] >= 0 ? &run->log->procs[run->slot[slot]] : NULL;
+}
+
+unsigned int chaos_run_between(ChaosRun *run, unsigned int lo, unsigned int hi)
+{
+    return (unsigned int)g_rand_int_range(run->rand, (gint32)lo, (gint32)hi + 1);
+}
+
+void chaos_run_respawn(ChaosRun *run, int slot)
+{
+    ChaosWorkerCfg cfg = run->wcfg;
+    int index;
+    ChaosProc *p;
+    pid_t pid;
+
+    /* The last slot is the prober. */
+    cfg.prober = slot == PROCS;
+    if (cfg.prober) {
+        cfg.threads = 1;
+        cfg.long_one_in = 8;
+    }
+    p = chaos_proc_add(run->log, cfg.threads, &index);
+    run->slot[slot] = -1;
+    if (!p)
+        return;
+    cfg.proc = index;
+    /* Unchecked: the child leaves without valgrind's or LeakSanitizer's
+     * exit-time leak check, which would only see this program's memory. */
+    pid = nm_fork_run_unchecked(chaos_worker_main, &cfg);
+    chaos_store(&p->pid, (int32_t)pid);
+    run->slot[slot] = index;
+}
+
+/* Marks the records P's threads had open when it died (or hung) at T. */
+static void mark_open_records(ChaosRun *run, ChaosProc *p, int64_t t, bool hung)
+{
+    for (int i = 0; i < p->nthreads; i++) {
+        int32_t idx = chaos_load(&p->rec[i]);
+        ChaosRec *r;
+
+        if (idx < 0)
+            continue;
+        r = &run->log->recs[idx];
+        if (r->rc == CHAOS_PENDING)
+            r->end = hung ? CHAOS_END_HUNG : CHAOS_END_KILLED_LOCKING;
+        else if ((r->rc == 0 || r->rc == EOWNERDEAD) && r->unlock_end_ns == 0)
+            r->end = hung ? CHAOS_END_HUNG
+                   : r->unlock_ns ? CHAOS_END_KILLED_UNLOCKING : CHAOS_END_KILLED_HOLDING;
+        else
+            continue;
+        r->end_ns = t;
+    }
+}
+
+ChaosFault *chaos_run_kill(ChaosRun *run, int slot)
+{
+    ChaosProc *p = chaos_run_proc(run, slot);
+    pid_t pid = p->pid;
+    ChaosFault *f = chaos_fault_begin(run->log, CHAOS_F_KILL, pid);
+    int64_t at = chaos_now_ns();
+    int status;
+
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    chaos_fault_end(f);
+    mark_open_records(run, p, at, false);
+    run->slot[slot] = -1;
+    return f;
+}
+
+/* True once the workers have completed a few holds (they are set up and
+ * the mutex works at all); false after a generous bound. */
+static bool wait_for_activity(ChaosRun *run)
+{
+    gint64 end = nm_now_ms() + nm_ms(10000);
+
+    while (nm_now_ms() < end) {
+        uint32_t n = chaos_log_count(run->log), holds = 0;
+
+        for (uint32_t i = 0; i < n && holds < 10; i++)
+            holds += run->log->recs[i].unlock_end_ns > 0;
+        if (holds >= 10)
+            return true;
+        nm_sleep_ms(10);
+    }
+    return false;
+}
+
+/* Reaps SLOT's worker if it has exited; false while it runs. */
+static bool reaped(ChaosRun *run, int slot)
+{
+    ChaosProc *p = chaos_run_proc(run, slot);
+    int status;
+    pid_t got = waitpid(p->pid, &status, WNOHANG);
+
+    if (got == 0)
+        return false;
+    if (got == p->pid && WIFSIGNALED(status)) {
+        g_printerr("chaos: worker %d died of signal %d\n", p->pid, WTERMSIG(status));
+        g_test_fail();
+    } else if (got == p->pid && WEXITSTATUS(status) != 0) {
+        g_printerr("chaos: worker %d exited with status %d\n", p->pid, WEXITSTATUS(status));
+        g_test_fail();
+    }
+    run->slot[slot] = -1;
+    return true;
+}
+
+/* A worker that did not finish in time hangs: its open calls are marked
+ * (the checker names them), and the test fails even if none is open (a
+ * worker stuck in netmutex_shutdown, say). */
+static void kill_straggler(ChaosRun *run, int slot)
+{
+    ChaosProc *p = chaos_run_proc(run, slot);
+    int status;
+
+    g_printerr("chaos: worker %d did not finish within the stop bound\n", p->pid);
+    g_test_message("chaos %s: worker %d hung", run->fam->name, p->pid);
+    g_test_fail();
+    mark_open_records(run, p, chaos_now_ns(), true);
+    kill(p->pid, SIGKILL);
+    waitpid(p->pid, &status, 0);
+    run->slot[slot] = -1;
+}
+
+static void stop_workers(ChaosRun *run)
+{
+    gint64 end = nm_now_ms() + nm_ms(10000) + 4 * run->lease_ms;
+    int left;
+
+    chaos_store(&run->log->stop, 1);
+    do {
+        left = 0;
+        for (int s = 0; s < run->nworkers; s++)
+            left += run->slot[s] >= 0 && !reaped(run, s);
+        if (left)
+            nm_sleep_ms(10);
+    } while (left && nm_now_ms() < end);
+    for (int s = 0; s < run->nworkers; s++)
+        if (run->slot[s] >= 0)
+            kill_straggler(run, s);
+}
+
+/* ---- setting up and tearing down ------------------------------------------- */
+
+static char *quorum_url(ChaosRun *run)
+{
+    GString *s = g_string_new(NULL);
+
+    for (int i = 0; i < CHAOS_QUORUM_N; i++) {
+        char *u = nm_redis_url(run->servers[i]);
+        g_string_append_printf(s, "%s%s", i ? "," : "", u);
+        g_free(u);
+    }
+    return g_string_free(s, FALSE);
+}
+
+static void setup_servers(ChaosRun *run, const ChaosEnv *env)
+{
+    run->redis = env->redis;
+    if (run->fam->mode == CHAOS_QUORUM) {
+        run->redis = NULL;
+        for (int i = 0; i < CHAOS_QUORUM_N; i++)
+            run->servers[i] = nm_redis_start(NULL);
+        run->url = quorum_url(run);
+    } else if (run->fam->mode == CHAOS_PROXY) {
+        run->proxy = chaos_proxy_start(env->redis);
+        run->url = chaos_proxy_url(run->proxy);
+    } else {
+        run->url = nm_redis_url(env->redis);
+    }
+}
+
+static uint32_t log_capacity(const ChaosFamily *fam, const ChaosEnv *env,
+                             unsigned int lease_ms)
+{
+    /* The family may overrun its time by a fault and the stop phase. */
+    double seconds = (family_ms(fam, env) + 8.0 * lease_ms + nm_ms(10000)) / 1000.0;
+
+    return (uint32_t)(RECORDS_PER_SECOND * seconds);
+}
+
+static void setup_workers(ChaosRun *run)
+{
+    ChaosWorkerCfg *c = &run->wcfg;
+
+    c->log = run->log;
+    c->url = run->url;
+    c->name = run->name;
+    c->lease_ms = run->lease_ms;
+    c->connect_ms = nm_ms(TIMEOUT_MS);
+    c->io_ms = nm_ms(TIMEOUT_MS);
+    /* Quorum mode: one slow server must not cost a whole I/O timeout. */
+    c->server_ms = run->fam->mode == CHAOS_QUORUM ? nm_ms(100) : 0;
+    c->timed_min_ms = nm_ms(50);
+    c->timed_max_ms = nm_ms(400);
+    c->rmw_us = 500;
+    c->hold_us = 1000;
+    /* Long holds (the prober's): from a third of a lease, when the
+     * watchdog first renews, to a lease and a half. */
+    c->long_min_ms = run->lease_ms / 3;
+    c->long_max_ms = 3 * run->lease_ms / 2;
+    c->threads = nm_slowdown() >= 5 ? 2 : 3;
+    run->nworkers = PROCS + 1;
+}
+
+static void setup_run(ChaosRun *run, const ChaosFamily *fam, const ChaosEnv *env)
+{
+    memset(run, 0, sizeof *run);
+    run->fam = fam;
+    run->lease_ms = nm_ms(LEASE_MS);
+    run->rand = g_rand_new();
+    run->name = nm_test_name("m");
+    run->key = nm_lock_key(run->name);
+    run->log = chaos_log_new(log_capacity(fam, env, run->lease_ms));
+    run->t0_ns = chaos_now_ns();
+    setup_servers(run, env);
+    setup_workers(run);
+    for (int s = 0; s < CHAOS_MAX_WORKERS; s++)
+        run->slot[s] = -1;
+}
+
+static void teardown(ChaosRun *run)
+{
+    for (int i = 0; i < CHAOS_QUORUM_N; i++)
+        nm_redis_free(run->servers[i]);
+    if (run->proxy)
+        chaos_proxy_free(run->proxy);
+    chaos_log_free(run->log);
+    g_rand_free(run->rand);
+    g_free(run->url);
+    g_free(run->name);
+    g_free(run->key);
+}
+
+/* ---- the driver --------------------------------------------------------------- */
+
+static void drive(ChaosRun *run, const ChaosEnv *env)
+{
+    const ChaosFamily *fam = run->fam;
+    gint64 end = nm_now_ms() + family_ms(fam, env);
+
+    do {
+        if (fam->inject && fam->inject(run))
+            run->injected++;
+        nm_sleep_ms(nm_ms(fam->gap_ms));
+    } while (nm_now_ms() < end);
+}
+
+/* ---- the verdict ---------------------------------------------------------------- */
+
+static ChaosParams params(const ChaosRun *run)
+{
+    int64_t ms = 1000000, io = nm_ms(TIMEOUT_MS), connect = nm_ms(TIMEOUT_MS);
+    int64_t slack = nm_ms(SLACK_MS);
+    ChaosParams p = {
+        .try_bound_ns = (io + slack) * ms,
+        .unlock_bound_ns = (2 * (connect + io) + slack) * ms,
+        .timed_slack_ns = slack * ms,
+        .early_ns = (int64_t)nm_ms(2) * ms,
+        .idle_bound_ns = run->fam->idle_check ? (int64_t)run->lease_ms * 3 / 4 * ms : 0,
+        .keep_ns = (int64_t)run->lease_ms * ms,
+    };
+
+    return p;
+}
+
+static void print_faults(const ChaosRun *run)
+{
+    const ChaosShared *log = run->log;
+
+    g_printerr("faults (ms since the family started):\n");
+    for (uint32_t i = 0; i < log->nfaults && i < 60; i++) {
+        const ChaosFault *f = &log->faults[i];
+        g_printerr("    %s pid %d flags %u detail %d: %.3f .. %.3f\n", chaos_fault_name(f->kind),
+                   f->pid, f->flags, f->detail, (f->begin_ns - run->t0_ns) / 1e6,
+                   (f->end_ns - run->t0_ns) / 1e6);
+    }
+}
+
+/* "overlap 3, fence order 12" for the kinds counted in COUNTS. */
+static char *kinds_text(const size_t *counts)
+{
+    GString *s = g_string_new(NULL);
+
+    for (int k = 0; k < CV_NKINDS; k++)
+        if (counts[k])
+            g_string_append_printf(s, "%s%s %zu", s->len ? ", " : "", chaos_violation_name(k),
+                                   counts[k]);
+    if (!s->len)
+        g_string_append(s, "none");
+    return g_string_free(s, FALSE);
+}
+
+static void summarize(const ChaosRun *run, const ChaosReport *rep)
+{
+    const ChaosStats *s = &rep->stats;
+    char *limits = kinds_text(rep->limits);
+
+    g_test_message("chaos %s: %zu calls, %zu holds (%zu valid, %zu EOWNERDEAD, %zu lost "
+                   "leases, %zu fences rejected, %zu killed holding, unlock ENOLCK %zu / "
+                   "EIO %zu, %zu stale lost updates); %u faults injected (%u flagged); "
+                   "documented limits seen: %s",
+                   run->fam->name, s->calls, s->holds, s->valid, s->ownerdead, s->lost,
+                   s->rejected, s->killed_holding, s->unlock_enolck, s->unlock_eio,
+                   s->stale_lost_updates, run->injected, run->flagged, limits);
+    g_free(limits);
+}
+
+/* NETMUTEX_TEST_CHAOS_DUMP=DIR: the whole log and the faults of each
+ * family go to DIR/<family>.txt, to study a failure. */
+static void dump(const ChaosRun *run)
+{
+    const char *dir = g_getenv("NETMUTEX_TEST_CHAOS_DUMP");
+    char *base, *path;
+    FILE *f;
+
+    if (!dir || !*dir)
+        return;
+    base = g_strdelimit(g_strdup_printf("%s.txt", run->fam->name), "/", '_');
+    path = g_build_filename(dir, base, NULL);
+    f = fopen(path, "w");
+    if (f) {
+        chaos_dump(run->log->recs, chaos_log_count(run->log), run->t0_ns, f);
+        for (uint32_t i = 0; i < run->log->nfaults; i++) {
+            const ChaosFault *x = &run->log->faults[i];
+            fprintf(f, "fault %s pid %d flags %u detail %d: %.3f .. %.3f\n",
+                    chaos_fault_name(x->kind), x->pid, x->flags, x->detail,
+                    (x->begin_ns - run->t0_ns) / 1e6, (x->end_ns - run->t0_ns) / 1e6);
+        }
+        fclose(f);
+    }
+    g_free(path);
+    g_free(base);
+}
+
+static void judge(ChaosRun *run)
+{
+    ChaosParams p = params(run);
+    ChaosReport rep = { 0 };
+    size_t failures;
+    char *kinds;
+
+    chaos_check(run->log->recs, chaos_log_count(run->log), run->log->faults,
+                run->log->nfaults, &p, &rep);
+    summarize(run, &rep);
+    dump(run);
+    failures = chaos_report_failures(&rep);
+    kinds = kinds_text(rep.count);
+    if (failures || rep.nv) {
+        g_printerr("chaos %s: %zu violations (%s)\n", run->fam->name, failures, kinds);
+        chaos_report_print(&rep, run->log->recs, run->t0_ns, PRINT_MAX, stderr);
+    }
+    if (failures) {
+        print_faults(run);
+        g_test_message("chaos %s FAILED: %s", run->fam->name, kinds);
+        g_test_fail();
+    }
+    if (run->fam->inject && run->injected == 0) {
+        g_test_message("chaos %s: no fault could be injected: nothing was tested",
+                       run->fam->name);
+        g_test_fail();
+    }
+    g_free(kinds);
+    chaos_report_clear(&rep);
+}
+
+void chaos_run_family(const ChaosFamily *fam, const ChaosEnv *env)
+{
+    ChaosRun run;
+
+    setup_run(&run, fam, env);
+    for (int s = 0; s < run.nworkers; s++)
+        chaos_run_respawn(&run, s);
+    if (wait_for_activity(&run)) {
+        drive(&run, env);
+    } else {
+        g_test_message("chaos %s: the workers never got going", fam->name);
+        g_test_fail();
+    }
+    stop_workers(&run);
+    judge(&run);
+    teardown(&run);
+}

@@ -1,0 +1,74 @@
+/*
+ * chaos_run.h -- one fault family from start to verdict: the servers (or
+ * proxy) it needs, the worker processes, the driver loop that injects the
+ * family's fault again and again, the stop, and the checker's verdict
+ * (chaos_run.c).  The injectors themselves are in chaos_fault.c.
+ */
+#ifndef CHAOS_RUN_H
+#define CHAOS_RUN_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "fixture.h"
+
+#include "chaos_log.h"
+#include "chaos_proxy.h"
+#include "chaos_worker.h"
+
+#define CHAOS_QUORUM_N 3
+#define CHAOS_MAX_WORKERS 4
+
+typedef enum { CHAOS_SINGLE, CHAOS_PROXY, CHAOS_QUORUM } ChaosMode;
+
+typedef struct ChaosRun ChaosRun;
+
+typedef struct ChaosFamily {
+    const char *name;            /* test path under /chaos/, e.g. "sigstop/holder" */
+    bool (*inject)(ChaosRun *);  /* one fault; false if none could be injected now;
+                                    NULL: the baseline, no fault at all */
+    unsigned int gap_ms;         /* between two faults (scaled by nm_ms) */
+    ChaosMode mode;
+    bool idle_check;             /* see ChaosParams.idle_bound_ns */
+    unsigned int weight;         /* its share of the time (0 counts as 1) */
+} ChaosFamily;
+
+/* What all families share. */
+typedef struct ChaosEnv {
+    NmRedis *redis;         /* the single server, --enable-debug-command yes */
+    unsigned int family_ms; /* how long faults are injected, per unit of
+                               a family's weight */
+} ChaosEnv;
+
+struct ChaosRun {
+    const ChaosFamily *fam;
+    ChaosShared *log;
+    ChaosWorkerCfg wcfg;
+    NmRedis *redis;                         /* single server and proxy modes */
+    NmRedis *servers[CHAOS_QUORUM_N];       /* quorum mode */
+    ChaosProxy *proxy;                      /* proxy mode */
+    char *url, *name, *key;                 /* key: the lock key of NAME */
+    int slot[CHAOS_MAX_WORKERS];            /* index in log->procs, -1: none */
+    int nworkers;
+    unsigned int lease_ms;                  /* scaled */
+    int64_t t0_ns;
+    GRand *rand;
+    unsigned int injected;                  /* faults that struck */
+    unsigned int flagged;                   /* ... with CHAOS_FF_* set */
+    int turn;                               /* rotates the injectors' variants */
+};
+
+/* Runs FAM (a GLib test case's body): fails the test case on violations. */
+void chaos_run_family(const ChaosFamily *fam, const ChaosEnv *env);
+
+/* For the injectors. */
+ChaosProc *chaos_run_proc(ChaosRun *run, int slot); /* NULL: none */
+/* SIGKILLs the worker in SLOT, reaps it, marks its open records and logs
+ * the fault (the caller may add flags); then chaos_run_respawn starts a
+ * fresh worker in the slot (unless the process table is full). */
+ChaosFault *chaos_run_kill(ChaosRun *run, int slot);
+void chaos_run_respawn(ChaosRun *run, int slot);
+/* Milliseconds in [lo, hi]. */
+unsigned int chaos_run_between(ChaosRun *run, unsigned int lo, unsigned int hi);
+
+#endif /* CHAOS_RUN_H */

@@ -1,0 +1,8 @@
+/* chaos_selftest.h -- the checker's own test cases (chaos_selftest.c). */
+#ifndef CHAOS_SELFTEST_H
+#define CHAOS_SELFTEST_H
+
+/* Registers /chaos/checker/... with GLib's test framework. */
+void chaos_selftest_register(void);
+
+#endif /* CHAOS_SELFTEST_H */
