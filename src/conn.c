@@ -238,7 +238,11 @@ void nm_conn_set_down(size_t i, int64_t until)
 {
     conn_cache_t *cache = thread_cache(0);
     nm_conn_drop(i);
-    if (cache && cache->cfg && i < cache->cfg->nservers)
+    /* A server skipped because it is down already keeps its time: were it
+     * extended, a thread that retries more often than that would never try
+     * the server again. */
+    if (cache && cache->cfg && i < cache->cfg->nservers &&
+        cache->slots[i].down_until <= nm_now_ms())
         cache->slots[i].down_until = until;
 }
 

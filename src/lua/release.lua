@@ -41,6 +41,11 @@ if has('u') then
   return 1
 end
 redis.call('DEL', K)
+if has('x') then
+  -- Nobody waits for a grant we did not keep; a message would only wake
+  -- the caller itself, which would retry at once (and again, and again).
+  return 1
+end
 if queued and grant_next(has('f'), nil) then
   return 1
 end
