@@ -56,11 +56,12 @@
 #define NOWAIT_CONN_TRIES 2
 #define BUSY_BACKOFF_MAX_MS 64
 #define CONN_BACKOFF_MAX_MS 500
-/* A waiter that died is skipped once its entry is QUEUE_TTL_MS old; one
- * granted the lock just before it died holds it for the claim (lib.lua,
- * 500 ms).  With both, the next live waiter has the lock within about a
- * second of the release. */
-#define QUEUE_REFRESH_MS 500
+/* A waiter refreshes its queue entry every QUEUE_REFRESH_MS; one that
+ * missed two refreshes is passed over at a grant, and one granted the lock
+ * just before it died holds it for the claim (lib.lua: 500 ms and 150 ms).
+ * With both, the next live waiter has the lock well within a second of the
+ * release.  The queue's keys expire QUEUE_TTL_MS after the last refresh. */
+#define QUEUE_REFRESH_MS 250
 #define QUEUE_TTL_MS (3 * QUEUE_REFRESH_MS)
 /* How long leaving the queue (or undoing an acquisition whose reply was
  * lost) may take after the caller's deadline passed. */

@@ -962,6 +962,41 @@ static void test_waiter_woken_with_server_down(void)
     g_free(name);
 }
 
+/* A thread that keeps retrying more often than a failed server is left
+ * alone (500 ms) must still use it again once it is back: skipping a
+ * server that is down must not extend its time out. */
+static void test_down_server_tried_again(void)
+{
+    char *name = nm_test_name("m");
+    netmutex_t m;
+    gint64 end;
+    char *token;
+
+    configure_quorum(3, nm_ms(5000), 0);
+    nm_assert_rc(netmutex_init(&m, name, NULL), 0);
+    stop_server(2);
+    end = nm_now_ms() + 1000;
+    while (nm_now_ms() < end) {
+        nm_assert_rc(netmutex_trylock(&m), 0);
+        nm_assert_rc(netmutex_unlock(&m), 0);
+        nm_sleep_ms(50);
+    }
+    restart_server(2);
+    end = nm_now_ms() + nm_ms(3000);
+    token = NULL;
+    while (!token && nm_now_ms() < end) {
+        nm_assert_rc(netmutex_trylock(&m), 0);
+        token = nm_token_of(srv[2], name); /* server 2 took part */
+        nm_assert_rc(netmutex_unlock(&m), 0);
+        nm_sleep_ms(50);
+    }
+    g_assert_nonnull(token);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    finish_test();
+    g_free(token);
+    g_free(name);
+}
+
 int main(int argc, char **argv)
 {
     int rc;
@@ -976,6 +1011,7 @@ int main(int argc, char **argv)
     g_test_add_data_func("/quorum/down/2-of-5/counter-exact-fences-increase", &two_of_five,
                          test_counter_with_servers_down);
     g_test_add_func("/quorum/down/2-of-3/eagain-etimedout-nothing-left", test_no_quorum);
+    g_test_add_func("/quorum/down/restarted-server-tried-again", test_down_server_tried_again);
     g_test_add_func("/quorum/restart-empty/no-second-owner", test_restart_empty_no_second_owner);
     g_test_add_func("/quorum/paused/call-bounded-by-server-timeout", test_paused_server_bounded);
     g_test_add_func("/quorum/paused/fresh-process-bounded", test_paused_server_fresh_process);

@@ -17,7 +17,7 @@
 --                            robust holder unlocked without repairing: every
 --                            SET NX fails on it, and only break removes it
 --   Q  <prefix>{<name>}:q    list: tokens of queued waiters, in arrival order
---   W  <prefix>{<name>}:w    hash: token -> "<expires_ms>:<lease_ms>:<holder>"
+--   W  <prefix>{<name>}:w    hash: token -> "<refreshed_ms>:<lease_ms>:<holder>"
 --   H  <prefix>{<name>}:h    robust mutexes: "h<token>" of the holder, kept
 --                            for ROBUST_KEEP_MS; a holder that released
 --                            deletes it, so finding it means the holder died
@@ -40,9 +40,17 @@
 --
 -- A grant to a queued waiter is only a reservation for GRANT_CLAIM_MS: the
 -- waiter confirms it with a request of its own (confirm), and one that died
--- never does, so its turn passes quickly.
+-- never does, so its turn passes quickly.  A live waiter refreshes its
+-- queue entry every 250 ms (lease.c); one whose entry is older than
+-- WAITER_STALE_MS has missed two refreshes, so it died or stalls, and is
+-- passed over: waiters killed one after another cost the next live one a
+-- claim each at most for those that died within the last half second.  The
+-- claim is short because a live waiter confirms within a round trip; one
+-- that confirms too late finds the lock free or queues again, which costs
+-- it its turn, never anybody's safety.
 
-local GRANT_CLAIM_MS = 500
+local GRANT_CLAIM_MS = 150
+local WAITER_STALE_MS = 500
 local K = KEYS[1]
 local Q, W, H, F = K .. ':q', K .. ':w', K .. ':h', K .. ':f'
 local function grant_key(token)
@@ -127,8 +135,8 @@ local function grant_next(floor, self)
     local entry = redis.call('HGET', W, token)
     redis.call('HDEL', W, token)
     now = now or now_us()
-    local expires, lease, holder = string.match(entry or '', '^(%d+):(%d+):(.*)$')
-    if expires and tonumber(expires) > now / 1000 then
+    local refreshed, lease, holder = string.match(entry or '', '^(%d+):(%d+):(.*)$')
+    if refreshed and now / 1000 - tonumber(refreshed) < WAITER_STALE_MS then
       if token ~= self then
         local q = redis.call('LLEN', Q) > 0 and 'q' or '-'
         local claim = math.min(GRANT_CLAIM_MS, tonumber(lease))
@@ -149,7 +157,7 @@ local function enqueue(cur, token, lease, ttl, holder)
   redis.call('LLEN', Q)
   redis.call('HLEN', W)
   local now = math.floor(now_us() / 1000)
-  if redis.call('HSET', W, token, (now + ttl) .. ':' .. lease .. ':' .. holder) == 1 then
+  if redis.call('HSET', W, token, now .. ':' .. lease .. ':' .. holder) == 1 then
     redis.call('RPUSH', Q, token)
   end
   for _, key in ipairs({Q, W}) do

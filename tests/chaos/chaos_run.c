@@ -16,7 +16,12 @@
  *                    deadline must not hold the caller back
  *   unlock           2 x (connect + I/O) + slack: the README allows one
  *                    redial, for a cached connection that went stale
- *   idle bound       3/4 of a lease (families with idle_check only)
+ *   idle bound       3/4 of a lease, but at least 1 s (families with
+ *                    idle_check only): the safety issue's requirement is
+ *                    that after a waiter dies the next live waiter or a
+ *                    newcomer has the lock within 1 s of the release, and
+ *                    waiters killed one after another may each cost a
+ *                    grant's short reservation (lib.lua)
  *   stop bound       10 s + 4 leases for every worker to finish its last
  *                    round once told to stop; a worker still in a call then
  *                    is a hang
@@ -53,6 +58,7 @@
 #define LEASE_MS 600u
 #define TIMEOUT_MS 300u
 #define SLACK_MS 250u
+#define IDLE_FLOOR_MS 1000u
 #define RECORDS_PER_SECOND 8000u
 #define PRINT_MAX 20
 
@@ -317,6 +323,12 @@ static void drive(ChaosRun *run, const ChaosEnv *env)
 
 /* ---- the verdict ---------------------------------------------------------------- */
 
+/* See "idle bound" at the top. */
+static int64_t idle_bound_ms(const ChaosRun *run)
+{
+    return MAX((int64_t)run->lease_ms * 3 / 4, (int64_t)nm_ms(IDLE_FLOOR_MS));
+}
+
 static ChaosParams params(const ChaosRun *run)
 {
     int64_t ms = 1000000, io = nm_ms(TIMEOUT_MS), connect = nm_ms(TIMEOUT_MS);
@@ -326,7 +338,7 @@ static ChaosParams params(const ChaosRun *run)
         .unlock_bound_ns = (2 * (connect + io) + slack) * ms,
         .timed_slack_ns = slack * ms,
         .early_ns = (int64_t)nm_ms(2) * ms,
-        .idle_bound_ns = run->fam->idle_check ? (int64_t)run->lease_ms * 3 / 4 * ms : 0,
+        .idle_bound_ns = run->fam->idle_check ? idle_bound_ms(run) * ms : 0,
         .keep_ns = (int64_t)run->lease_ms * ms,
     };
 
