@@ -1,10 +1,11 @@
 /*
  * keys.h -- the Redis keys of one mutex (src/lua/lib.lua has the schema).
  *
- * All four live in one allocation, each followed by room for the longest
- * suffix, so key I starts at I * (len + NM_KEY_SUFFIX_ROOM), where LEN is
- * the length of the first.  Keys are passed to Redis with explicit lengths,
- * so any byte of the name is safe.
+ * Scripts are given the lock key alone and derive its siblings.  The one
+ * key the library itself uses besides it is a waiter's grant list, which
+ * it waits on with BLPOP.  Both live in one allocation: the lock key, NUL,
+ * then the grant list's name.  Keys are passed to Redis with explicit
+ * lengths, so any byte of the name is safe.
  */
 #ifndef NM_KEYS_H
 #define NM_KEYS_H
@@ -12,18 +13,15 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "token.h"
 
-/* K, then K:m, K:q and K:w. */
-enum { NM_KEY_LOCK, NM_KEY_META, NM_KEY_QUEUE, NM_KEY_WAITING, NM_NKEYS };
-#define NM_KEY_SUFFIX_ROOM 3
-
-/* Builds the keys of NAME under CFG's prefix: <prefix>{<name>}, then its
- * suffixed siblings.  *KEYS is malloc'ed; *LEN is the first key's length.
- * 0 or ENOMEM. */
+/* Builds <prefix>{<name>} under CFG's prefix and, after it, the grant list
+ * <prefix>{<name>}:g:<TOKEN> (TOKEN may be NULL when no grant is awaited).
+ * *KEYS is malloc'ed; *LEN is the lock key's length.  0 or ENOMEM. */
 int nm_keys_build(const nm_config_t *cfg, const char *name, size_t name_len,
-                  char **keys, size_t *len);
+                  const char *token, char **keys, size_t *len);
 
-/* Points ARGV/LENS at the first N (<= NM_NKEYS) keys. */
-void nm_keys_put(const char *keys, size_t len, int n, const char **argv, size_t *lens);
+/* The grant list's name in KEYS (of lock key length LEN), and its length. */
+const char *nm_keys_grant(const char *keys, size_t len, size_t *grant_len);
 
 #endif /* NM_KEYS_H */

@@ -2,32 +2,29 @@
  * lease.c -- acquiring and releasing one lock on the server.
  *
  * Waiting.  The first attempt is made without ceremony (the uncontended
- * case costs one round trip).  When it finds the lock taken, the waiter
- * subscribes to the lock's channel through the background thread, waits
- * for the subscription to be confirmed, and only then tries again, this
- * time joining the lock's FIFO queue in Redis.  From then on:
+ * case costs one round trip); when it finds the lock taken, the same
+ * request puts the caller in the lock's FIFO queue in Redis.  From then on
+ * the waiter blocks, on its own connection, on a list of its own (BLPOP
+ * <prefix>{<name>}:g:<token>):
  *  - a release reserves the lock for the head of the queue for a short
- *    claim (lib.lua) and publishes "granted <token>"; the waiter whose token
- *    it is tries again at once, and that attempt, on its own connection,
- *    confirms the grant and starts its lease;
- *  - a release with nobody queued publishes "released", and every waiter
- *    tries again;
- *  - a release between an attempt and the sleep after it changes the
- *    channel's sequence number, so that sleep does not start;
- *  - the sleep also ends when the holder's lease would run out (the acquire
+ *    claim (lib.lua) and pushes to that waiter's list; the BLPOP returns,
+ *    and the waiter's next request confirms the grant and starts its lease:
+ *    a hand-off costs the release, the push and one round trip, with no
+ *    pub/sub and no other thread in between;
+ *  - the BLPOP also ends when the holder's lease would run out (the acquire
  *    script returns its PTTL), so a crashed holder strands nobody, and at
  *    least every QUEUE_REFRESH_MS, when the waiter refreshes its queue entry
  *    (an entry not refreshed for QUEUE_TTL_MS is skipped: a crashed waiter
  *    never blocks the queue).
- * Only while the subscriber is down does a waiter poll, with a back-off of
- * 1 ms doubling to 64 ms.
+ * Quorum mode does not queue (each server would serve its own head of the
+ * queue, and nobody might win a quorum): its waiters listen for "released"
+ * on pub/sub through the background thread (wake.h), and retry.
  *
- * A grant is a hint, never proof.  Messages arrive by pub/sub, where any
- * client allowed to PUBLISH can forge them, and may be stale (a waiter
- * paused past its claim).  So a message only wakes the waiter: an acquire
- * returns 0 only after a reply on the caller's own connection said that
- * this acquisition's token holds the key, and the lease's validity counts
- * from when that request was sent.
+ * A grant is a hint, never proof: lock() returns 0 only after a reply to
+ * the caller's own request said that this acquisition's token holds the
+ * key, and the lease's validity counts from when that request was sent.
+ * The BLPOP's reply comes on the waiter's own connection, but it may be old
+ * (the waiter was paused past its claim), so it too is confirmed.
  *
  * Deadlines.  Every request is bounded by the caller's deadline and the I/O
  * timeout (reply.h); trylock's whole call by the I/O timeout.  Leaving the
@@ -95,19 +92,22 @@ static size_t holder_text(const nm_config_t *cfg, char *buf, size_t size)
     return n < 0 ? 0 : NM_MIN((size_t)n, size - 1);
 }
 
-/* The script's arguments: the first NKEYS keys of L, then ARGS. */
+/* The script's arguments: L's lock key (the scripts derive the others
+ * from it, lib.lua), then ARGS. */
+#define MAX_ARGS 5
 typedef struct script_argv {
-    const char *argv[NM_NKEYS + 5];
-    size_t lens[NM_NKEYS + 5];
+    const char *argv[1 + MAX_ARGS];
+    size_t lens[1 + MAX_ARGS];
 } script_argv_t;
 
-static void fill_argv(const nm_lease_t *l, int nkeys, int nargs, const char **args,
+static void fill_argv(const nm_lease_t *l, int nargs, const char **args,
                       const size_t *arg_lens, script_argv_t *a)
 {
-    nm_keys_put(l->key, l->key_len, nkeys, a->argv, a->lens);
+    a->argv[0] = l->key;
+    a->lens[0] = l->key_len;
     for (int i = 0; i < nargs; i++) {
-        a->argv[nkeys + i] = args[i];
-        a->lens[nkeys + i] = arg_lens[i];
+        a->argv[1 + i] = args[i];
+        a->lens[1 + i] = arg_lens[i];
     }
 }
 
@@ -116,23 +116,36 @@ static int quorum_mode(const nm_lease_t *l)
     return l->cfg->nservers > 1;
 }
 
-/* Runs script ID of L (its NKEYS keys, then ARGS) on the calling thread's
- * connection.  *SENT tells whether a failed call may still have reached the
- * server; the connection is dropped when it broke. */
-static int run(nm_lease_t *l, nm_script_t id, int nkeys, int nargs, const char **args,
-               const size_t *arg_lens, int64_t deadline, redisReply **out, int *sent)
+/* release.lua's mode letters for L (see there). */
+static void release_mode(const nm_lease_t *l, int unrecoverable, int quietly, char *mode)
 {
-    script_argv_t a;
-    redisContext *c;
+    *mode = '\0';
+    if (l->robust)
+        strcat(mode, "r");
+    if (unrecoverable)
+        strcat(mode, "u");
+    if (quietly)
+        strcat(mode, "x");
+    if (quorum_mode(l))
+        strcat(mode, "fp");
+}
 
-    fill_argv(l, nkeys, nargs, args, arg_lens, &a);
-    *sent = 0;
-    deadline = nm_request_deadline(l->cfg->io_timeout_ms, deadline);
-    int err = nm_conn_get(l->cfg, 0, deadline, &c);
-    if (err)
-        return err;
-    *sent = 1;
-    err = nm_script_run(c, id, nkeys, nkeys + nargs, a.argv, a.lens, deadline, out);
+/* acquire.lua's and cancel.lua's mode letters for L (see acquire.lua). */
+static void acquire_mode(const nm_lease_t *l, int queued, char *mode)
+{
+    *mode = '\0';
+    if (queued)
+        strcat(mode, "w");
+    if (l->robust)
+        strcat(mode, "r");
+    if (quorum_mode(l))
+        strcat(mode, "f");
+}
+
+/* After a request of L: a broken connection is dropped, and the server's
+ * state reported (conn.h).  Returns ERR. */
+static int note_result(nm_lease_t *l, int err)
+{
     if (err == NM_ECONN) {
         nm_conn_drop(0);
         nm_conn_report(l->cfg, 0, err, "connection lost, or no answer in time");
@@ -142,24 +155,58 @@ static int run(nm_lease_t *l, nm_script_t id, int nkeys, int nargs, const char *
     return err;
 }
 
+/* Runs command ARGV (ARGC words) on the calling thread's connection, the
+ * reply due by REPLY_BY.  *SENT tells whether a failed call may still have
+ * reached the server; the connection is dropped when it broke. */
+static int call(nm_lease_t *l, int argc, const char **argv, const size_t *lens,
+                int64_t reply_by, redisReply **out, int *sent)
+{
+    redisContext *c;
+    *sent = 0;
+    int err = nm_conn_get(l->cfg, 0, reply_by, &c);
+    if (err)
+        return err;
+    *sent = 1;
+    err = nm_call(c, argc, argv, lens, reply_by, out);
+    return note_result(l, err);
+}
+
+/* Runs script ID of L (its lock key, then ARGS) on the calling thread's
+ * connection, as call() does. */
+static int run(nm_lease_t *l, nm_script_t id, int nargs, const char **args,
+               const size_t *arg_lens, int64_t deadline, redisReply **out, int *sent)
+{
+    script_argv_t a;
+    redisContext *c;
+
+    fill_argv(l, nargs, args, arg_lens, &a);
+    *sent = 0;
+    deadline = nm_request_deadline(l->cfg->io_timeout_ms, deadline);
+    int err = nm_conn_get(l->cfg, 0, deadline, &c);
+    if (err)
+        return err;
+    *sent = 1;
+    err = nm_script_run(c, id, 1, 1 + nargs, a.argv, a.lens, deadline, out);
+    return note_result(l, err);
+}
+
 /* Quorum mode: runs the same script on every server at once. */
-static void run_all(nm_lease_t *l, nm_script_t id, int nkeys, int nargs, const char **args,
+static void run_all(nm_lease_t *l, nm_script_t id, int nargs, const char **args,
                     const size_t *arg_lens, int64_t deadline, nm_votes_t *v)
 {
     script_argv_t a;
-    fill_argv(l, nkeys, nargs, args, arg_lens, &a);
-    nm_quorum_call(l->cfg, id, nkeys, nkeys + nargs, a.argv, a.lens, deadline, v);
+    fill_argv(l, nargs, args, arg_lens, &a);
+    nm_quorum_call(l->cfg, id, 1, 1 + nargs, a.argv, a.lens, deadline, v);
 }
 
 /* Quorum mode: run_all() of a script that answers 1 for "done", and
  * whether a quorum did it (nm_redlock_done).  *SENT_AT, if not NULL, is
  * when the requests left. */
-static int run_all_done(nm_lease_t *l, nm_script_t id, int nkeys, int nargs,
-                        const char **args, const size_t *arg_lens, int64_t deadline,
-                        int64_t *sent_at)
+static int run_all_done(nm_lease_t *l, nm_script_t id, int nargs, const char **args,
+                        const size_t *arg_lens, int64_t deadline, int64_t *sent_at)
 {
     nm_votes_t v;
-    run_all(l, id, nkeys, nargs, args, arg_lens, deadline, &v);
+    run_all(l, id, nargs, args, arg_lens, deadline, &v);
     if (sent_at)
         *sent_at = v.sent_at;
     int err = nm_redlock_done(l->cfg, &v);
@@ -172,9 +219,11 @@ static int run_all_done(nm_lease_t *l, nm_script_t id, int nkeys, int nargs,
  * ourselves too, and contenders back off by themselves after a split vote. */
 static int release_all(nm_lease_t *l, int unrecoverable, int quietly, int64_t deadline)
 {
-    const char *args[3] = { l->token, unrecoverable ? "1" : "0", quietly ? "1" : "0" };
-    size_t lens[3] = { NM_TOKEN_LEN, 1, 1 };
-    return run_all_done(l, NM_SCRIPT_RELEASE, NM_NKEYS, 3, args, lens, deadline, NULL);
+    char mode[8];
+    release_mode(l, unrecoverable, quietly, mode);
+    const char *args[2] = { l->token, mode };
+    size_t lens[2] = { NM_TOKEN_LEN, strlen(mode) };
+    return run_all_done(l, NM_SCRIPT_RELEASE, 2, args, lens, deadline, NULL);
 }
 
 /* Quorum mode's second round (redlock.c): every granting server's fence
@@ -185,7 +234,7 @@ static int raise_fence(nm_lease_t *l, long long raise_to, int64_t deadline)
     snprintf(fence, sizeof fence, "%lld", raise_to);
     const char *args[2] = { l->token, fence };
     size_t lens[2] = { NM_TOKEN_LEN, strlen(fence) };
-    return run_all_done(l, NM_SCRIPT_FENCE, 2, 2, args, lens, deadline, NULL);
+    return run_all_done(l, NM_SCRIPT_FENCE, 2, args, lens, deadline, NULL);
 }
 
 /* Quorum mode's acquire attempt: the acquire script on every server, kept
@@ -195,7 +244,7 @@ static int acquire_all(nm_lease_t *l, const char **args, const size_t *lens,
 {
     nm_votes_t v;
     long long raise_to = 0;
-    run_all(l, NM_SCRIPT_ACQUIRE, NM_NKEYS, 5, args, lens, deadline, &v);
+    run_all(l, NM_SCRIPT_ACQUIRE, 5, args, lens, deadline, &v);
     int err = nm_redlock_granted(l, &v, &raise_to, pttl);
     nm_votes_clear(&v);
     if (!err && raise_to && raise_fence(l, raise_to, deadline) != 0) {
@@ -228,20 +277,19 @@ static int take_triple(nm_lease_t *l, redisReply *r, long long *pttl)
 }
 
 /* One acquire attempt, joining the queue for QUEUE_TTL ms when that is not
- * 0: 0 (ours), EBUSY with the holder's *PTTL, or an error.  On success
- * l->sent_at is when the request left; l->tried_at always is. */
-static int acquire_once(nm_lease_t *l, unsigned int queue_ttl, int64_t deadline,
+ * 0 (QUEUED: we are in it already): 0 (ours), EBUSY with the holder's
+ * *PTTL, or an error.  On success l->sent_at is when the request left;
+ * l->tried_at always is. */
+static int acquire_once(nm_lease_t *l, unsigned int queue_ttl, int queued, int64_t deadline,
                         long long *pttl, int *sent)
 {
-    char lease[16], ttl[16], holder[320], since[24];
+    char lease[16], ttl[16], holder[NETMUTEX_HOLDER_MAX], mode[8];
     size_t holder_len = holder_text(l->cfg, holder, sizeof holder);
-    struct timespec wall;
-    clock_gettime(CLOCK_REALTIME, &wall);
     snprintf(lease, sizeof lease, "%u", l->lease_ms);
     snprintf(ttl, sizeof ttl, "%u", queue_ttl);
-    snprintf(since, sizeof since, "%lld", (long long)wall.tv_sec * 1000 + wall.tv_nsec / 1000000);
-    const char *args[5] = { l->token, lease, holder, ttl, since };
-    size_t lens[5] = { NM_TOKEN_LEN, strlen(lease), holder_len, strlen(ttl), strlen(since) };
+    acquire_mode(l, queued, mode);
+    const char *args[5] = { l->token, lease, ttl, mode, holder };
+    size_t lens[5] = { NM_TOKEN_LEN, strlen(lease), strlen(ttl), strlen(mode), holder_len };
     redisReply *r;
 
     l->tried_at = nm_now_ms();
@@ -249,7 +297,7 @@ static int acquire_once(nm_lease_t *l, unsigned int queue_ttl, int64_t deadline,
         *sent = 0; /* acquire_all cleans up after itself */
         return acquire_all(l, args, lens, deadline, pttl);
     }
-    int err = run(l, NM_SCRIPT_ACQUIRE, NM_NKEYS, 5, args, lens, deadline, &r, sent);
+    int err = run(l, NM_SCRIPT_ACQUIRE, 5, args, lens, deadline, &r, sent);
     if (!err)
         err = take_triple(l, r, pttl);
     if (!err)
@@ -261,16 +309,17 @@ static int acquire_once(nm_lease_t *l, unsigned int queue_ttl, int64_t deadline,
  * this request confirms it and it is ours (0), else EBUSY, or an error. */
 static int cancel_once(nm_lease_t *l, int64_t deadline)
 {
-    char lease[16];
+    char lease[16], mode[8];
     snprintf(lease, sizeof lease, "%u", l->lease_ms);
-    const char *args[2] = { l->token, lease };
-    size_t lens[2] = { NM_TOKEN_LEN, strlen(lease) };
+    acquire_mode(l, 1, mode);
+    const char *args[3] = { l->token, lease, mode };
+    size_t lens[3] = { NM_TOKEN_LEN, strlen(lease), strlen(mode) };
     redisReply *r;
     long long pttl;
     int sent;
 
     int64_t sent_at = nm_now_ms();
-    int err = run(l, NM_SCRIPT_CANCEL, NM_NKEYS, 2, args, lens, deadline, &r, &sent);
+    int err = run(l, NM_SCRIPT_CANCEL, 3, args, lens, deadline, &r, &sent);
     if (!err)
         err = take_triple(l, r, &pttl);
     if (!err)
@@ -282,11 +331,13 @@ static int cancel_once(nm_lease_t *l, int64_t deadline)
 static int release_once(nm_lease_t *l, int unrecoverable, int64_t deadline, long long *result,
                         int *sent)
 {
-    const char *args[2] = { l->token, unrecoverable ? "1" : "0" };
-    size_t lens[2] = { NM_TOKEN_LEN, 1 };
+    char mode[8];
+    release_mode(l, unrecoverable, 0, mode);
+    const char *args[2] = { l->token, mode };
+    size_t lens[2] = { NM_TOKEN_LEN, strlen(mode) };
     redisReply *r;
 
-    int err = run(l, NM_SCRIPT_RELEASE, NM_NKEYS, 2, args, lens, deadline, &r, sent);
+    int err = run(l, NM_SCRIPT_RELEASE, 2, args, lens, deadline, &r, sent);
     if (err)
         return err;
     err = nm_reply_integer(r, result);
@@ -332,7 +383,7 @@ static void leave_queues_at_exit(void)
         const nm_lease_t *w = q->lease;
         /* Only the fields the waiting thread never changes. */
         nm_lease_t l = { .cfg = w->cfg, .key = w->key, .key_len = w->key_len,
-                         .lease_ms = w->lease_ms };
+                         .lease_ms = w->lease_ms, .robust = w->robust };
         if (deadline == NM_FOREVER)
             deadline = nm_now_ms() + l.cfg->io_timeout_ms;
         long long ignored;
@@ -383,13 +434,14 @@ void nm_lease_after_fork_child(void)
     pthread_mutex_unlock(&queued_lock);
 }
 
-/* How long to sleep before the next attempt, and the back-off after it.
- * Subscribed, a waiter sleeps until a release, the holder's expiry or its
- * queue refresh, whichever comes first. */
-static int64_t next_pause(int err, long long pttl, int subscribed, int64_t *backoff)
+/* How long to wait before the next attempt, and the back-off after it.
+ * Queued (or, in quorum mode, listening), a waiter waits until a grant or
+ * release, the holder's expiry or its queue refresh, whichever comes
+ * first. */
+static int64_t next_pause(int err, long long pttl, int waiting, int64_t *backoff)
 {
     int64_t pause = *backoff;
-    if (err == EBUSY && subscribed)
+    if (err == EBUSY && waiting)
         return pttl >= 0 ? NM_MIN(pttl + 1, QUEUE_REFRESH_MS) : QUEUE_REFRESH_MS;
     if (err == EBUSY) {
         if (pttl >= 0)
@@ -401,8 +453,8 @@ static int64_t next_pause(int err, long long pttl, int subscribed, int64_t *back
     return pause;
 }
 
-/* Sleeps up to PAUSE (never past DEADLINE), or until CH moves past SEQ: a
- * release, or a grant to us, which the next attempt confirms. */
+/* Quorum mode: sleeps up to PAUSE (never past DEADLINE), or until CH moves
+ * past SEQ (a release somewhere). */
 static void pause_until(nm_chan_t *ch, uint64_t seq, int64_t pause, int64_t deadline)
 {
     int64_t until = nm_now_ms() + NM_MIN(pause, nm_remaining_ms(deadline));
@@ -412,23 +464,63 @@ static void pause_until(nm_chan_t *ch, uint64_t seq, int64_t pause, int64_t dead
         nm_sleep_ms(until - nm_now_ms());
 }
 
+/* A queued waiter waits for its grant on its own connection: BLPOP on its
+ * grant list for up to PAUSE ms (never past DEADLINE).  0 if a grant came
+ * (the next attempt confirms it), EBUSY if none did, NM_ECONN. */
+static int wait_grant(nm_lease_t *l, int64_t pause, int64_t deadline)
+{
+    int64_t ms = NM_MAX(NM_MIN(pause, nm_remaining_ms(deadline)), 1);
+    /* The server answers when the BLPOP times out; a slow one gets the I/O
+     * timeout on top, a caller with a deadline only the cleanup bound. */
+    int64_t slack = deadline == NM_FOREVER ? l->cfg->io_timeout_ms
+                                           : NM_MIN(l->cfg->io_timeout_ms, CLEANUP_MS);
+    char timeout[24];
+    size_t grant_len;
+    const char *grant = nm_keys_grant(l->key, l->key_len, &grant_len);
+    snprintf(timeout, sizeof timeout, "%.3f", (double)ms / 1000);
+    const char *argv[3] = { "BLPOP", grant, timeout };
+    size_t lens[3] = { 5, grant_len, strlen(timeout) };
+    redisReply *r;
+    int sent;
+
+    int err = call(l, 3, argv, lens, nm_now_ms() + ms + slack, &r, &sent);
+    if (err)
+        return err;
+    err = r->type == REDIS_REPLY_ARRAY ? 0 : EBUSY;
+    freeReplyObject(r);
+    return err;
+}
+
 typedef struct attempt_state {
-    nm_chan_t *ch;
-    int subscribed;
+    nm_chan_t *ch;      /* quorum mode: the release channel */
     int queued;         /* an attempt may have put us in the queue */
     int maybe_applied;  /* a request whose answer was lost may have won */
     queued_t entry;     /* in the list of queued waiters, while queued */
 } attempt_state_t;
 
-/* After a first failed attempt: subscribe, and wait for the subscription
- * to be confirmed before the next attempt, so no release goes unnoticed. */
-static void start_listening(nm_lease_t *l, attempt_state_t *st, int64_t deadline)
+/* Quorum mode, after a first failed attempt: subscribe, and wait for the
+ * subscription to be confirmed before the next attempt, so no release goes
+ * unnoticed.  Returns whether waiters can be woken (else they poll). */
+static int start_listening(nm_lease_t *l, attempt_state_t *st, int64_t deadline)
 {
     st->ch = nm_wake_listen(l->key, l->key_len, l->token);
-    if (st->ch) {
-        int64_t until = NM_MIN(deadline, nm_now_ms() + (int64_t)l->cfg->io_timeout_ms);
-        st->subscribed = nm_wake_ready(st->ch, l->cfg->quorum, until) == 0;
+    if (!st->ch)
+        return 0;
+    int64_t until = NM_MIN(deadline, nm_now_ms() + (int64_t)l->cfg->io_timeout_ms);
+    return nm_wake_ready(st->ch, l->cfg->quorum, until) == 0;
+}
+
+/* Waits after a failed attempt (ERR, with the holder's PTTL): for a grant
+ * when queued, for a release message in quorum mode, else a back-off. */
+static void wait_after(nm_lease_t *l, attempt_state_t *st, int err, long long pttl,
+                       uint64_t seq, int64_t *backoff, int64_t deadline)
+{
+    if (err == EBUSY && st->queued) {
+        /* A broken connection here is the next attempt's to redial. */
+        wait_grant(l, next_pause(err, pttl, 1, backoff), deadline);
+        return;
     }
+    pause_until(st->ch, seq, next_pause(err, pttl, err == EBUSY && st->ch, backoff), deadline);
 }
 
 /* Attempts until success, a final error, or the deadline. */
@@ -441,10 +533,10 @@ static int acquire_loop(nm_lease_t *l, nm_wait_t wait, int64_t deadline, attempt
         uint64_t seq = st->ch ? nm_wake_seq(st->ch) : 0;
         /* Quorum mode never queues: each server would hand the lock to
          * its own head of the queue, and no waiter might win a quorum. */
-        unsigned int ttl = st->subscribed && !quorum_mode(l) && !exiting() ? QUEUE_TTL_MS : 0;
+        unsigned int ttl = wait == NM_WAIT && !quorum_mode(l) && !exiting() ? QUEUE_TTL_MS : 0;
         long long pttl = -1;
         int sent;
-        err = acquire_once(l, ttl, deadline, &pttl, &sent);
+        err = acquire_once(l, ttl, st->queued, deadline, &pttl, &sent);
         if (ttl > 0 && sent && !st->queued)
             st->queued = queued_add(&st->entry, l);
         if (err == NM_ECONN) {
@@ -455,14 +547,12 @@ static int acquire_loop(nm_lease_t *l, nm_wait_t wait, int64_t deadline, attempt
                 continue;
         } else if (err != EBUSY || wait == NM_NOWAIT) {
             return err;
-        } else if (!st->ch) {
-            start_listening(l, st, deadline);
-            if (st->ch)
-                continue;
+        } else if (quorum_mode(l) && !st->ch && start_listening(l, st, deadline)) {
+            continue;
         }
         if (nm_remaining_ms(deadline) == 0)
             return wait == NM_NOWAIT ? EAGAIN : ETIMEDOUT;
-        pause_until(st->ch, seq, next_pause(err, pttl, st->subscribed, &backoff), deadline);
+        wait_after(l, st, err, pttl, seq, &backoff, deadline);
     }
 }
 
@@ -483,7 +573,7 @@ static int give_up(nm_lease_t *l, const attempt_state_t *st, int err)
 }
 
 int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
-                     unsigned int lease_ms, nm_wait_t wait, int64_t deadline)
+                     unsigned int lease_ms, int robust, nm_wait_t wait, int64_t deadline)
 {
     attempt_state_t st = { 0 };
     int err;
@@ -493,11 +583,12 @@ int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
     if (err)
         return err;
     l->lease_ms = lease_ms ? lease_ms : l->cfg->lease_ms;
+    l->robust = robust != 0;
     if (wait == NM_NOWAIT)
         deadline = nm_now_ms() + l->cfg->io_timeout_ms;
     err = nm_token_new(l->token);
     if (!err)
-        err = nm_keys_build(l->cfg, name, name_len, &l->key, &l->key_len);
+        err = nm_keys_build(l->cfg, name, name_len, l->token, &l->key, &l->key_len);
     if (!err)
         err = acquire_loop(l, wait, deadline, &st);
     if (err && l->key)
@@ -522,15 +613,17 @@ int nm_lease_release(nm_lease_t *l, int unrecoverable)
         return err;
     }
     /* One redial: the cached connection may be stale (server restarted,
-     * CLIENT KILL); a second failure means the server is not there.  The
-     * script itself tells whether a first attempt, whose reply was lost,
-     * did release the lock (result 2). */
+     * CLIENT KILL); a second failure means the server is not there.  When
+     * the second attempt finds the key gone, either the first one deleted
+     * it (its reply was lost) or the key was lost (a restart, say): nothing
+     * is kept on the server to tell them apart, so the answer is the one
+     * that cannot hide a lost lease, ENOLCK. */
     for (int i = 0; i < 2 && err == NM_ECONN; i++)
         err = release_once(l, unrecoverable, NM_FOREVER, &result, &sent);
     nm_lease_forget(l);
     if (err)
         return EIO;
-    return result == 1 || result == 2 ? 0 : ENOLCK;
+    return result == 1 ? 0 : ENOLCK;
 }
 
 int nm_lease_extend(nm_lease_t *l, unsigned int ms, int64_t *sent_at)
@@ -544,10 +637,10 @@ int nm_lease_extend(nm_lease_t *l, unsigned int ms, int64_t *sent_at)
     long long v = 0;
 
     if (quorum_mode(l))
-        return run_all_done(l, NM_SCRIPT_RENEW, 1, 2, args, lens, NM_FOREVER, sent_at);
+        return run_all_done(l, NM_SCRIPT_RENEW, 2, args, lens, NM_FOREVER, sent_at);
     for (int i = 0; i < 2 && err == NM_ECONN; i++) {
         *sent_at = nm_now_ms();
-        err = run(l, NM_SCRIPT_RENEW, 1, 2, args, lens, NM_FOREVER, &r, &sent);
+        err = run(l, NM_SCRIPT_RENEW, 2, args, lens, NM_FOREVER, &r, &sent);
     }
     if (err)
         return err == NM_ECONN ? EIO : err;
@@ -567,17 +660,17 @@ int nm_lease_break(const char *name, size_t name_len)
     memset(&l, 0, sizeof l);
     err = nm_config_current(&l.cfg);
     if (!err)
-        err = nm_keys_build(l.cfg, name, name_len, &l.key, &l.key_len);
+        err = nm_keys_build(l.cfg, name, name_len, NULL, &l.key, &l.key_len);
     if (!err && quorum_mode(&l)) {
         nm_votes_t votes;
-        run_all(&l, NM_SCRIPT_BREAK, NM_NKEYS, 0, NULL, NULL, NM_FOREVER, &votes);
+        run_all(&l, NM_SCRIPT_BREAK, 0, NULL, NULL, NM_FOREVER, &votes);
         err = nm_redlock_broken(l.cfg, &votes);
         nm_votes_clear(&votes);
         nm_lease_forget(&l);
         return err;
     }
     for (int i = 0; i < 2 && (i == 0 || err == NM_ECONN) && l.key; i++)
-        err = run(&l, NM_SCRIPT_BREAK, NM_NKEYS, 0, NULL, NULL, NM_FOREVER, &r, &sent);
+        err = run(&l, NM_SCRIPT_BREAK, 0, NULL, NULL, NM_FOREVER, &r, &sent);
     if (!err) {
         err = nm_reply_integer(r, &held);
         freeReplyObject(r);

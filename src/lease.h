@@ -28,6 +28,7 @@ typedef struct nm_lease {
     int64_t tried_at;           /* ... the latest attempt left */
     struct nm_watch *watch;     /* the watchdog's record, once tracked */
     int owner_died;             /* the previous holder's lease expired */
+    int robust;                 /* robust bookkeeping (lib.lua) */
     unsigned int splits;        /* quorum mode: split votes in a row */
 } nm_lease_t;
 
@@ -37,12 +38,13 @@ typedef enum nm_wait {
 } nm_wait_t;
 
 /* Acquires NAME for LEASE_MS (0: the configured lease) under the current
- * configuration.  On success *L holds the lease.
+ * configuration, with the bookkeeping of a robust mutex if ROBUST (who died
+ * holding it, ENOTRECOVERABLE).  On success *L holds the lease.
  * EBUSY (NM_NOWAIT, held elsewhere), EAGAIN (NM_NOWAIT, unreachable),
  * ETIMEDOUT (the deadline passed), ENOTRECOVERABLE, EACCES, EPROTO, ENOMEM,
  * EINVAL. */
 int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
-                     unsigned int lease_ms, nm_wait_t wait, int64_t deadline);
+                     unsigned int lease_ms, int robust, nm_wait_t wait, int64_t deadline);
 
 /* Gives the lease back and frees what *L owns.  UNRECOVERABLE marks the
  * mutex ENOTRECOVERABLE (a robust holder unlocked without repairing).

@@ -403,7 +403,8 @@ static int acquire(netmutex_t *m, nm_wait_t wait, int64_t deadline)
     e->busy = 1;
     pthread_mutex_unlock(&e->mu);
 
-    err = nm_lease_acquire(&lease, e->name, e->name_len, m->nm_lease_ms, wait, deadline);
+    err = nm_lease_acquire(&lease, e->name, e->name_len, m->nm_lease_ms,
+                           (m->nm_flags & FLAG_ROBUST) != 0, wait, deadline);
     if (!err)
         err = start_watching(m, e, &lease);
 

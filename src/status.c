@@ -25,7 +25,7 @@ typedef struct view {
 
 static int read_view(const redisReply *r, view_t *v)
 {
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 7 ||
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 7 ||
         r->element[0]->type != REDIS_REPLY_STRING || r->element[3]->type != REDIS_REPLY_STRING)
         return EPROTO;
     const size_t at[5] = { 1, 2, 4, 5, 6 };
@@ -83,8 +83,8 @@ int nm_status(const char *name, size_t name_len, netmutex_status_t *st)
     nm_config_t *cfg;
     char *keys;
     size_t key_len;
-    const char *argv[3];
-    size_t lens[3];
+    const char *argv[1];
+    size_t lens[1];
     view_t views[NM_SERVERS_MAX];
     int ok[NM_SERVERS_MAX] = { 0 };
     nm_votes_t v;
@@ -92,10 +92,11 @@ int nm_status(const char *name, size_t name_len, netmutex_status_t *st)
     int err = nm_config_current(&cfg);
     if (err)
         return err;
-    err = nm_keys_build(cfg, name, name_len, &keys, &key_len);
+    err = nm_keys_build(cfg, name, name_len, NULL, &keys, &key_len);
     if (!err) {
-        nm_keys_put(keys, key_len, 3, argv, lens);
-        nm_quorum_call(cfg, NM_SCRIPT_STATUS, 3, 3, argv, lens, NM_FOREVER, &v);
+        argv[0] = keys;
+        lens[0] = key_len;
+        nm_quorum_call(cfg, NM_SCRIPT_STATUS, 1, 1, argv, lens, NM_FOREVER, &v);
         size_t answered = 0;
         for (size_t i = 0; i < v.n; i++)
             answered += ok[i] = v.err[i] == 0 && read_view(v.reply[i], &views[i]) == 0;

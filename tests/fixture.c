@@ -289,12 +289,14 @@ void nm_assert_rc_failed(const char *file, int line, const char *func,
 
 bool nm_is_token(const char *s)
 {
-    if (s == NULL || strlen(s) != 32)
+    if (s == NULL || strlen(s) < 32)
         return false;
-    for (const char *p = s; *p; p++)
-        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+    for (int i = 0; i < 32; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
             return false;
-    return true;
+    /* A lock key's value goes on with two flags and a space (lib.lua). */
+    return s[32] == '\0' || (strchr("q-", s[32]) && s[33] && strchr("c-", s[33]) &&
+                              s[34] == ' ');
 }
 
 /* ===================================================================== */
@@ -804,7 +806,14 @@ long long nm_redis_pttl(NmRedis *r, const char *key)
 
 long long nm_redis_fence(NmRedis *r, const char *lock_key)
 {
-    return int_reply(nm_redis_cmd(r, "HGET %s:m fence", lock_key), "HGET fence");
+    char *value = nm_redis_get(r, 0, lock_key, strlen(lock_key));
+    long long fence = 0;
+
+    /* "<token><q><c> <fence> <holder>" (src/lua/lib.lua) */
+    if (value && strlen(value) > 35)
+        fence = g_ascii_strtoll(value + 35, NULL, 10);
+    g_free(value);
+    return fence;
 }
 
 char *nm_lock_key(const char *name)
@@ -815,8 +824,10 @@ char *nm_lock_key(const char *name)
 char *nm_token_of(NmRedis *r, const char *name)
 {
     char *key = nm_lock_key(name);
-    char *token = nm_redis_get(r, 0, key, strlen(key));
+    char *value = nm_redis_get(r, 0, key, strlen(key));
+    char *token = value ? g_strndup(value, 32) : NULL;
 
+    g_free(value);
     g_free(key);
     return token;
 }
@@ -1278,7 +1289,9 @@ static int remote_main(const char *url, const char *name, int type,
 
     rc = netmutex_configure(&cfg);
     netmutex_attr_init(&attr);
-    netmutex_attr_settype(&attr, type);
+    netmutex_attr_settype(&attr, type & ~NM_REMOTE_ROBUST);
+    if (type & NM_REMOTE_ROBUST)
+        netmutex_attr_setrobust(&attr, NETMUTEX_ROBUST);
     netmutex_attr_setlease(&attr, lease_ms);
     if (rc == 0)
         rc = netmutex_init(&m, name, &attr);

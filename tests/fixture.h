@@ -101,7 +101,8 @@ const char *nm_errname(int rc);
 void nm_assert_rc_failed(const char *file, int line, const char *func,
                          const char *expr, int got, int want);
 
-/* True if S is exactly 32 lowercase hex digits (an acquisition token). */
+/* True if S is exactly 32 lowercase hex digits (an acquisition token), or
+ * a lock key's value, which starts with one (src/lua/lib.lua). */
 bool nm_is_token(const char *s);
 
 /* ---- the private redis-server ----------------------------------------- */
@@ -159,7 +160,7 @@ void nm_redis_ok(NmRedis *r, const char *fmt, ...);
 char *nm_redis_get(NmRedis *r, int db, const char *key, size_t keylen);
 /* PTTL of KEY in db 0 (-2: no key, -1: no expiry). */
 long long nm_redis_pttl(NmRedis *r, const char *key);
-/* HGET <key>:m fence as an integer (0 when absent). */
+/* The fence in the lock key's value (0 when the lock is free). */
 long long nm_redis_fence(NmRedis *r, const char *lock_key);
 
 /* The lock key of NAME with the default prefix: "netmutex:{NAME}". */
@@ -171,7 +172,8 @@ long long nm_queue_len(NmRedis *r, const char *name);
 
 /* Polls until NAME's queue holds N waiters; false after TIMEOUT_MS. */
 bool nm_wait_queue_len(NmRedis *r, const char *name, long long n, unsigned int timeout_ms);
-/* The current token in Redis for NAME (NULL: not held), db 0. */
+/* The current token in Redis for NAME (the first 32 bytes of the lock
+ * key's value; NULL: not held), db 0. */
 char *nm_token_of(NmRedis *r, const char *name);
 
 /* ---- threads ---------------------------------------------------------- */
@@ -247,6 +249,8 @@ void nm_child_wait_ok(pid_t pid, unsigned int timeout_ms);
 typedef struct NmRemote NmRemote;
 NmRemote *nm_remote_start(NmRedis *r, const char *name, int type,
                           unsigned int lease_ms);
+/* Or'ed into a remote's TYPE: its mutex is NETMUTEX_ROBUST. */
+#define NM_REMOTE_ROBUST 0x100
 /* The same for any URL (a comma-separated list: quorum mode), with ENV
  * (NULL, or a NULL-terminated list of "NETMUTEX_X=value") added to the
  * remote's environment, where its netmutex_configure() finds them. */

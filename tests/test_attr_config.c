@@ -242,6 +242,8 @@ static char *lock_through(const char *url, const char *suffix, int db, int other
     nm_assert_rc(netmutex_init(&m, name, NULL), 0);
     nm_assert_rc(netmutex_lock(&m), 0);
     token = nm_redis_get(redis, db, key, strlen(key));
+    if (token && strlen(token) > 32)
+        token[32] = '\0'; /* the value starts with the token (lib.lua) */
     if (other_db >= 0)
         g_assert_null(nm_redis_get(redis, other_db, key, strlen(key)));
     nm_assert_rc(netmutex_unlock(&m), 0);

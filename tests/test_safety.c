@@ -316,22 +316,50 @@ static void test_timedlock_give_up_bounded(void)
 
 /* ---- scripts ----------------------------------------------------------------- */
 
-/* A meta hash this library did not write (a fence that is no number) makes
- * the acquire script fail -- before it writes anything. */
+/* A key this library did not write where a script will write (a robust
+ * mutex's marker of the wrong type; the queue of a held lock of the wrong
+ * type) makes the script fail -- before it writes anything. */
 static void test_script_validates_before_writing(void)
 {
-    netmutex_t m;
+    netmutex_t m, robust;
+    netmutex_attr_t attr;
     char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
-    char *key = nm_lock_key(name), *token;
+    char *key = nm_lock_key(name), *token, *after;
+    struct timespec deadline;
+    NmRemote *holder;
 
-    nm_redis_ok(redis, "HSET %s:m fence notanumber", key);
-    nm_assert_rc(netmutex_trylock(&m), EPROTO);
+    nm_assert_rc(netmutex_attr_init(&attr), 0);
+    nm_assert_rc(netmutex_attr_setrobust(&attr, NETMUTEX_ROBUST), 0);
+    nm_assert_rc(netmutex_init(&robust, name, &attr), 0);
+    nm_assert_rc(netmutex_attr_destroy(&attr), 0);
+    nm_redis_ok(redis, "RPUSH %s:h not-a-marker", key);
+    nm_assert_rc(netmutex_trylock(&robust), EPROTO);
     token = nm_token_of(redis, name);
     g_assert_null(token);
-    nm_redis_ok(redis, "DEL %s:m", key);
-    nm_assert_rc(netmutex_trylock(&m), 0);
-    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_redis_ok(redis, "DEL %s:h", key);
+
+    holder = nm_remote_start(redis, name, NETMUTEX_NORMAL, 0);
+    nm_assert_rc(nm_remote(holder, 'l'), 0);
+    token = nm_token_of(redis, name);
+    nm_redis_ok(redis, "SET %s:q not-a-queue", key);
+    nm_deadline(&deadline, CLOCK_REALTIME, nm_ms(2000));
+    nm_assert_rc(netmutex_timedlock(&m, &deadline), EPROTO);
+    g_assert_cmpint(nm_redis_pttl(redis, key), >, 0);
+    after = nm_token_of(redis, name);
+    g_assert_cmpstr(after, ==, token); /* the holder's lock untouched */
+    char *waiting = g_strdup_printf("%s:w", key);
+    g_assert_cmpint(nm_redis_pttl(redis, waiting), ==, -2); /* no queue entry */
+    g_free(waiting);
+    nm_redis_ok(redis, "DEL %s:q", key);
+    nm_assert_rc(nm_remote(holder, 'u'), 0);
+    nm_remote_stop(holder);
+
+    nm_assert_rc(netmutex_trylock(&robust), 0);
+    nm_assert_rc(netmutex_unlock(&robust), 0);
+    nm_assert_rc(netmutex_destroy(&robust), 0);
     nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(after);
+    g_free(token);
     g_free(key);
     g_free(name);
 }

@@ -1,8 +1,8 @@
 /*
  * test_wake.c -- waiting and waking: waiters sleep until a release (or the
  * holder's lease end) and must never miss one; the Redis queue serves
- * processes in arrival order; a timed-out waiter leaves the queue; the
- * subscriber connection comes back after CLIENT KILL; the local queue and
+ * processes in arrival order; a timed-out waiter leaves the queue; a
+ * waiter whose blocked connection is killed blocks again; the local queue and
  * cohort hand-off keep mutual exclusion and fence order across processes;
  * with cohort hand-off off every acquisition gets its own fence.
  *
@@ -41,19 +41,6 @@ static long long redis_int(const char *fmt, const char *name)
 static long long waiting_len(const char *name)
 {
     return redis_int("HLEN netmutex:{%s}:w", name);
-}
-
-/* Subscribers of NAME's wake channel. */
-static long long subscribers(const char *name)
-{
-    redisReply *reply = nm_redis_cmd(redis, "PUBSUB NUMSUB netmutex:{%s}", name);
-    long long n = -1;
-
-    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
-        reply->element[1]->type == REDIS_REPLY_INTEGER)
-        n = reply->element[1]->integer;
-    freeReplyObject(reply);
-    return n;
 }
 
 static void *shared_alloc(size_t size)
@@ -532,19 +519,45 @@ static void test_fifo_order(void)
     g_free(name);
 }
 
-/* ---- the subscriber connection ----------------------------------------------------- */
+/* ---- the waiter's blocked connection ------------------------------------------------- */
 
-/* The subscriber connection is killed (CLIENT KILL TYPE pubsub) while a
- * waiter sleeps: the library subscribes again, and the waiter gets the
+/* The id of the one client blocked in BLPOP (a queued waiter waiting for
+ * its grant), or -1 if there is none. */
+static long long blocked_waiter(void)
+{
+    redisReply *reply = nm_redis_cmd(redis, "CLIENT LIST TYPE normal");
+    gchar **lines = g_strsplit(reply->type == REDIS_REPLY_STRING ? reply->str : "", "\n", -1);
+    long long id = -1;
+
+    for (gchar **l = lines; *l; l++)
+        if (strstr(*l, " cmd=blpop ") && g_str_has_prefix(*l, "id="))
+            id = g_ascii_strtoll(*l + 3, NULL, 10);
+    g_strfreev(lines);
+    freeReplyObject(reply);
+    return id;
+}
+
+/* Waits (bounded) for a client blocked in BLPOP other than NOT: its id. */
+static long long wait_blocked_waiter(long long not)
+{
+    gint64 end = nm_now_ms() + nm_ms(10000);
+    long long id;
+    while (((id = blocked_waiter()) < 0 || id == not) && nm_now_ms() < end)
+        nm_sleep_ms(5);
+    return id;
+}
+
+/* The connection a queued waiter blocks on for its grant is killed (CLIENT
+ * KILL): the waiter dials again, stays queued, blocks again, and gets the
  * lock once the holder unlocks. */
-static void test_subscriber_killed_resubscribes(void)
+static void test_blocked_waiter_killed(void)
 {
     char *name = nm_test_name("m");
     netmutex_t m;
     NmRemote *holder;
     NmCall *waiter;
-    redisReply *reply;
-    gint64 end, released_at;
+    long long id, again;
+    gint64 released_at;
 
     nm_configure(redis);
     nm_assert_rc(netmutex_init(&m, name, NULL), 0);
@@ -552,19 +565,13 @@ static void test_subscriber_killed_resubscribes(void)
     nm_assert_rc(nm_remote(holder, 'l'), 0);
     waiter = nm_call_start(nm_call_lock_unlock, &m);
     g_assert_true(nm_wait_queue_len(redis, name, 1, nm_ms(10000)));
-    g_assert_cmpint(subscribers(name), ==, 1);
-
-    reply = nm_redis_cmd(redis, "CLIENT KILL TYPE pubsub");
-    g_assert_cmpint(reply->type, ==, REDIS_REPLY_INTEGER);
-    g_assert_cmpint(reply->integer, >=, 1);
-    freeReplyObject(reply);
-    /* The kill took effect, then the subscription comes back. */
-    end = nm_now_ms() + nm_ms(10000);
-    while (subscribers(name) != 1 && nm_now_ms() < end)
-        nm_sleep_ms(5);
-    g_assert_cmpint(subscribers(name), ==, 1);
+    id = wait_blocked_waiter(-1);
+    g_assert_cmpint(id, >=, 0);
+    nm_redis_ok(redis, "CLIENT KILL ID %lld", id);
+    again = wait_blocked_waiter(id);
+    g_assert_cmpint(again, >=, 0);
+    g_assert_cmpint(again, !=, id);
     g_assert_false(nm_call_done(waiter));
-    /* Still queued (the waiter refreshes its entry), and wakes on release. */
     g_assert_true(nm_wait_queue_len(redis, name, 1, nm_ms(10000)));
     released_at = nm_now_ms();
     nm_assert_rc(nm_remote(holder, 'u'), 0);
@@ -595,8 +602,8 @@ int main(int argc, char **argv)
     g_test_add_func("/wake/cohort/exclusion-and-fences-2-procs-8-threads",
                     test_cohort_exclusion_and_fences);
     g_test_add_func("/wake/fifo/processes-served-in-arrival-order", test_fifo_order);
-    g_test_add_func("/wake/subscriber/client-kill-pubsub-resubscribes-waiter-wakes",
-                    test_subscriber_killed_resubscribes);
+    g_test_add_func("/wake/blocked/client-kill-waiter-blocks-again-and-wakes",
+                    test_blocked_waiter_killed);
     g_test_add_func("/wake/cohort-off/every-acquisition-own-fence", test_cohort_off_own_fences);
 
     rc = nm_test_finish(g_test_run());

@@ -157,9 +157,10 @@ static bool touch_resource(WorkerState *s, redisContext *raw, const char *key)
     bool ok = counter >= 0;
 
     if (raw) {
-        redisReply *reply = redisCommand(raw, "HGET %s:m fence", key);
-        long long fence = reply && reply->type == REDIS_REPLY_STRING
-                              ? g_ascii_strtoll(reply->str, NULL, 10) : -1;
+        /* The lock key's value: "<token><q><c> <fence> <holder>". */
+        redisReply *reply = redisCommand(raw, "GET %s", key);
+        long long fence = reply && reply->type == REDIS_REPLY_STRING && reply->len > 35
+                              ? g_ascii_strtoll(reply->str + 35, NULL, 10) : -1;
         long long last = pread_ll(s->fd, OFF_FENCE);
         long long last_pid = pread_ll(s->fd, OFF_PID);
 

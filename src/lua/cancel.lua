@@ -1,14 +1,18 @@
 -- cancel.lua: a queued waiter gives up (deadline, error, exit).
--- KEYS K, M, Q, W (see lib.lua); ARGV[1] token, ARGV[2] lease in ms.
--- Returns {1, fence, dead} if the lock was granted to it meanwhile: this
--- request confirms the grant (lib.lua), so it is the caller's now, for
--- ARGV[2] ms from this request on.  Else {0, 0, 0}, the queue entry gone.
-local K, M, Q, W = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+-- KEYS K (see lib.lua); ARGV[1] token, ARGV[2] lease in ms, ARGV[3] mode
+-- ('r' robust, or '').
+-- Returns acquire's {1, fence, dead, held, released} if the lock was granted
+-- to it meanwhile: this request confirms the grant (see lib.lua), so it is
+-- the caller's now, for ARGV[2] ms from this request on.  Else {0, 0, 0},
+-- the queue entry and any grant list gone.
 local token = ARGV[1]
-if redis.call('GET', K) == token then
-  return confirm(K, M, W, token, ARGV[2])
+local cur = redis.call('GET', K)
+if cur and string.sub(cur, 1, 32) == token then
+  return confirm(cur, token, ARGV[2], string.find(ARGV[3], 'r', 1, true))
 end
+redis.call('LLEN', Q)
 redis.call('HLEN', W)
 redis.call('LREM', Q, 0, token)
 redis.call('HDEL', W, token)
+redis.call('DEL', grant_key(token))
 return {0, 0, 0}

@@ -1,99 +1,117 @@
 -- lib.lua: functions shared by the scripts; embed-lua.sh puts this text in
 -- front of every script, so each stays one self-contained EVAL.
 --
--- Keys of one mutex (all share the {name} hash tag, so one cluster slot):
---   K  <prefix>{<name>}     the lock: the holder's token, PX = its lease
---   M  <prefix>{<name>}:m   meta hash: fence, held (holder's token, '' once
---                           released), holder, since, dead, released,
---                           unrecoverable
---   Q  <prefix>{<name>}:q   list: tokens of queued waiters, in arrival order
---   W  <prefix>{<name>}:w   hash: token -> "<refreshed_ms>:<lease_ms>:<holder>"
+-- Keys of one mutex (all share the {name} hash tag, so one cluster slot);
+-- a key exists only while it has something to say, so a name that is not
+-- held, waited for or marked leaves nothing on the server:
+-- A script is given K alone and derives the others from it: they share K's
+-- hash tag, so they are in K's cluster slot, and every argument less is
+-- less to marshal on every call.
+--   K  <prefix>{<name>}      the lock, PX = its lease.  Value:
+--                            "<token><q><c> <fence> <holder>" --
+--                            token: 32 hex; q: 'q' while waiters are queued
+--                            (the release must serve them), else '-'; c: 'c'
+--                            while it is only a grant not yet confirmed by
+--                            its waiter, else '-'
+--                            or UNRECOVERABLE, with no expiry, once a
+--                            robust holder unlocked without repairing: every
+--                            SET NX fails on it, and only break removes it
+--   Q  <prefix>{<name>}:q    list: tokens of queued waiters, in arrival order
+--   W  <prefix>{<name>}:w    hash: token -> "<refreshed_ms>:<lease_ms>:<holder>"
+--   H  <prefix>{<name>}:h    robust mutexes: "h<token>" of the holder, kept
+--                            for ROBUST_KEEP_MS; a holder that released
+--                            deletes it, so finding it means the holder died
+--   F  <prefix>{<name>}:f    quorum mode: a floor for the next fence, while
+--                            a raised fence is ahead of this server's clock
+--   G  <prefix>{<name>}:g:<t> list: the grant to queued waiter t, which
+--                            waits for it with BLPOP on its own connection
+--
+-- Fences.  A fence is this server's clock in microseconds when the lock was
+-- taken.  Acquisitions of one name happen one after another (a release or
+-- an expiry lies between), so the clock makes every fence greater than the
+-- one before without anything kept per name; it also tells since when the
+-- lock is held (fence / 1000 is the server's Unix time in ms).  Quorum mode raises fences to
+-- the highest a quorum gave (redlock.c); a raised fence that is ahead of a
+-- server's clock is kept there in F until the clock has passed it.
 --
 -- Redis does not roll a script back: a script that fails after its first
--- write leaves that write behind (a lock key set for a caller who was told
--- the call failed).  So every script reads and checks what it depends on
--- before it writes anything; a key of the wrong type fails the read, and a
--- field this library did not write fails the check.
+-- write leaves that write behind.  So every script reads and checks what it
+-- depends on before it writes anything.
 --
--- A grant to a queued waiter is only a reservation (see take): the waiter
--- learns of it by a message anybody allowed to PUBLISH could forge, so it
--- never believes the message.  It confirms the grant by a request on its own
--- connection (confirm), and a waiter that died or stalls never confirms, so
--- its turn passes after GRANT_CLAIM_MS instead of after a whole lease.  A
--- live waiter refreshes its queue entry every 250 ms (lease.c); one whose
--- entry is older than WAITER_STALE_MS has missed two refreshes, so it died
--- or stalls, and is passed over: waiters killed one after another cost the
--- next live one a claim each at most for those that died within the last
--- half second.  The claim is short because a live waiter confirms within a
--- round trip; one that confirms too late finds the lock free or queues
--- again, which costs it its turn, never anybody's safety.
+-- A grant to a queued waiter is only a reservation for GRANT_CLAIM_MS: the
+-- waiter confirms it with a request of its own (confirm), and one that died
+-- never does, so its turn passes quickly.  A live waiter refreshes its
+-- queue entry every 250 ms (lease.c); one whose entry is older than
+-- WAITER_STALE_MS has missed two refreshes, so it died or stalls, and is
+-- passed over: waiters killed one after another cost the next live one a
+-- claim each at most for those that died within the last half second.  The
+-- claim is short because a live waiter confirms within a round trip; one
+-- that confirms too late finds the lock free or queues again, which costs
+-- it its turn, never anybody's safety.
 
 local GRANT_CLAIM_MS = 150
 local WAITER_STALE_MS = 500
+local K = KEYS[1]
+local Q, W, H, F = K .. ':q', K .. ':w', K .. ':h', K .. ':f'
+local function grant_key(token)
+  return K .. ':g:' .. token
+end
+local ROBUST_KEEP_MS = 7 * 24 * 3600 * 1000
+local UNRECOVERABLE = 'netmutex:unrecoverable'
 
-local function now_ms()
+local function now_us()
   local t = redis.call('TIME')
-  return t[1] * 1000 + math.floor(t[2] / 1000)
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- Whether M's 'held' field names a holder (a release empties it).
-local function was_held(held)
-  return held and held ~= ''
+local function lock_value(token, q, c, fence, holder)
+  return token .. q .. c .. ' ' .. string.format('%.0f', fence) .. ' ' .. holder
 end
 
--- M's fields, checked: {fence, held, released, unrecoverable}.
-local function read_meta(M)
-  local m = redis.call('HMGET', M, 'fence', 'held', 'released', 'unrecoverable')
-  local fence = tonumber(m[1] or 0)
-  if not fence then
-    error('netmutex: the fence of ' .. M .. ' is not a number')
+-- K's value split: token, q, c, fence, holder; nil if it is not one of ours.
+local function parse(v)
+  local token, q, c, fence, holder =
+    string.match(v, '^(' .. string.rep('%x', 32) .. ')([q-])([c-]) (%d+) (.*)$')
+  if not token then
+    return nil
   end
-  return {fence = fence, held = m[2], released = m[3], unrecoverable = m[4]}
+  return token, q, c, tonumber(fence), holder
 end
 
--- The next fencing token: the server's clock in microseconds, or one more
--- than the last token if that is not less.  A counter alone would start
--- again at 1 on a server restarted without its data; the clock goes on.
-local function next_fence(last)
-  local t = redis.call('TIME')
-  return math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), last + 1)
-end
 
--- Makes TOKEN the holder of the free lock K for PX ms.  CONFIRMED: the
--- caller's own request takes it (it holds it now); otherwise it is a grant
--- to a queued waiter, and 'held' keeps naming the previous holder who did
--- not release (if any) until the waiter confirms: a waiter that never does
--- holds nothing, and the next taker must still learn that a holder died.
--- Returns fence, dead.
-local function take(K, M, meta, token, px, holder, since, confirmed)
-  local fence = next_fence(meta.fence)
-  local dead = 0
-  if was_held(meta.held) then
-    dead = 1
+-- The next fence (FLOOR: quorum mode reads F, see above).
+local function next_fence(floor)
+  local fence = now_us()
+  if floor then
+    local f = redis.call('GET', F)
+    if f and not tonumber(f) then
+      error('netmutex: ' .. F .. ' is not a number')
+    end
+    fence = math.max(fence, (tonumber(f) or 0) + 1)
   end
-  local held = meta.held or ''
-  if confirmed then
-    held = token
-  end
-  redis.call('SET', K, token, 'PX', px)
-  redis.call('HSET', M, 'fence', string.format('%.0f', fence), 'held', held,
-             'holder', holder, 'since', since, 'dead', dead)
-  return fence, dead
+  return fence
 end
 
--- TOKEN finds the lock K already its own: granted from the queue (a
--- reservation until now) or taken by an earlier attempt whose reply was
--- lost.  The lease runs from this request on.  Returns acquire's reply.
-local function confirm(K, M, W, token, lease)
-  local m = redis.call('HMGET', M, 'fence', 'dead')
-  redis.call('HDEL', W, token)
-  redis.call('PEXPIRE', K, lease)
-  redis.call('HSET', M, 'held', token)
-  return {1, tonumber(m[1] or 0), tonumber(m[2] or 0)}
+-- Robust bookkeeping when TOKEN becomes the holder: whether the previous
+-- holder died (its marker is still there), and the new marker.  QUORUM
+-- markers of a release read "r<token>" instead of vanishing, so that
+-- redlock.c can tell a release that missed one server from a death.
+-- Returns dead, held (the died holder's token or ''), released.
+local function take_marker(token)
+  local m = redis.call('GET', H) or ''
+  local kind, who = string.sub(m, 1, 1), string.sub(m, 2)
+  redis.call('SET', H, 'h' .. token, 'PX', ROBUST_KEEP_MS)
+  if kind == 'h' and who ~= token then
+    return 1, who, ''
+  end
+  if kind == 'r' then
+    return 0, '', who
+  end
+  return 0, '', ''
 end
 
 -- Whether anybody is queued; checks Q's and W's types before any write.
-local function queue_ready(Q, W)
+local function queue_ready()
   if redis.call('LLEN', Q) == 0 then
     return false
   end
@@ -102,13 +120,13 @@ local function queue_ready(Q, W)
 end
 
 -- Hands the free lock K to the first queued waiter whose entry has not
--- expired (a waiter that crashed stops refreshing its entry), reserved for
--- GRANT_CLAIM_MS, and tells it on the channel K.  SELF, the caller's token,
--- is not granted anything: it is returned, for the caller to take.  Returns
--- the token served, or nil when nobody live is queued.  The caller checked
--- queue_ready() before its first write.
-local function grant_next(K, M, Q, W, meta, self)
-  local now = now_ms()
+-- expired (a waiter that died stops refreshing its entry), reserved for
+-- GRANT_CLAIM_MS, and pushes the grant to the list that waiter blocks on.
+-- SELF, the caller's token, is not granted anything: it is returned, for
+-- the caller to take.  Returns the token served, or nil when nobody live is
+-- queued.  The caller checked queue_ready() before its first write.
+local function grant_next(floor, self)
+  local now = nil
   while true do
     local token = redis.call('LPOP', Q)
     if not token then
@@ -116,11 +134,17 @@ local function grant_next(K, M, Q, W, meta, self)
     end
     local entry = redis.call('HGET', W, token)
     redis.call('HDEL', W, token)
+    now = now or now_us()
     local refreshed, lease, holder = string.match(entry or '', '^(%d+):(%d+):(.*)$')
-    if refreshed and now - tonumber(refreshed) < WAITER_STALE_MS then
+    if refreshed and now / 1000 - tonumber(refreshed) < WAITER_STALE_MS then
       if token ~= self then
-        take(K, M, meta, token, math.min(GRANT_CLAIM_MS, tonumber(lease)), holder, now, false)
-        redis.pcall('PUBLISH', K, 'granted ' .. token)
+        local q = redis.call('LLEN', Q) > 0 and 'q' or '-'
+        local claim = math.min(GRANT_CLAIM_MS, tonumber(lease))
+        local fence = next_fence(floor)
+        redis.call('SET', K, lock_value(token, q, 'c', fence, holder), 'PX', claim)
+        local G = grant_key(token)
+        redis.call('RPUSH', G, '1')
+        redis.call('PEXPIRE', G, claim)
       end
       return token
     end
@@ -128,10 +152,11 @@ local function grant_next(K, M, Q, W, meta, self)
 end
 
 -- Puts TOKEN (of HOLDER, "host:pid:tid") in the queue, or refreshes its
--- entry, for TTL ms.
-local function enqueue(Q, W, token, lease, ttl, holder)
+-- entry, for TTL ms, and marks the lock CUR (K's value) as waited for.
+local function enqueue(cur, token, lease, ttl, holder)
   redis.call('LLEN', Q)
-  local now = now_ms()
+  redis.call('HLEN', W)
+  local now = math.floor(now_us() / 1000)
   if redis.call('HSET', W, token, now .. ':' .. lease .. ':' .. holder) == 1 then
     redis.call('RPUSH', Q, token)
   end
@@ -140,4 +165,21 @@ local function enqueue(Q, W, token, lease, ttl, holder)
       redis.call('PEXPIRE', key, ttl)
     end
   end
+  if parse(cur) and string.sub(cur, 33, 33) ~= 'q' then
+    redis.call('SET', K, string.sub(cur, 1, 32) .. 'q' .. string.sub(cur, 34), 'KEEPTTL')
+  end
+end
+
+-- TOKEN finds the lock CUR already its own: granted from the queue (a
+-- reservation until now) or taken by an earlier attempt whose reply was
+-- lost.  The lease runs from this request on.  Returns acquire's reply.
+local function confirm(cur, token, lease, robust)
+  local _, q, _, fence, holder = parse(cur)
+  local dead, held, released = 0, '', ''
+  if robust then
+    dead, held, released = take_marker(token)
+  end
+  redis.call('SET', K, lock_value(token, q, '-', fence, holder), 'PX', lease)
+  redis.call('DEL', grant_key(token))
+  return {1, fence, dead, held, released}
 end

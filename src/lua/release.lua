@@ -1,47 +1,57 @@
 -- release.lua: give a netmutex back, only if it is still ours, handing it
 -- to the first queued waiter if there is one.
--- KEYS K, M, Q, W (see lib.lua); ARGV[1] token, ARGV[2] '1' when a robust
--- mutex is unlocked after EOWNERDEAD without netmutex_consistent(): then it
--- stays ENOTRECOVERABLE for every later locker, as in pthread.  ARGV[3] '1'
--- gives back a grant quorum mode did not keep (no quorum): nobody waits for
--- that, so nobody is woken or handed the lock.
--- Returns 1 released, 2 released already (by an earlier attempt whose reply
--- was lost), 0 the key is gone (our lease ran out), -1 the key holds
--- another owner's token (ours ran out and someone else took it).
-local K, M, Q, W = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local token, unrecoverable, quietly = ARGV[1], ARGV[2] == '1', ARGV[3] == '1'
-local cur = redis.call('GET', K)
-if cur ~= token then
-  if cur then
-    return -1
-  end
-  if redis.call('HGET', M, 'released') == token then
-    return 2
-  end
-  return 0
-end
--- Checked before the first write (lib.lua): the queue, and the fence a
--- grant will build on.
-local meta = nil
-if not quietly and not unrecoverable and queue_ready(Q, W) then
-  meta = read_meta(M)
-end
--- 'released' is remembered so that a retry after a lost reply knows it
--- was us; an empty 'held' tells the next taker nobody died holding it.
-redis.call('HSET', M, 'held', '', 'released', token)
-redis.call('DEL', K)
-if quietly then
+-- KEYS K (see lib.lua); ARGV[1] token, ARGV[2] mode: letters 'r' (robust
+-- mutex: its marker goes), 'u' (a robust mutex unlocked after EOWNERDEAD
+-- without netmutex_consistent(): it stays ENOTRECOVERABLE for every later
+-- locker, as in pthread), 'x' (give back a grant quorum mode did not
+-- keep: nobody waits for that, so nobody is woken or handed the lock), 'f'
+-- (quorum mode: the marker of a release stays, see take_marker; fences
+-- build on the floor), 'p' (publish "released" for quorum mode's waiters),
+-- or '' for none.
+-- Returns 1 released, 0 the key is gone (our lease ran out, or an earlier
+-- attempt whose reply was lost released it), -1 the key holds another
+-- owner's token (ours ran out and someone else took it).
+local token, mode = ARGV[1], ARGV[2]
+local cur = redis.call('GET', KEYS[1])
+-- The fast path: ours, nobody queued, a plain mutex: compare and delete.
+if mode == '' and cur and string.sub(cur, 1, 34) == token .. '--' then
+  redis.call('DEL', KEYS[1])
   return 1
 end
-if unrecoverable then
-  redis.call('HSET', M, 'unrecoverable', '1')
-elseif meta then
-  meta.held = ''
-  if grant_next(K, M, Q, W, meta, nil) then
-    return 1
-  end
+-- @lib
+local function has(letter)
+  return string.find(mode, letter, 1, true) ~= nil
 end
--- Nobody queued: wake whoever listens (pcall: an ACL user without channel
--- rights must still be able to release; its waiters poll instead).
-redis.pcall('PUBLISH', K, 'released')
+if not cur then
+  return 0
+end
+if string.sub(cur, 1, 32) ~= token then
+  return -1
+end
+-- Checked before the first write: the queue's keys.
+local queued = string.sub(cur, 33, 33) == 'q' and not has('x') and not has('u') and
+               queue_ready()
+if has('r') and has('f') then
+  redis.call('SET', H, 'r' .. token, 'PX', ROBUST_KEEP_MS)
+elseif has('r') then
+  redis.call('DEL', H)
+end
+if has('u') then
+  redis.call('SET', K, UNRECOVERABLE)
+  return 1
+end
+redis.call('DEL', K)
+if has('x') then
+  -- Nobody waits for a grant we did not keep; a message would only wake
+  -- the caller itself, which would retry at once (and again, and again).
+  return 1
+end
+if queued and grant_next(has('f'), nil) then
+  return 1
+end
+if has('p') then
+  -- pcall: an ACL user without channel rights must still be able to
+  -- release; its waiters poll instead.
+  redis.pcall('PUBLISH', K, 'released')
+end
 return 1

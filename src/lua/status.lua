@@ -1,9 +1,24 @@
 -- status.lua: what this server knows about a netmutex; changes nothing.
--- KEYS K, M, Q (see lib.lua).
--- Returns {token or '', pttl, fence, holder, since, queued, unrecoverable}
--- (holder and since describe the latest holder, who may have released).
-local K, M, Q = KEYS[1], KEYS[2], KEYS[3]
-local meta = redis.call('HMGET', M, 'fence', 'holder', 'since', 'unrecoverable')
-return {redis.call('GET', K) or '', redis.call('PTTL', K), tonumber(meta[1] or 0),
-        meta[2] or '', tonumber(meta[3] or 0), redis.call('LLEN', Q),
-        meta[4] and 1 or 0}
+-- KEYS K (see lib.lua).
+-- Returns {token or '', pttl, fence, holder, since, queued, unrecoverable,
+-- granted}: fence, holder and since describe the current holder (0, '' and
+-- 0 when free: nothing is kept of a released lock); granted is 1 while the
+-- lock is only reserved for a queued waiter that has not confirmed it yet.
+local cur = redis.call('GET', K)
+local token, fence, holder, since, granted = '', 0, '', 0, 0
+local unrecoverable = cur == UNRECOVERABLE and 1 or 0
+if unrecoverable == 1 then
+  cur = nil
+end
+if cur then
+  local q, c
+  token, q, c, fence, holder = parse(cur)
+  if token then
+    since = math.floor(fence / 1000)
+    granted = c == 'c' and 1 or 0
+  else -- not written by netmutex: held, by nobody we can name
+    token, fence, holder = cur, 0, ''
+  end
+end
+local pttl = unrecoverable == 1 and -2 or redis.call('PTTL', K)
+return {token, pttl, fence, holder, since, redis.call('LLEN', Q), unrecoverable, granted}

@@ -251,9 +251,29 @@ bool chaos_inject_client_kill_normal(ChaosRun *run)
     return client_kill(run, "normal");
 }
 
-bool chaos_inject_client_kill_pubsub(ChaosRun *run)
+/* The connections queued waiters block on for their grant (BLPOP), one
+ * CLIENT KILL ID each: the waiter must dial again and stay in line. */
+bool chaos_inject_client_kill_blocked(ChaosRun *run)
 {
-    return client_kill(run, "pubsub");
+    ChaosFault *f = chaos_fault_begin(run->log, CHAOS_F_CLIENT_KILL, 0);
+    redisReply *r = nm_redis_cmd(run->redis, "CLIENT LIST TYPE normal");
+    gchar **lines = g_strsplit(r->type == REDIS_REPLY_STRING ? r->str : "", "\n", -1);
+    int32_t n = 0;
+
+    freeReplyObject(r);
+    for (gchar **l = lines; *l; l++) {
+        if (!strstr(*l, " cmd=blpop ") || !g_str_has_prefix(*l, "id="))
+            continue;
+        redisReply *k = nm_redis_cmd(run->redis, "CLIENT KILL ID %lld",
+                                     g_ascii_strtoll(*l + 3, NULL, 10));
+        n += k->type == REDIS_REPLY_INTEGER && k->integer > 0;
+        freeReplyObject(k);
+    }
+    g_strfreev(lines);
+    chaos_fault_end(f);
+    if (f)
+        f->detail = n;
+    return n > 0;
 }
 
 bool chaos_inject_debug_sleep(ChaosRun *run)

@@ -16,7 +16,7 @@ bool chaos_inject_stop_waiter(ChaosRun *run);
 bool chaos_inject_kill_holder(ChaosRun *run);
 bool chaos_inject_kill_waiter(ChaosRun *run);
 bool chaos_inject_client_kill_normal(ChaosRun *run);
-bool chaos_inject_client_kill_pubsub(ChaosRun *run);
+bool chaos_inject_client_kill_blocked(ChaosRun *run);
 bool chaos_inject_debug_sleep(ChaosRun *run);
 bool chaos_inject_restart_empty(ChaosRun *run);
 bool chaos_inject_blackhole(ChaosRun *run);

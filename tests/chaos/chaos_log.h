@@ -86,7 +86,7 @@ typedef struct ChaosRec {
 enum chaos_fault_kind {
     CHAOS_F_STOP,        /* SIGSTOP .. SIGCONT of a worker */
     CHAOS_F_KILL,        /* SIGKILL of a worker */
-    CHAOS_F_CLIENT_KILL, /* CLIENT KILL TYPE normal or pubsub */
+    CHAOS_F_CLIENT_KILL, /* CLIENT KILL: normal connections, or blocked waiters */
     CHAOS_F_DEBUG_SLEEP, /* the server busy in DEBUG SLEEP */
     CHAOS_F_RESTART,     /* the single server stopped and started empty */
     CHAOS_F_BLACKHOLE,   /* the proxy relayed nothing */

@@ -36,7 +36,8 @@
  *   kill/holder            SIGKILL a holder (a fresh worker takes its place)
  *   kill/waiter            SIGKILL a waiter queued in Redis
  *   client-kill/normal     CLIENT KILL TYPE normal
- *   client-kill/pubsub     CLIENT KILL TYPE pubsub (the waiters' wake-ups)
+ *   client-kill/blocked    CLIENT KILL of the connections queued waiters
+ *                          block on for their grant (BLPOP)
  *   debug-sleep            DEBUG SLEEP 0.5 to 1 s (the server stalls)
  *   restart-empty          the server stopped and started empty
  *   blackhole              clients behind a proxy that stops relaying
@@ -85,7 +86,7 @@ static const ChaosFamily families[] = {
     { "kill/holder", chaos_inject_kill_holder, 800, CHAOS_SINGLE, true, 1 },
     { "kill/waiter", chaos_inject_kill_waiter, 300, CHAOS_SINGLE, true, 1 },
     { "client-kill/normal", chaos_inject_client_kill_normal, 150, CHAOS_SINGLE, false, 1 },
-    { "client-kill/pubsub", chaos_inject_client_kill_pubsub, 150, CHAOS_SINGLE, false, 1 },
+    { "client-kill/blocked", chaos_inject_client_kill_blocked, 150, CHAOS_SINGLE, false, 1 },
     { "debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false, 1 },
     { "restart-empty", chaos_inject_restart_empty, 400, CHAOS_SINGLE, false, 1 },
     { "blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false, 1 },
