@@ -95,8 +95,7 @@ const char *netmutex_strerror(int err)
     case EDEADLK: return "the calling thread already holds the mutex";
     case EOWNERDEAD: return "acquired; the previous holder died holding it";
     case ENOTRECOVERABLE: return "not recoverable: a robust holder unlocked without repairing";
-    case EAGAIN: return "Redis server unreachable or not answering in time "
-                        "(or: too many recursive locks)";
+    case EAGAIN: return "Redis server unreachable or not answering in time";
     case ETIMEDOUT: return "the deadline passed";
     case EPERM: return "the calling thread does not hold the mutex";
     case ENOLCK: return "the lease was lost while the mutex was held";

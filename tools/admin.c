@@ -19,21 +19,11 @@
 
 #include "cli.h"
 
-/* A free lock the servers know nothing of: netmutex_status gives fence 0
- * for a name that was never locked, because the fence, kept in the name's
- * meta hash, outlives the lock.  Should a later design stop keeping state
- * for free names, fence 0 would mean nothing for them and this must return
- * 0: then every free lock is simply "free", in every output at once. */
-int cli_never_used(const netmutex_status_t *st)
-{
-    return !st->held && st->fence == 0;
-}
-
+/* "held" or "free".  The servers keep nothing of a released name, so a
+ * free name and one nobody ever locked look the same. */
 static const char *state_text(const netmutex_status_t *st)
 {
-    if (st->held)
-        return "held";
-    return cli_never_used(st) ? "free (never used)" : "free";
+    return st->held ? "held" : "free";
 }
 
 void cli_format_time(int64_t since_ms, char *buf, size_t len)
@@ -64,9 +54,8 @@ void cli_print_json(const struct cli_lock *l)
     printf(",\"since_ms\":%" PRId64 ",\"since\":", st->since_ms);
     cli_put_json(stdout, since);
     printf(",\"fence\":%" PRIu64 ",\"ttl_ms\":%" PRId64 ",\"waiters\":%u,"
-           "\"unrecoverable\":%s,\"never_used\":%s}",
-           st->fence, st->ttl_ms, st->waiters, st->unrecoverable ? "true" : "false",
-           cli_never_used(st) ? "true" : "false");
+           "\"unrecoverable\":%s}",
+           st->fence, st->ttl_ms, st->waiters, st->unrecoverable ? "true" : "false");
 }
 
 static void print_text(const struct cli_lock *l)
@@ -106,18 +95,11 @@ int cli_status(const struct cli_opts *o)
     return l.st.held ? 0 : 1;
 }
 
-/* Why there was nothing to break.  A name never used is worth saying: it
- * is most often a typo, or the wrong server or prefix. */
+/* Why there was nothing to break, with where we looked: a free name is
+ * often a typo, or the wrong server or prefix. */
 static void say_nothing_to_break(const struct cli_opts *o)
 {
-    netmutex_status_t st;
-
-    if (netmutex_status(o->name, &st) == 0 && cli_never_used(&st))
-        cli_say("break %s: nothing to break: it is free and was never used at %s "
-                "(check the name, the server and NETMUTEX_PREFIX)", o->shown_name,
-                o->shown_url);
-    else
-        cli_say("break %s: nothing to break: it is free", o->shown_name);
+    cli_say("break %s: nothing to break: it is free at %s", o->shown_name, o->shown_url);
 }
 
 /* 0 broken, 1 there was nothing to break, else the error's exit code. */

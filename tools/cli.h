@@ -103,8 +103,6 @@ struct cli_lock {
     char *name;
     netmutex_status_t st;
 };
-/* Whether a free lock was never used: in one place, see admin.c. */
-int cli_never_used(const netmutex_status_t *st);
 void cli_print_json(const struct cli_lock *l);
 /* SINCE_MS (Unix ms) as local ISO 8601 with milliseconds and offset, "-"
  * for none. */
