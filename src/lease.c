@@ -146,9 +146,16 @@ static void acquire_mode(const nm_lease_t *l, int queued, char *mode)
  * state reported (conn.h).  Returns ERR. */
 static int note_result(nm_lease_t *l, int err)
 {
+    char cause[200];
     if (err == NM_ECONN) {
         nm_conn_drop(0);
         nm_conn_report(l->cfg, 0, err, "connection lost, or no answer in time");
+    } else if (err == EACCES || err == EPROTO) {
+        /* The server's own words (an ACL's NOPERM, say): the errno alone
+         * cannot tell a missing permission from a missing password. */
+        snprintf(cause, sizeof cause, "%s: %s", err == EACCES ? "refused" : "unexpected answer",
+                 nm_reply_last_error());
+        nm_conn_report(l->cfg, 0, err, cause);
     } else {
         nm_conn_report(l->cfg, 0, 0, NULL);
     }

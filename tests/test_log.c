@@ -148,6 +148,31 @@ static void test_refusal_cause(void)
     g_free(url);
 }
 
+/* A request the server refuses (an ACL user without EVALSHA): the server's
+ * own words, once. */
+static void test_request_refusal_cause(void)
+{
+    char *url = nm_redis_url(redis);
+    char *bob = g_strdup_printf("unix://bob:pw@%s", url + strlen("unix://"));
+    netmutex_config_t cfg = { .url = bob };
+    netmutex_t m;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+
+    nm_redis_ok(redis, "ACL SETUSER bob on >pw ~* &* +@all -evalsha");
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    capture_start(NETMUTEX_LOG_WARN);
+    nm_assert_rc(netmutex_trylock(&m), EACCES);
+    nm_assert_rc(netmutex_trylock(&m), EACCES);
+    nm_redis_ok(redis, "ACL DELUSER bob");
+    g_assert_cmpuint(count_lines("2 ", "bob:***@", "refused", "NOPERM", NULL), ==, 1);
+    nm_assert_rc(netmutex_set_log(NETMUTEX_LOG_WARN, NULL, NULL), 0);
+    nm_configure(redis);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(name);
+    g_free(bob);
+    g_free(url);
+}
+
 /* A lease lost while held is reported with the mutex's name. */
 static void test_lost_lease_reported(void)
 {
@@ -240,6 +265,7 @@ int main(int argc, char **argv)
     g_test_add_func("/log/outage/refusal-cause", test_refusal_cause);
     g_test_add_func("/log/outage/stall-reported", test_stall_reported);
     g_test_add_func("/log/lost-lease", test_lost_lease_reported);
+    g_test_add_func("/log/outage/request-refusal-cause", test_request_refusal_cause);
     g_test_add_func("/log/config/bad-settings-named", test_bad_settings_named);
     g_test_add_func("/log/set-log/levels", test_set_log_levels);
     g_test_add_func("/log/strerror", test_strerror);
