@@ -55,8 +55,16 @@ done
 # The tool blocks the signals it forwards while it runs; the command must
 # start with the blocked and ignored signals of a plain command.  (grep
 # reads its own: a shell's can be caught mid-fork, everything blocked.)
-plain=$(grep -E '^Sig(Blk|Ign):' /proc/self/status | tr '\n' ' ')
-locked=$("$NM" job grep -E '^Sig(Blk|Ign):' /proc/self/status | tr '\n' ' ')
+# Signals 32 and 33 are glibc's own, which no program can set (sigaction
+# refuses them); ThreadSanitizer's runtime does set 33 in the tool, and an
+# exec keeps it: they are left out of the comparison.
+user_sigs() {
+    while read -r field mask; do
+        printf '%s %x ' "$field" $(( 0x$mask & ~0x180000000 ))
+    done
+}
+plain=$(grep -E '^Sig(Blk|Ign):' /proc/self/status | user_sigs)
+locked=$("$NM" job grep -E '^Sig(Blk|Ign):' /proc/self/status | user_sigs)
 check "the command starts with the signal mask of a plain one ($plain| $locked)" test "$plain" = "$locked"
 
 done_testing
