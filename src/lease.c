@@ -510,7 +510,7 @@ typedef struct attempt_state {
  * unnoticed.  Returns whether waiters can be woken (else they poll). */
 static int start_listening(nm_lease_t *l, attempt_state_t *st, int64_t deadline)
 {
-    st->ch = nm_wake_listen(l->key, l->key_len, l->token);
+    st->ch = nm_wake_listen(l->key, l->key_len);
     if (!st->ch)
         return 0;
     int64_t until = NM_MIN(deadline, nm_now_ms() + (int64_t)l->cfg->io_timeout_ms);

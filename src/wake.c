@@ -23,7 +23,6 @@
 #include "clock.h"
 #include "quorum.h"
 #include "reply.h"
-#include "token.h"
 #include "wake.h"
 #include "watchdog.h"
 
@@ -40,7 +39,6 @@ struct nm_chan {
     int64_t idle_since;      /* when listeners dropped to 0 */
     uint64_t seq;
     pthread_cond_t cv;       /* CLOCK_MONOTONIC */
-    char token[NM_TOKEN_LEN + 1]; /* the waiter's */
 };
 
 static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -93,16 +91,14 @@ static void remove_if(int (*drop)(nm_chan_t *))
 
 /* ---- waiters ------------------------------------------------------------ */
 
-nm_chan_t *nm_wake_listen(const char *key, size_t len, const char *token)
+nm_chan_t *nm_wake_listen(const char *key, size_t len)
 {
     pthread_mutex_lock(&wake_lock);
     nm_chan_t *ch = find(key, len);
     if (!ch)
         ch = chan_new(key, len);
-    if (ch) {
+    if (ch)
         ch->listeners++;
-        memcpy(ch->token, token, NM_TOKEN_LEN);
-    }
     int fresh = ch != NULL; /* the watchdog subscribes on its next pass */
     pthread_mutex_unlock(&wake_lock);
     if (fresh && nm_watchdog_poke() != 0) {
@@ -215,19 +211,6 @@ static int reply_is(const redisReply *r, const char *kind)
            r->element[1]->type == REDIS_REPLY_STRING;
 }
 
-/* "released", or "granted <token>" (lib.lua): whether the channel's waiter
- * should wake.  Either may be stale or forged (any client allowed to
- * PUBLISH can send it), so it only makes the waiter try again: its own
- * request decides.  A grant to another token is no news for us. */
-static int on_message(const nm_chan_t *ch, const redisReply *payload)
-{
-    if (!payload || payload->type != REDIS_REPLY_STRING ||
-        strncmp(payload->str, "granted ", 8) != 0)
-        return 1;
-    return ch->listeners > 0 && payload->len >= 8 + NM_TOKEN_LEN &&
-           memcmp(payload->str + 8, ch->token, NM_TOKEN_LEN) == 0;
-}
-
 static void on_reply(const redisReply *r, size_t server)
 {
     const redisReply *name = r->elements >= 2 ? r->element[1] : NULL;
@@ -236,8 +219,9 @@ static void on_reply(const redisReply *r, size_t server)
     if (!ch)
         return;
     if (reply_is(r, "message")) {
-        if (!on_message(ch, r->elements >= 3 ? r->element[2] : NULL))
-            return;
+        /* "released" (release.lua), or anything a client allowed to
+         * PUBLISH sent: either way only a reason to try again, and the
+         * waiter's own request decides. */
         ch->seq++;
     } else if (reply_is(r, "subscribe") && ch->state[server] == CH_SUBSCRIBING) {
         ch->state[server] = CH_SUBSCRIBED;

@@ -20,11 +20,9 @@ typedef struct nm_chan nm_chan_t;
 
 /* ---- for waiters ---- */
 
-/* Starts listening on KEY's channel, as the waiter with TOKEN (only one
- * thread per name and process waits on the server, so a channel has one
- * token at a time); NULL if that is impossible (no memory, no background
- * thread): the caller then polls. */
-nm_chan_t *nm_wake_listen(const char *key, size_t len, const char *token);
+/* Starts listening on KEY's channel (quorum mode's waiters); NULL if that
+ * is impossible (no memory, no background thread): the caller then polls. */
+nm_chan_t *nm_wake_listen(const char *key, size_t len);
 void nm_wake_unlisten(nm_chan_t *ch);
 
 /* Waits until NEED servers confirmed the subscription (in quorum mode a
@@ -34,10 +32,10 @@ int nm_wake_ready(nm_chan_t *ch, size_t need, int64_t until);
 
 uint64_t nm_wake_seq(nm_chan_t *ch);
 
-/* Sleeps until the sequence number differs from SEEN (a release, a grant
- * to our token, or the subscriber reconnected) or UNTIL: 0 woken,
- * ETIMEDOUT.  Grants to other tokens do not wake us.  Being woken proves
- * nothing (messages can be forged): the waiter tries again. */
+/* Sleeps until the sequence number differs from SEEN (a message on the
+ * channel, or the subscriber reconnected) or UNTIL: 0 woken, ETIMEDOUT.
+ * Being woken proves nothing (messages can be forged): the waiter tries
+ * again. */
 int nm_wake_wait(nm_chan_t *ch, uint64_t seen, int64_t until);
 
 /* ---- for the background thread ---- */

@@ -180,9 +180,9 @@ static void test_ownerdead_trylock(void)
 /* The dead holder's key is made to expire at once while our waiter sleeps
  * (its lease looked long), and another process's trylock then finds the
  * lock free: the acquire script hands it to the head of the queue -- us --
- * and says so on the channel ("granted <token> <fence> 1").  The waiter
- * must report EOWNERDEAD whether it learns of the grant that way or by its
- * own next attempt; the other process gets EBUSY. */
+ * and pushes the grant to the list we block on.  The waiter must report
+ * EOWNERDEAD whether it learns of the grant that way or by its own next
+ * attempt; the other process gets EBUSY. */
 typedef struct Expirer {
     const char *name;
     NmRemote *prober;
