@@ -1,8 +1,9 @@
 /*
- * nm_bench.h -- what nm_bench.c shares with the scenario files beside it
- * (scenarios_footprint.c): options, JSON lines, the admin connection,
- * worker processes and the lock loop.  The scenarios themselves are
- * described at the top of nm_bench.c.
+ * nm_bench.h -- what the benchmark's files share (nm_bench.c, bench_*.c,
+ * scenarios_*.c; "FILES" at the top of nm_bench.c): options, statistics,
+ * JSON lines, the admin connection and the private servers, worker
+ * processes and the lock loop.  The scenarios themselves are described at
+ * the top of nm_bench.c.
  */
 #ifndef NM_BENCH_H
 #define NM_BENCH_H
@@ -13,7 +14,18 @@
 
 #include <hiredis/hiredis.h>
 
+#include <netmutex.h>
+
+/* Fair mode (netmutex_attr_setfair) is in the library: the fair_procs
+ * scenario runs.  0 would print a "skipped" line instead. */
+#define HAVE_FAIR_MODE 1
+
 #define MAX_PROCS 64
+#define RTT_PINGS 2000
+#define MAX_THREADS 256
+#define MAX_WORKERS 256              /* procs x threads */
+#define SAMPLE_CAP (1u << 16)        /* wait samples kept per thread */
+#define DEFAULT_RENEW_PERCENT 33     /* the library's, for the estimate */
 #define READY_TIMEOUT_MS 30000       /* server start, workers' warm-up */
 #define HANG_GRACE_MS 30000          /* after the end, before "hung" */
 
@@ -31,12 +43,20 @@ typedef struct {
 extern bench_opt_t opt;
 extern double rtt_us;                /* median PING round trip */
 extern char server_url[640];         /* what the library is given */
+extern const char *server_kind;      /* private-unix, private-tcp or url */
+extern char name_prefix[64];         /* "nm_bench/PID" */
 
 /* The private redis-server's pid, or 0 when the server is not ours (-u). */
 pid_t private_server_pid(void);
 
 /* V when it was given (> 0), else the scenario's default D. */
 long opt_or(long v, long d);
+
+/* The library's configuration for a scenario: server_url, and lease caching
+ * on (the library's default idle period) only when CACHE is 1.  Every
+ * scenario but the cache_* ones measures the network path, which a cached
+ * lease would skip, so they pass 0. */
+netmutex_config_t bench_config(int cache);
 
 void complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *errname(int err);
@@ -48,6 +68,8 @@ int64_t now_ns(void);                /* CLOCK_MONOTONIC */
 void sleep_us(long us);
 int cmp_double(const void *a, const void *b);
 double percentile(const double *v, size_t n, double p);   /* v sorted */
+double median(double *v, size_t n);  /* sorts v */
+long vmrss_kb(void);                 /* VmRSS of this process, or -1 */
 
 /* ---- JSON lines (see "OUTPUT" at the top of nm_bench.c) --------------- */
 
@@ -65,6 +87,7 @@ void j_str(jline_t *j, const char *key, const char *s);
 void j_int(jline_t *j, const char *key, long long v);
 void j_num(jline_t *j, const char *key, double v);
 void j_bool(jline_t *j, const char *key, int v);
+void j_int_array(jline_t *j, const char *key, const uint64_t *v, size_t n);
 void j_figure(jline_t *j, const char *name, double value, double target, int sense);
 void j_begin(jline_t *j, const char *scenario);
 void j_end(jline_t *j);
@@ -75,6 +98,30 @@ int report_error(const char *scenario, const char *msg);   /* returns -1 */
 redisContext *admin_connect(void);
 redisReply *admin_cmd(redisContext *c, const char *what, int argc, const char **argv);
 int admin_do(redisContext *c, const char *what, int argc, const char **argv);
+/* Median time of RTT_PINGS PINGs, in us; -1 after a message. */
+double measure_rtt(void);
+
+/* Redis counts the commands a script runs as well as the script itself. */
+typedef struct {
+    unsigned long long evalsha;   /* script calls */
+    unsigned long long pexpire;   /* mostly from inside the renew script */
+} cmdstats_t;
+
+/* The server's command counters, from INFO commandstats. */
+int read_cmdstats(redisContext *c, cmdstats_t *out);
+
+/* ---- the private servers (bench_redis.c) ------------------------------ */
+
+/* Server 0 serves every scenario; the quorum scenarios add two more. */
+#define NSERVERS 3
+
+/* Starts the private server 0 and sets server_url and server_kind; 0, or
+ * -1 after a message.  stop_redis stops them all (main process only). */
+int start_redis(void);
+void stop_redis(void);
+/* The quorum scenarios' URL list: server 0 and two more private servers,
+ * started on first use.  NULL (after a message) when they cannot be had. */
+const char *quorum_url(void);
 
 /* ---- worker processes ------------------------------------------------- */
 
@@ -90,6 +137,10 @@ typedef int (*crew_fn)(void *arg, int index);
 
 int crew_spawn(crew_t *c, int n, crew_fn fn, void *arg);
 int crew_reap(crew_t *c);
+/* Waits until *READY, which the workers count up atomically, reaches N: 0;
+ * -1 once a worker failed or READY_TIMEOUT_MS passed (C->failed says
+ * which). */
+int crew_ready(crew_t *c, int *ready, int n);
 void crew_kill(crew_t *c);
 int crew_wait(crew_t *c, int64_t deadline_ns);
 
@@ -100,6 +151,7 @@ typedef struct {
     long hold_us, think_us;  /* inside and between critical sections */
     int fair;                /* fair mode on the mutex */
     int pthread_ref;         /* a process-shared pthread mutex instead */
+    int cache;               /* lease caching on (see bench_config) */
 } load_t;
 
 typedef struct {
@@ -115,6 +167,15 @@ typedef struct {
 
 int run_load(const char *name, const load_t *ld, group_result_t *res);
 
+/* Opt's -p, -t, --hold-us, --think-us over a scenario's defaults. */
+load_t with_overrides(load_t ld);
+/* Runs LD for SCENARIO and starts its JSON line with the parameters and
+ * what every load scenario reports.  -1 after printing the error line. */
+int measure(const char *scenario, const load_t *ld, group_result_t *res, jline_t *j);
+double rate(const group_result_t *r);            /* acquisitions per second */
+void j_rtt_bound(jline_t *j, double per_s);      /* two round trips a cycle */
+double min_over_max(const uint64_t *v, int n);   /* fairness of V */
+
 /* ---- scenarios ---------------------------------------------------------- */
 
 typedef struct scenario {
@@ -123,9 +184,27 @@ typedef struct scenario {
     load_t load;             /* defaults, for the lock-loop scenarios */
 } scenario_t;
 
+/* scenarios_basic.c */
+int sc_uncontended(const scenario_t *sc);
+int sc_contended_procs(const scenario_t *sc);
+int sc_fair_procs(const scenario_t *sc);
+int sc_threads(const scenario_t *sc);
+int sc_threads_two_procs(const scenario_t *sc);
+int sc_many_locks(const scenario_t *sc);
+int sc_quorum_uncontended(const scenario_t *sc);
+int sc_quorum_contended_procs(const scenario_t *sc);
+
 /* scenarios_footprint.c */
 int sc_server_cpu(const scenario_t *sc);
 int sc_handoff(const scenario_t *sc);
 int sc_residue(const scenario_t *sc);
+
+/* scenarios_cache.c */
+int sc_cache_uncontended(const scenario_t *sc);
+int sc_cache_revoke(const scenario_t *sc);
+int sc_cache_porting(const scenario_t *sc);
+
+/* scenarios_cluster.c */
+int sc_cluster_names(const scenario_t *sc);
 
 #endif

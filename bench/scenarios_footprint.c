@@ -1,6 +1,7 @@
 /*
  * scenarios_footprint.c -- nm_bench's server-footprint scenarios:
- * server_cpu, handoff and residue.  What each one measures and reports is
+ * server_cpu, handoff (and cache_handoff, the same with lease caching on)
+ * and residue.  What each one measures and reports is
  * described at the top of nm_bench.c; the helpers they share with the
  * other scenarios are declared in nm_bench.h.
  */
@@ -272,7 +273,7 @@ static int cpu_worker_loop(cpu_board_t *b, netmutex_t *m)
 static int cpu_worker(void *arg, int index)
 {
     cpu_board_t *b = arg;
-    netmutex_config_t cfg = { .url = server_url };
+    netmutex_config_t cfg = bench_config(0);
     netmutex_t m;
     char name[128];
     int err;
@@ -608,6 +609,7 @@ typedef struct {
     int err;
     char what[32];
     uint32_t n, nunlock;
+    uint32_t overtakes;              /* our lock returned after our own unlock */
     float handoff_us[HANDOFF_CAP];   /* the other's unlock call -> our lock returns */
     float unlock_us[HANDOFF_CAP];    /* how long our netmutex_unlock took */
 } hside_t;
@@ -615,10 +617,13 @@ typedef struct {
 /* Shared by the two processes and the main one. */
 typedef struct {
     int ready, go, stop;             /* atomic */
+    int cache;                       /* lease caching on (cache_handoff) */
     int first_held;                  /* atomic: process 0 holds the lock */
     int64_t end_ns;
     int64_t unlock_start_ns;         /* atomic: the holder, just before unlock */
+    int unlock_by;                   /* atomic: that holder, 1 + its index */
     int64_t waiting_ns[2];           /* atomic: when each called lock, or 0 */
+    double floor_p50_us, floor_p99_us; /* the bare hand-off (blpop_floor) */
     hside_t side[2];
 } hboard_t;
 
@@ -677,7 +682,11 @@ static int take_turn(hand_t *h)
     if (__atomic_load_n(&b->stop, __ATOMIC_SEQ_CST))
         return hand_finish(h);
     hside_t *s = &b->side[h->me];
-    keep(s->handoff_us, &s->n, (float)(t - load64(&b->unlock_start_ns)) / 1e3f);
+    /* We unlocked last, and the other still waits: not a hand-off. */
+    if (__atomic_load_n(&b->unlock_by, __ATOMIC_SEQ_CST) == h->me + 1)
+        s->overtakes++;
+    else
+        keep(s->handoff_us, &s->n, (float)(t - load64(&b->unlock_start_ns)) / 1e3f);
     return 0;
 }
 
@@ -696,6 +705,7 @@ static int give_turn(hand_t *h)
     }
     int64_t t0 = now_ns();
     store64(&b->unlock_start_ns, t0);
+    __atomic_store_n(&b->unlock_by, h->me + 1, __ATOMIC_SEQ_CST);
     int err = netmutex_unlock(&h->m);
     if (err)
         return hand_fail(h, "netmutex_unlock", err);
@@ -732,10 +742,10 @@ static int handoff_loop(hand_t *h)
 static int handoff_child(void *arg, int me)
 {
     hand_t h = { arg, me, { 0 } };
-    netmutex_config_t cfg = { .url = server_url };
+    netmutex_config_t cfg = bench_config(h.b->cache);
     char name[128];
     int err, rc = -1;
-    mutex_name(name, sizeof name, "handoff");
+    mutex_name(name, sizeof name, h.b->cache ? "cache_handoff" : "handoff");
     if ((err = netmutex_configure(&cfg)) != 0)
         hand_fail(&h, "netmutex_configure", err);
     else if ((err = netmutex_init(&h.m, name, NULL)) != 0)
@@ -794,6 +804,16 @@ static int handoff_report(const scenario_t *sc, const hboard_t *b, double durati
     j_num(&j, "unlock_p50_us", percentile(u, nu, 0.50));
     j_num(&j, "unlock_p99_us", percentile(u, nu, 0.99));
     j_figure(&j, "handoff_p50_rtt", percentile(v, n, 0.50) / rtt_us, 2.0, AT_MOST);
+    if (b->floor_p50_us > 0) {
+        /* What no hand-off to a sleeping process can beat on this machine. */
+        j_num(&j, "blpop_floor_p50_us", b->floor_p50_us);
+        j_num(&j, "blpop_floor_p99_us", b->floor_p99_us);
+        j_num(&j, "blpop_floor_p50_rtt", b->floor_p50_us / rtt_us);
+    }
+    /* The waiter was queued first: the unlocking process must not get the
+     * lock back before it. */
+    j_figure(&j, "overtakes", (double)(b->side[0].overtakes + b->side[1].overtakes), 0.0,
+             AT_MOST);
     j_end(&j);
     free(v);
     free(u);
@@ -813,16 +833,81 @@ static int handoff_error(const scenario_t *sc, const hboard_t *b, const char *fa
     return report_error(sc->name, fallback);
 }
 
-static int wait_ready(hboard_t *b, crew_t *crew)
+/* The floor under any hand-off through Redis to a process that sleeps
+ * until it is served: process A RPUSHes to a list that process B blocks on
+ * with BLPOP, on plain hiredis connections; a sample is the time from A's
+ * call to B's return, with A waiting HANDOFF_SETTLE_US after B blocked, as
+ * the netmutex hand-off does.  It is one round trip for A and a wake-up
+ * for B, with nothing of netmutex in between. */
+#define FLOOR_SAMPLES 400
+
+typedef struct {
+    int64_t pushed_ns;               /* atomic */
+    int blocked, taken;              /* atomic */
+    double us[FLOOR_SAMPLES];
+} floor_board_t;
+
+static int floor_child(void *arg, int me)
+{
+    floor_board_t *f = arg;
+    redisContext *c = admin_connect();
+    (void)me;
+    for (int i = 0; c && i < FLOOR_SAMPLES; i++) {
+        __atomic_store_n(&f->blocked, i + 1, __ATOMIC_SEQ_CST);
+        redisReply *r = admin_cmd(c, "BLPOP", 3, (const char *[]){ "BLPOP", "nm_bench:floor", "10" });
+        int64_t t = now_ns();
+        if (!r)
+            break;
+        freeReplyObject(r);
+        f->us[i] = (double)(t - __atomic_load_n(&f->pushed_ns, __ATOMIC_SEQ_CST)) / 1e3;
+        __atomic_store_n(&f->taken, i + 1, __ATOMIC_SEQ_CST);
+    }
+    if (c)
+        redisFree(c);
+    return c ? 0 : 1;
+}
+
+static int floor_push(floor_board_t *f, redisContext *c, crew_t *crew, int i)
 {
     int64_t deadline = now_ns() + (int64_t)READY_TIMEOUT_MS * 1000000;
-    while (__atomic_load_n(&b->ready, __ATOMIC_SEQ_CST) < 2) {
-        crew_reap(crew);
-        if (crew->failed || now_ns() > deadline)
-            return -1;
-        sleep_us(1000);
+    while (__atomic_load_n(&f->blocked, __ATOMIC_SEQ_CST) <= i && now_ns() < deadline)
+        sleep_us(100);
+    sleep_us(HANDOFF_SETTLE_US);
+    __atomic_store_n(&f->pushed_ns, now_ns(), __ATOMIC_SEQ_CST);
+    redisReply *r = admin_cmd(c, "RPUSH", 3, (const char *[]){ "RPUSH", "nm_bench:floor", "x" });
+    if (!r)
+        return -1;
+    freeReplyObject(r);
+    while (__atomic_load_n(&f->taken, __ATOMIC_SEQ_CST) <= i && now_ns() < deadline)
+        crew_reap(crew) == 0 ? sleep_us(50) : (void)0;
+    return __atomic_load_n(&f->taken, __ATOMIC_SEQ_CST) > i ? 0 : -1;
+}
+
+/* Measures the floor into B; -1 if it could not be measured (then the
+ * scenario reports without it). */
+static int measure_floor(hboard_t *b)
+{
+    floor_board_t *f = mmap(NULL, sizeof *f, PROT_READ | PROT_WRITE,
+                            MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    redisContext *c = admin_connect();
+    crew_t crew;
+    int rc = -1, i = 0;
+    if (f != MAP_FAILED && c && crew_spawn(&crew, 1, floor_child, f) == 0) {
+        while (i < FLOOR_SAMPLES && floor_push(f, c, &crew, i) == 0)
+            i++;
+        crew_wait(&crew, now_ns() + (int64_t)READY_TIMEOUT_MS * 1000000);
+        if (i == FLOOR_SAMPLES) {
+            qsort(f->us, FLOOR_SAMPLES, sizeof f->us[0], cmp_double);
+            b->floor_p50_us = percentile(f->us, FLOOR_SAMPLES, 0.50);
+            b->floor_p99_us = percentile(f->us, FLOOR_SAMPLES, 0.99);
+            rc = 0;
+        }
     }
-    return 0;
+    if (c)
+        redisFree(c);
+    if (f != MAP_FAILED)
+        munmap(f, sizeof *f);
+    return rc;
 }
 
 int sc_handoff(const scenario_t *sc)
@@ -833,9 +918,13 @@ int sc_handoff(const scenario_t *sc)
                        MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (b == MAP_FAILED)
         return report_error(sc->name, "mmap failed");
-    fprintf(stderr, "nm_bench: %s: 2 processes pass one lock back and forth, %g s\n",
-            sc->name, opt.duration_s);
-    if (crew_spawn(&crew, 2, handoff_child, b) != 0 || wait_ready(b, &crew) != 0) {
+    b->cache = sc->load.cache;
+    if (measure_floor(b) != 0)
+        fprintf(stderr, "nm_bench: %s: the bare BLPOP hand-off could not be measured\n",
+                sc->name);
+    fprintf(stderr, "nm_bench: %s: 2 processes pass one lock back and forth, %g s%s\n",
+            sc->name, opt.duration_s, b->cache ? ", lease caching on" : "");
+    if (crew_spawn(&crew, 2, handoff_child, b) != 0 || crew_ready(&crew, &b->ready, 2) != 0) {
         crew_kill(&crew);
         rc = handoff_error(sc, b, "the workers did not start");
         goto out;
@@ -933,7 +1022,7 @@ static int residue_cycles(const netmutex_attr_t *attr, long n, char *msg, size_t
  * outside the pattern: connection and scripts exist before the baseline. */
 static int residue_setup(netmutex_attr_t *attr, long lease_ms)
 {
-    netmutex_config_t cfg = { .url = server_url };
+    netmutex_config_t cfg = bench_config(0);
     netmutex_t warm;
     char name[128];
     int err;

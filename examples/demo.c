@@ -14,7 +14,7 @@
  * reads it).  Otherwise the demo starts a private redis-server on a unix
  * socket in a temporary directory and stops it, and removes the directory,
  * when it exits.  The redis-server binary is the one configure found,
- * or $REDIS_SERVER.
+ * or $REDIS_SERVER (redis_server.c, beside this file, does that part).
  *
  * Exit status: 0 when the count under the lock is exact, 1 otherwise,
  * 2 for a usage error.
@@ -37,8 +37,9 @@
 #include <sys/prctl.h>
 #endif
 
-#include <hiredis/hiredis.h> /* only to see when our redis-server is ready */
 #include <netmutex.h>
+
+#include "redis_server.h" /* the private server, beside this file */
 
 #ifndef REDIS_SERVER_PATH
 #define REDIS_SERVER_PATH "redis-server"
@@ -72,185 +73,69 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-        ;
-}
-
 /* ---- the private redis-server, and cleanup on every way out ----------- */
 
 /* Everything the signal handler may need: written before the handler can
- * run, read only by the process that wrote it (checked with getpid). */
+ * run, read only by the process that wrote it (checked with getpid).  The
+ * server, its directory and the counter file in it are redis_server.c's to
+ * clean up: the server dies with the demo however it ends (PDEATHSIG). */
 static pid_t main_pid;
-static volatile pid_t redis_pid;
 static volatile pid_t worker_pids[MAX_PROCS];
-static char tmp_dir[256];
-static char sock_path[320];
-static char log_path[320];
+static rs_server_t server;
 static char counter_path[320];
-
-static void remove_tmp_dir(void)
-{
-    if (counter_path[0] != '\0')
-        unlink(counter_path);
-    if (tmp_dir[0] == '\0')
-        return;
-    unlink(sock_path);
-    unlink(log_path);
-    rmdir(tmp_dir);
-}
 
 static void stop_redis(void)
 {
-    pid_t pid = redis_pid;
-    if (pid > 0) {
-        kill(pid, SIGTERM);
-        while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
-            ;
-        redis_pid = 0;
-    }
-    remove_tmp_dir();
+    rs_destroy(&server);
 }
 
-/* SIGINT, SIGTERM, SIGHUP: stop the workers and our server, remove the
- * temporary directory, then die of the same signal.  Only async-signal-safe
- * calls here. */
+/* SIGINT, SIGTERM, SIGHUP: stop the workers and remove the counter file;
+ * redis_server.c then stops our server and removes its directory, and the
+ * demo dies of the same signal.  Only async-signal-safe calls here. */
 static void on_fatal_signal(int sig)
 {
+    (void)sig;
     if (getpid() == main_pid) {
         for (int i = 0; i < MAX_PROCS; i++)
             if (worker_pids[i] > 0)
                 kill(worker_pids[i], SIGTERM);
-        if (redis_pid > 0) {
-            kill(redis_pid, SIGTERM);
-            waitpid(redis_pid, NULL, 0);
-        }
         if (counter_path[0] != '\0')
             unlink(counter_path);
-        if (tmp_dir[0] != '\0') {
-            unlink(sock_path);
-            unlink(log_path);
-            rmdir(tmp_dir);
-        }
     }
-    signal(sig, SIG_DFL);
-    raise(sig);
 }
 
-static void set_fatal_signals(void (*handler)(int))
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = handler;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-}
+static const int fatal_signals[] = { SIGINT, SIGTERM, SIGHUP };
 
-/* Is our server answering PING on its socket yet? */
-static int redis_answers(void)
+/* In a worker: the demo's handler is its parent's business. */
+static void default_fatal_signals(void)
 {
-    struct timeval tv = { 0, 200000 };
-    redisContext *c = redisConnectUnixWithTimeout(sock_path, tv);
-    int ok = 0;
-    if (c != NULL && c->err == 0) {
-        redisSetTimeout(c, tv);
-        redisReply *r = redisCommand(c, "PING");
-        ok = r != NULL && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
-        if (r != NULL)
-            freeReplyObject(r);
-    }
-    if (c != NULL)
-        redisFree(c);
-    return ok;
+    for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++)
+        signal(fatal_signals[i], SIG_DFL);
 }
 
 /* Starts redis-server on a unix socket in a fresh temporary directory and
  * waits (bounded) until it answers.  Returns 0, or -1 after a message. */
 static int start_redis(void)
 {
-    const char *server = getenv("REDIS_SERVER");
-    const char *tmp = getenv("TMPDIR");
-    if (server == NULL || *server == '\0')
-        server = REDIS_SERVER_PATH;
-    if (tmp == NULL || *tmp == '\0')
-        tmp = "/tmp";
+    rs_opts_t o = { .ready_ms = READY_TIMEOUT_MS };
+    int err = rs_make_dir(&server, "netmutex-demo");
 
-    /* A unix socket path must fit in sun_path (108 bytes on Linux). */
-    if (snprintf(tmp_dir, sizeof tmp_dir, "%s/netmutex-demo.XXXXXX", tmp) >= 80) {
-        tmp_dir[0] = '\0';
-        complain("TMPDIR is too long for a unix socket path: %s", tmp);
+    if (err == ENAMETOOLONG) {
+        complain("TMPDIR is too long for a unix socket path: %s", getenv("TMPDIR"));
         return -1;
     }
-    if (mkdtemp(tmp_dir) == NULL) {
-        complain("mkdtemp %s: %s", tmp_dir, strerror(errno));
-        tmp_dir[0] = '\0';
-        return -1;
+    if (err == 0)
+        err = rs_start(&server, &o);
+    if (err == ECHILD) {
+        complain("%s exited before it was ready; its log:", server.exe);
+        rs_print_log(&server);
+    } else if (err == ETIMEDOUT) {
+        complain("%s did not answer on %s within %d ms", server.exe, server.sock,
+                 READY_TIMEOUT_MS);
+    } else if (err) {
+        complain("starting redis-server: %s", strerror(err));
     }
-    snprintf(sock_path, sizeof sock_path, "%s/redis.sock", tmp_dir);
-    snprintf(log_path, sizeof log_path, "%s/redis.log", tmp_dir);
-
-    pid_t pid = fork();
-    if (pid == -1) {
-        complain("fork: %s", strerror(errno));
-        return -1;
-    }
-    if (pid == 0) {
-        set_fatal_signals(SIG_DFL);
-#ifdef __linux__
-        /* Should the demo be killed outright, the server goes too. */
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != main_pid)
-            _exit(127);
-#endif
-        int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd != -1) {
-            dup2(fd, STDOUT_FILENO);
-            dup2(fd, STDERR_FILENO);
-            close(fd);
-        }
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull != -1) {
-            dup2(devnull, STDIN_FILENO);
-            close(devnull);
-        }
-        execlp(server, server,
-               "--port", "0",
-               "--unixsocket", sock_path,
-               "--unixsocketperm", "700",
-               "--dir", tmp_dir,
-               "--save", "",
-               "--appendonly", "no",
-               "--daemonize", "no",
-               (char *)NULL);
-        fprintf(stderr, "exec %s: %s\n", server, strerror(errno));
-        _exit(127);
-    }
-    redis_pid = pid;
-
-    for (int waited = 0; waited < READY_TIMEOUT_MS; waited += 20) {
-        int status;
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            redis_pid = 0;
-            complain("%s exited before it was ready; its log:", server);
-            FILE *f = fopen(log_path, "r");
-            if (f != NULL) {
-                char line[512];
-                while (fgets(line, sizeof line, f) != NULL)
-                    fprintf(stderr, "  %s", line);
-                fclose(f);
-            }
-            return -1;
-        }
-        if (redis_answers())
-            return 0;
-        sleep_ms(20);
-    }
-    complain("%s did not answer on %s within %d ms", server, sock_path, READY_TIMEOUT_MS);
-    return -1;
+    return err ? -1 : 0;
 }
 
 /* ---- the counter ------------------------------------------------------- */
@@ -300,7 +185,7 @@ static void *worker_thread(void *arg)
         uint64_t value;
 
         if (w->mutex != NULL && (err = netmutex_lock(w->mutex)) != 0) {
-            complain("netmutex_lock: %s", strerror(err));
+            complain("netmutex_lock: %s", netmutex_strerror(err));
             w->failed = 1;
             break;
         }
@@ -320,7 +205,7 @@ static void *worker_thread(void *arg)
         if (w->mutex != NULL && (err = netmutex_unlock(w->mutex)) != 0) {
             /* ENOLCK: we held it longer than its lease; EIO: the server
              * could not be told.  Either way we no longer hold it. */
-            complain("netmutex_unlock: %s", strerror(err));
+            complain("netmutex_unlock: %s", netmutex_strerror(err));
             w->failed = 1;
         }
         if (w->failed)
@@ -348,13 +233,13 @@ static int worker_process(const struct run *run)
         memset(&cfg, 0, sizeof cfg); /* 0 / NULL: environment, then defaults */
         cfg.url = run->url;
         if ((err = netmutex_configure(&cfg)) != 0) {
-            complain("netmutex_configure: %s", strerror(err));
+            complain("netmutex_configure: %s", netmutex_strerror(err));
             return 1;
         }
         /* Every thread of every process uses the same name, so they all
          * exclude each other. */
         if ((err = netmutex_init(&mutex, LOCK_NAME, NULL)) != 0) {
-            complain("netmutex_init: %s", strerror(err));
+            complain("netmutex_init: %s", netmutex_strerror(err));
             return 1;
         }
     }
@@ -378,7 +263,7 @@ static int worker_process(const struct run *run)
 
     if (run->use_lock) {
         if ((err = netmutex_destroy(&mutex)) != 0) {
-            complain("netmutex_destroy: %s", strerror(err));
+            complain("netmutex_destroy: %s", netmutex_strerror(err));
             status = 1;
         }
         netmutex_shutdown();
@@ -411,7 +296,7 @@ static int run_phase(const struct run *run, uint64_t *count, double *secs)
             break;
         }
         if (pid == 0) {
-            set_fatal_signals(SIG_DFL);
+            default_fatal_signals();
 #ifdef __linux__
             /* Killed outright, the demo takes its workers along: they would
              * otherwise wait forever for the server it stopped. */
@@ -478,11 +363,11 @@ static int check_server(const char *url)
     cfg.url = url;
     if ((err = netmutex_configure(&cfg)) != 0) {
         complain("netmutex_configure: %s (check NETMUTEX_URL and the other "
-              "NETMUTEX_* variables)", strerror(err));
+              "NETMUTEX_* variables)", netmutex_strerror(err));
         return -1;
     }
     if ((err = netmutex_init(&probe, LOCK_NAME, NULL)) != 0) {
-        complain("netmutex_init: %s", strerror(err));
+        complain("netmutex_init: %s", netmutex_strerror(err));
         netmutex_shutdown();
         return -1;
     }
@@ -492,7 +377,8 @@ static int check_server(const char *url)
     netmutex_destroy(&probe);
     netmutex_shutdown();
     if (err != 0 && err != EBUSY) { /* EBUSY: reachable, someone holds it */
-        complain("cannot use the Redis server (netmutex_trylock: %s)", strerror(err));
+        complain("cannot use the Redis server (netmutex_trylock: %s)",
+                 netmutex_strerror(err));
         return -1;
     }
     return 0;
@@ -571,7 +457,8 @@ int main(int argc, char **argv)
     }
 
     main_pid = getpid();
-    set_fatal_signals(on_fatal_signal);
+    rs_catch_fatal(fatal_signals, sizeof fatal_signals / sizeof fatal_signals[0],
+                   on_fatal_signal);
 
     uint64_t expected = (uint64_t)run.procs * run.threads * run.iterations;
     printf("netmutex demo: %d processes x %d threads x %d increments = %" PRIu64
@@ -587,7 +474,7 @@ int main(int argc, char **argv)
     } else {
         if (start_redis() != 0)
             goto out;
-        snprintf(url, sizeof url, "unix://%s", sock_path);
+        snprintf(url, sizeof url, "unix://%s", server.sock);
         run.url = url;
         printf("redis: private redis-server on %s\n", url);
     }
@@ -596,8 +483,8 @@ int main(int argc, char **argv)
 
     /* The counter file lives beside the socket, or in TMPDIR when the
      * server is someone else's. */
-    if (tmp_dir[0] != '\0') {
-        snprintf(counter_path, sizeof counter_path, "%s/counter", tmp_dir);
+    if (server.dir[0] != '\0') {
+        snprintf(counter_path, sizeof counter_path, "%s/counter", server.dir);
     } else {
         const char *tmp = getenv("TMPDIR");
         snprintf(counter_path, sizeof counter_path, "%s/netmutex-demo-counter.%ld",

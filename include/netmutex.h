@@ -36,6 +36,25 @@ extern "C" {
 #define NETMUTEX_API
 #endif
 
+/* ---- version ----------------------------------------------------------- */
+
+/* The version of this header, MAJOR.MINOR.PATCH.  NETMUTEX_VERSION_HEX packs
+ * it as 0xMMmmpp, so that code can test for a release at compile time:
+ * #if NETMUTEX_VERSION_HEX >= 0x000200.  The build refuses a header whose
+ * numbers differ from configure's version (src/version.c). */
+#define NETMUTEX_VERSION_MAJOR 0
+#define NETMUTEX_VERSION_MINOR 2
+#define NETMUTEX_VERSION_PATCH 0
+#define NETMUTEX_VERSION_HEX                                                  \
+    ((NETMUTEX_VERSION_MAJOR << 16) | (NETMUTEX_VERSION_MINOR << 8) |         \
+     NETMUTEX_VERSION_PATCH)
+
+/* The version of the library that is actually loaded, which may be newer
+ * than the header a program was built with: "MAJOR.MINOR.PATCH", a static
+ * string, and the same as NETMUTEX_VERSION_HEX would be in its header. */
+NETMUTEX_API const char *netmutex_version(void);
+NETMUTEX_API unsigned int netmutex_version_hex(void);
+
 /* Longest mutex name, in bytes.  Names are NUL-terminated byte strings; any
  * other byte (spaces, newlines, braces, UTF-8, binary) is allowed, and the
  * name is sent to Redis as a separate argument, never formatted into a
@@ -57,13 +76,14 @@ enum {
  * quickly and must not call netmutex functions on the same mutex. */
 typedef void (*netmutex_lost_fn)(const char *name, void *arg);
 
+/* Opaque, like pthread_mutexattr_t: reach it only through the calls below.
+ * Its size is fixed for good (64 bytes on LP64) and leaves room for new
+ * attributes, so a program built against this header keeps working with
+ * any later 1.x library. */
 typedef struct netmutex_attr {
-    unsigned int nm_magic;    /* private: set by netmutex_attr_init */
-    int nm_type;              /* private: use the accessors */
-    unsigned int nm_lease_ms; /* private: 0 means the configured default */
-    unsigned int nm_flags;    /* private */
-    netmutex_lost_fn nm_lost; /* private */
-    void *nm_lost_arg;        /* private */
+    unsigned int nm_magic;     /* private: set by netmutex_attr_init */
+    unsigned int nm_opaque_u[7];
+    void *nm_opaque_p[4];
 } netmutex_attr_t;
 
 NETMUTEX_API int netmutex_attr_init(netmutex_attr_t *attr);
@@ -105,6 +125,15 @@ NETMUTEX_API int netmutex_attr_getautorenew(const netmutex_attr_t *attr, int *on
 NETMUTEX_API int netmutex_attr_setfair(netmutex_attr_t *attr, int on);
 NETMUTEX_API int netmutex_attr_getfair(const netmutex_attr_t *attr, int *on);
 
+/* Lease caching (on by default): after the last local unlock the process
+ * keeps the Redis lease while no other process wants the name, and the next
+ * local lock takes it without a round trip; another process asking for it
+ * gets it back within a few round trips.  ON: 1 or 0.  Robust mutexes,
+ * mutexes without autorenew and quorum mode are never cached; see
+ * netmutex_configure() for the process-wide switch.  EINVAL. */
+NETMUTEX_API int netmutex_attr_setcache(netmutex_attr_t *attr, int on);
+NETMUTEX_API int netmutex_attr_getcache(const netmutex_attr_t *attr, int *on);
+
 /* The callback for a lost lease of mutexes made with ATTR (FN NULL: the
  * global one of netmutex_config_t, if any). */
 NETMUTEX_API int netmutex_attr_setlostfn(netmutex_attr_t *attr, netmutex_lost_fn fn,
@@ -112,24 +141,29 @@ NETMUTEX_API int netmutex_attr_setlostfn(netmutex_attr_t *attr, netmutex_lost_fn
 
 /* ---- the mutex ------------------------------------------------------- */
 
-/* Treat every field as private.  The struct is public only so that
- * NETMUTEX_INITIALIZER can build one at compile time. */
+/* Opaque, like pthread_mutex_t: reach it only through the calls below.
+ * Its size is fixed for good (96 bytes on LP64) and leaves room for new
+ * state.  Only its first two members are public, and only so that
+ * NETMUTEX_INITIALIZER can build one at compile time: they keep their
+ * place and meaning in every 1.x version, and a static initializer sets
+ * nothing else, so adding private state never breaks a built program. */
 typedef struct netmutex {
-    const char *nm_name;     /* name given to NETMUTEX_INITIALIZER */
-    int nm_type;             /* NETMUTEX_NORMAL, ... */
-    unsigned int nm_lease_ms;
-    void *nm_handle;         /* process-local state, created on first use */
-    unsigned int nm_state;   /* private lifecycle marker */
-    unsigned int nm_flags;
-    netmutex_lost_fn nm_lost;
-    void *nm_lost_arg;
+    const char *nm_name;  /* NETMUTEX_INITIALIZER's name, NULL once inited */
+    unsigned int nm_init; /* lifecycle marker; NETMUTEX_INITIALIZER's type */
+    unsigned int nm_opaque_u[5];
+    void *nm_opaque_p[8];
 } netmutex_t;
 
 /* Static initializer for globals: the process-local state behind it is
  * created lazily and thread-safely by the first call that uses it.  NAME must
- * stay valid for as long as the mutex is used (a string literal is typical). */
-#define NETMUTEX_INITIALIZER(name) { (name), NETMUTEX_DEFAULT, 0u, NULL, 1u, 0u, NULL, NULL }
-#define NETMUTEX_INITIALIZER_TYPE(name, type) { (name), (type), 0u, NULL, 1u, 0u, NULL, NULL }
+ * stay valid for as long as the mutex is used (a string literal is typical).
+ * TYPE is one of NETMUTEX_NORMAL, ...; any other value makes every call on
+ * the mutex fail with EINVAL.  The private blocks are zero (spelled out,
+ * so -Wextra has nothing to say), and new state only ever goes inside them. */
+#define NETMUTEX_STATIC_MARK_ 0x6e6d7300u /* "nms": see nm_init */
+#define NETMUTEX_INITIALIZER_TYPE(name, type) \
+    { (name), NETMUTEX_STATIC_MARK_ ^ (unsigned int)(type), { 0 }, { 0 } }
+#define NETMUTEX_INITIALIZER(name) NETMUTEX_INITIALIZER_TYPE(name, NETMUTEX_DEFAULT)
 
 /* NAME is copied.  Mutexes of the same name in one process share one
  * process-wide lock state: they exclude each other exactly as they exclude
@@ -237,6 +271,14 @@ typedef struct netmutex_status {
     unsigned int waiters;             /* waiters queued in Redis (one per
                                          process; quorum mode never queues) */
     int unrecoverable;                /* marked ENOTRECOVERABLE */
+    int cached;                       /* held by a process that caches it: it
+                                         may be idle there, and is given back
+                                         when another process asks */
+    int idle;                         /* cached, and that process said a while
+                                         ago (~100 ms) that none of its
+                                         threads is in it */
+    /* Room for what later versions report; netmutex_status zeroes it. */
+    void *nm_reserved[8];
 } netmutex_status_t;
 NETMUTEX_API int netmutex_status(const char *name, netmutex_status_t *st);
 
@@ -245,6 +287,7 @@ NETMUTEX_API int netmutex_status(const char *name, netmutex_status_t *st);
 /* Fields left 0 or NULL fall back to the environment variable named beside
  * them, then to the built-in default. */
 #define NETMUTEX_COHORT_OFF 0xffffffffu
+#define NETMUTEX_CACHE_OFF 0xffffffffu
 #define NETMUTEX_SERVERS_MAX 9
 typedef struct netmutex_config {
     /* NETMUTEX_URL, default "redis://127.0.0.1:6379".
@@ -253,7 +296,12 @@ typedef struct netmutex_config {
      * host may be a name, an IPv4 address or [IPv6]; user and password may
      * use %XX escapes.  A comma-separated list of 2 to NETMUTEX_SERVERS_MAX
      * URLs names independent masters: quorum mode (Redlock), where every
-     * call needs a majority of them (see README.md, "Quorum mode"). */
+     * call needs a majority of them (see README.md, "Quorum mode").
+     *   redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]
+     *       [?sentinel_user=U&sentinel_password=P]#MASTERNAME
+     * finds the master MASTERNAME through Redis Sentinel (default port
+     * 26379) and follows its failovers; user and password are the data
+     * nodes', the query's the sentinels' (README.md, "Sentinel"). */
     const char *url;
     /* NETMUTEX_PREFIX, default "netmutex:".  At most 256 bytes, no braces. */
     const char *key_prefix;
@@ -297,12 +345,33 @@ typedef struct netmutex_config {
      * "<hostname>:<pid>".  At most 256 bytes, no control characters.  No
      * environment variable (netmutex(1) sets it to its command's pid). */
     const char *holder;
+    /* Lease caching (netmutex_attr_setcache): a cached lease no thread has
+     * locked for CACHE_IDLE_MS is given back.  NETMUTEX_CACHE_IDLE_MS
+     * (default 1000; 1 to 3600000); NETMUTEX_CACHE_OFF here, or
+     * NETMUTEX_CACHE=0 in the environment, turns caching off for the
+     * process. */
+    unsigned int cache_idle_ms;
+    /* Replica acknowledgement, one server (redis://, unix://,
+     * redis-sentinel://) only: an acquisition counts only once WAIT
+     * confirmed that MIN_REPLICAS replicas have it, within
+     * REPLICA_TIMEOUT_MS; otherwise it is given back, and trylock returns
+     * EAGAIN while lock and timedlock try again.  NETMUTEX_MIN_REPLICAS
+     * (default 0: off; at most 100), NETMUTEX_REPLICA_TIMEOUT_MS (default
+     * 1000; 1 ms to 1 h).  See README.md, "Replica acknowledgement". */
+    unsigned int min_replicas;
+    unsigned int replica_timeout_ms;
+    /* Room for settings of later versions, which will mean "the default"
+     * when 0: must be zero (initialize the struct with = { ... } or
+     * memset), or netmutex_configure fails with EINVAL.  That is what lets
+     * a program built against this header run with a later library. */
+    void *nm_reserved[8];
 } netmutex_config_t;
 
 /* Sets the process-wide configuration.  CFG may be NULL: environment and
  * defaults only.  May be called again while this process holds no netmutex;
  * each thread re-dials with the new settings on its next call.
- * EINVAL:  malformed URL or prefix, a value out of range.
+ * EINVAL:  malformed URL or prefix, a value out of range, nm_reserved
+ *          not zero.
  * EBUSY:   some netmutex is held by this process. */
 NETMUTEX_API int netmutex_configure(const netmutex_config_t *cfg);
 
@@ -342,6 +411,11 @@ NETMUTEX_API void netmutex_log(int level, const char *fmt, ...)
  * have a meaning of their own here (EAGAIN, ENOLCK, ENOTSUP, EPROTO...).
  * A static string; never NULL. */
 NETMUTEX_API const char *netmutex_strerror(int err);
+
+/* ERR's symbolic name, "EBUSY", "ENOLCK", ..., for logs and machine-read
+ * output; "0" for 0.  A static string, or NULL for a value no netmutex call
+ * returns, so that the caller can fall back to a number or strerror(3). */
+NETMUTEX_API const char *netmutex_errname(int err);
 
 #ifdef __cplusplus
 }

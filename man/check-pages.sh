@@ -11,6 +11,9 @@
 #     section (whatis(1) and apropos(1) read it from there);
 #   - groff (man macros, all warnings on) complains about a full page;
 #   - lexgrog(1) cannot read a full page's NAME section;
+#   - a full page's .TH line names a version instead of the placeholder
+#     "netmutex @PACKAGE_VERSION@" that `make install` fills in
+#     (stamp-version.sh), so that no page is left behind at a release;
 #   - a function declared NETMUTEX_API in a HEADER has no listed page of its
 #     own name, or the page it leads to does not show it in a prototype.
 # groff and lexgrog are only skipped, with a message, when absent (Debian
@@ -111,6 +114,9 @@ for p in $pages; do
     if ! grep -q '^\.TH ' "$f"; then
         bad "$p: neither a page (.TH) nor a one-line .so stub"
         continue
+    fi
+    if ! grep -q '^\.TH .*"netmutex @PACKAGE_VERSION@"' "$f"; then
+        bad "$p: its .TH line must name the version as \"netmutex @PACKAGE_VERSION@\""
     fi
     if [ $have_groff = 1 ]; then
         out=$(groff -man -Tutf8 -ww -z "$f" 2>&1)

@@ -10,6 +10,13 @@ static int64_t timespec_ms(const struct timespec *ts)
     return (int64_t)ts->tv_sec * 1000 + ts->tv_nsec / 1000000;
 }
 
+int64_t nm_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 int64_t nm_now_ms(void)
 {
     struct timespec ts;
@@ -33,6 +40,12 @@ int nm_deadline_from_abstime(clockid_t clockid, const struct timespec *abstime,
         return EINVAL;
     if (abstime->tv_sec > INT64_MAX / 1000000000LL - 1) {
         *deadline = NM_FOREVER;
+        return 0;
+    }
+    /* Before the epoch (or boot): passed.  In nanoseconds, a time far
+     * enough back would wrap around into the far future. */
+    if (abstime->tv_sec < 0) {
+        *deadline = nm_now_ms();
         return 0;
     }
     clock_gettime(clockid, &now);

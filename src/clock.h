@@ -14,6 +14,8 @@
 #define NM_FOREVER INT64_MAX
 
 int64_t nm_now_ms(void);
+/* The same in microseconds. */
+int64_t nm_now_us(void);
 
 /* Converts an absolute time on CLOCKID (CLOCK_REALTIME or CLOCK_MONOTONIC)
  * into a monotonic deadline.  EINVAL for another clock or a bad tv_nsec. */

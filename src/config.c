@@ -17,8 +17,10 @@
 #include <string.h>
 #include <sys/un.h>
 
+#include "cluster.h"
 #include "config.h"
 #include "log.h"
+#include "sentinel.h"
 
 /* ---- small string helpers ------------------------------------------ */
 
@@ -230,6 +232,7 @@ static int parse_url(const char *s, size_t len, nm_server_t *srv)
 
 static void server_clear(nm_server_t *srv)
 {
+    nm_sentinel_free(srv->sentinel);
     free(srv->host);
     free(srv->path);
     free(srv->user);
@@ -251,6 +254,8 @@ int nm_config_parse_urls(const char *urls, nm_server_t **servers, size_t *n)
 
     if (urls == NULL || *urls == '\0')
         return EINVAL;
+    if (nm_sentinel_is_url(urls)) /* one server; its commas are its own */
+        return nm_sentinel_parse(urls, servers, n);
     for (const char *p = urls; *p; p++)
         count += *p == ',';
     if (count > NETMUTEX_SERVERS_MAX || strlen(urls) > NETMUTEX_SERVERS_MAX * NM_URL_MAX)
@@ -351,21 +356,33 @@ static void append_masked(msgbuf_t *out, const char *url, size_t len)
     }
 }
 
-/* A malformed URL list, named in a message with every password masked. */
+/* Whether P starts a URL: a scheme, then "://". */
+static int starts_url(const char *p)
+{
+    size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789+-.");
+    return n > 0 && strncmp(p + n, "://", 3) == 0;
+}
+
+/* A malformed URL list, named in a message with every password masked.
+ * The list is split only at commas that start another URL: a comma
+ * elsewhere (a cluster's seeds, or a raw one in a password) stays in its
+ * URL, whose password is masked up to its last '@'. */
 static int bad_url(const char *url, int from_api)
 {
     msgbuf_t shown = { { 0 }, 0 };
-    for (const char *p = url;; p++) {
-        size_t len = strcspn(p, ",");
+    if (nm_sentinel_is_url(url))
+        return nm_sentinel_bad_url(url, from_api);
+    for (const char *p = url; *p;) {
+        size_t len = 0;
+        while (p[len] && !(len > 0 && p[len - 1] == ',' && starts_url(p + len)))
+            len++;
         append_masked(&shown, p, len);
         p += len;
-        if (!*p)
-            break;
-        out_append(&shown, ",", 1);
     }
     netmutex_log(NETMUTEX_LOG_ERROR, "%s '%s': not a list of 1 to %d URLs of the forms "
                  "redis://[[user]:password@]host[:port][/db] and "
-                 "unix://[[user]:password@]/path[?db=N]",
+                 "unix://[[user]:password@]/path[?db=N], nor one redis-sentinel:// URL, "
+                 "nor one redis-cluster://[[user]:password@]host[:port][,host[:port]...]",
                  from_api ? "netmutex_config_t.url" : "NETMUTEX_URL", shown.buf,
                  NETMUTEX_SERVERS_MAX);
     return EINVAL;
@@ -416,8 +433,8 @@ static const char *pick_str(const char *api, const char *env, const char *dflt)
 static int valid_prefix(const char *prefix)
 {
     size_t len = strnlen(prefix, NM_PREFIX_MAX + 1);
-    /* Braces would move the {name} hash tag that keeps a mutex's keys in
-     * one cluster slot. */
+    /* Braces would move the {<tag>} hash tag that keeps a mutex's keys in
+     * one cluster slot (keys.h). */
     return len <= NM_PREFIX_MAX && !strpbrk(prefix, "{}");
 }
 
@@ -440,6 +457,21 @@ static int pick_cohort(const netmutex_config_t *u, nm_config_t *cfg)
         err = pick_uint(u->cohort_ms, "NETMUTEX_COHORT_MS", NM_DEFAULT_COHORT_MS, 1, 60000,
                         &cfg->cohort_ms);
     return err;
+}
+
+/* Lease caching: off with NETMUTEX_CACHE_OFF or NETMUTEX_CACHE=0 (which a
+ * program's own setting does not override: it is the switch for running
+ * an unchanged program without caching); else the idle time. */
+static int pick_cache(const netmutex_config_t *u, nm_config_t *cfg)
+{
+    const char *env = getenv("NETMUTEX_CACHE");
+    if (env && *env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
+        return bad_setting("NETMUTEX_CACHE", env, "neither 0 nor 1");
+    cfg->cache = u->cache_idle_ms != NETMUTEX_CACHE_OFF && !(env && strcmp(env, "0") == 0);
+    if (!cfg->cache)
+        return 0;
+    return pick_uint(u->cache_idle_ms, "NETMUTEX_CACHE_IDLE_MS", NM_DEFAULT_CACHE_IDLE_MS, 1,
+                     NM_TIMEOUT_MAX_MS, &cfg->cache_idle_ms);
 }
 
 static int pick_double(double api, const char *env, double dflt, double min, double max,
@@ -480,6 +512,36 @@ static int pick_quorum(const netmutex_config_t *u, nm_config_t *cfg)
     return err;
 }
 
+/* Replica acknowledgement (replicas.h): WAIT is per connection, so it
+ * applies to one server, not to quorum mode's independent masters. */
+static int pick_replicas(const netmutex_config_t *u, nm_config_t *cfg)
+{
+    const char *env = getenv("NETMUTEX_MIN_REPLICAS");
+    int err = pick_uint(u->min_replicas, "NETMUTEX_MIN_REPLICAS", 0, 0, NM_MIN_REPLICAS_MAX,
+                        &cfg->min_replicas);
+    if (!err)
+        err = pick_uint(u->replica_timeout_ms, "NETMUTEX_REPLICA_TIMEOUT_MS",
+                        NM_DEFAULT_REPLICA_TIMEOUT_MS, 1, NM_TIMEOUT_MAX_MS,
+                        &cfg->replica_timeout_ms);
+    if (!err && cfg->min_replicas && cfg->nservers > 1)
+        err = bad_setting("NETMUTEX_MIN_REPLICAS", u->min_replicas ? NULL : env,
+                          "replica acknowledgement needs one server, not a quorum list");
+    return err;
+}
+
+/* Whether the room kept for later versions' settings is zero, as it must
+ * be: a later library will read a setting there, and garbage left by a
+ * program that did not zero the struct would then become one. */
+static int reserved_zero(const netmutex_config_t *u)
+{
+    for (size_t i = 0; i < sizeof u->nm_reserved / sizeof u->nm_reserved[0]; i++)
+        if (u->nm_reserved[i] != NULL) {
+            netmutex_log(NETMUTEX_LOG_ERROR, "netmutex_config_t.nm_reserved: must be zero");
+            return 0;
+        }
+    return 1;
+}
+
 static int fill_config(const netmutex_config_t *u, nm_config_t *cfg)
 {
     static const netmutex_config_t none;
@@ -488,8 +550,12 @@ static int fill_config(const netmutex_config_t *u, nm_config_t *cfg)
 
     if (u == NULL)
         u = &none;
+    if (!reserved_zero(u))
+        return EINVAL;
     const char *url = pick_str(u->url, "NETMUTEX_URL", NM_DEFAULT_URL);
-    err = nm_config_parse_urls(url, &cfg->servers, &cfg->nservers);
+    err = nm_cluster_parse_url(url, &cfg->servers, &cfg->nservers, &cfg->cluster);
+    if (err == ENOENT && (err = nm_config_parse_urls(url, &cfg->servers, &cfg->nservers)) == 0)
+        err = nm_cluster_attach(cfg->servers, cfg->nservers, &cfg->cluster);
     if (err == EINVAL)
         return bad_url(url, u->url != NULL);
     if (err)
@@ -519,6 +585,10 @@ static int fill_config(const netmutex_config_t *u, nm_config_t *cfg)
         err = pick_flag(u->allow_eviction, "NETMUTEX_ALLOW_EVICTION", &cfg->allow_eviction);
     if (!err)
         err = pick_holder(u->holder, &cfg->holder);
+    if (!err)
+        err = pick_cache(u, cfg);
+    if (!err)
+        err = pick_replicas(u, cfg);
     if (err)
         return err;
     cfg->on_lost = u->on_lost;
@@ -530,6 +600,7 @@ static int fill_config(const netmutex_config_t *u, nm_config_t *cfg)
 
 static void config_free(nm_config_t *cfg)
 {
+    nm_cluster_free(cfg->cluster);
     nm_servers_free(cfg->servers, cfg->nservers);
     free(cfg->prefix);
     free(cfg->holder);

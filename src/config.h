@@ -23,12 +23,15 @@
 #define NM_DEFAULT_RENEW_PERCENT 33u
 #define NM_DEFAULT_COHORT_MAX 256u
 #define NM_DEFAULT_COHORT_MS 5u
+#define NM_DEFAULT_CACHE_IDLE_MS 1000u
 #define NM_DEFAULT_DRIFT_FACTOR 0.01
 #define NM_DEFAULT_DRIFT_MS 2u
 #define NM_PREFIX_MAX 256u
 #define NM_TIMEOUT_MAX_MS 3600000u
 #define NM_URL_MAX 4096u
 #define NM_HOLDER_MAX 256u
+#define NM_DEFAULT_REPLICA_TIMEOUT_MS 1000u
+#define NM_MIN_REPLICAS_MAX 100u
 
 typedef struct nm_server {
     int is_unix;
@@ -38,6 +41,8 @@ typedef struct nm_server {
     char *user;     /* NULL: no ACL user (AUTH password) */
     char *password; /* NULL: no AUTH */
     int db;         /* SELECT db when not 0 */
+    struct nm_sentinel *sentinel; /* redis-sentinel://: how to find the
+                                     master (sentinel.h); host is NULL */
 } nm_server_t;
 
 typedef struct nm_config {
@@ -59,12 +64,19 @@ typedef struct nm_config {
     netmutex_lost_fn on_lost;
     void *on_lost_arg;
     int allow_eviction;       /* accept servers that may evict lock keys */
+    int cache;                /* lease caching on (cache.h) */
+    unsigned int cache_idle_ms;
     char *holder;             /* NULL: "<hostname>:<pid>" (see lease.c) */
+    unsigned int min_replicas;       /* replicas.h: 0 = no WAIT */
+    unsigned int replica_timeout_ms;
     uint64_t generation;      /* unique per built configuration */
+    struct nm_cluster *cluster; /* one server: whether and which Redis
+                                   Cluster it reaches (cluster.h) */
 } nm_config_t;
 
-/* Parses a comma-separated URL list (see netmutex_config_t.url) into
- * *SERVERS / *N.  EINVAL for anything malformed, ENOMEM. */
+/* Parses a comma-separated URL list (see netmutex_config_t.url), or one
+ * redis-sentinel:// URL (sentinel.h), into *SERVERS / *N.  EINVAL for
+ * anything malformed, ENOMEM. */
 int nm_config_parse_urls(const char *urls, nm_server_t **servers, size_t *n);
 void nm_servers_free(nm_server_t *servers, size_t n);
 

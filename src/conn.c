@@ -10,9 +10,11 @@
 #include <sys/time.h>
 
 #include "clock.h"
+#include "cluster.h"
 #include "conn.h"
 #include "log.h"
 #include "reply.h"
+#include "sentinel.h"
 #include "server_check.h"
 
 
@@ -21,9 +23,18 @@ typedef struct conn_slot {
     int64_t down_until; /* quorum mode: do not dial before this */
 } conn_slot_t;
 
+/* Cluster mode: a node by its address. */
+typedef struct node_conn {
+    char *host;
+    int port;
+    redisContext *ctx;
+} node_conn_t;
+
 typedef struct conn_cache {
     nm_config_t *cfg;     /* reference: the configuration dialed for */
     conn_slot_t *slots;   /* cfg->nservers of them */
+    node_conn_t *nodes;   /* cluster mode: the other nodes */
+    size_t nnodes;
     unsigned long epoch;  /* fork_epoch when the slots were dialed */
 } conn_cache_t;
 
@@ -39,8 +50,21 @@ static struct timeval ms_timeval(int64_t ms)
     return tv;
 }
 
+static void nodes_clear(conn_cache_t *cache)
+{
+    for (size_t i = 0; i < cache->nnodes; i++) {
+        if (cache->nodes[i].ctx)
+            redisFree(cache->nodes[i].ctx);
+        free(cache->nodes[i].host);
+    }
+    free(cache->nodes);
+    cache->nodes = NULL;
+    cache->nnodes = 0;
+}
+
 static void cache_clear(conn_cache_t *cache)
 {
+    nodes_clear(cache);
     if (cache->cfg) {
         for (size_t i = 0; i < cache->cfg->nservers; i++)
             if (cache->slots[i].ctx)
@@ -134,6 +158,8 @@ static void describe_failure(const redisContext *c, int err, int64_t budget, cha
         snprintf(buf, size, "out of memory");
     else if (err == EACCES)
         snprintf(buf, size, "refused: %s", nm_reply_last_error());
+    else if (err == EINVAL)
+        snprintf(buf, size, "a Redis Cluster node, in quorum mode");
     else if (err == EPROTO)
         snprintf(buf, size, "unexpected answer: %s", *nm_reply_last_error()
                  ? nm_reply_last_error() : "a reply of another shape");
@@ -160,29 +186,50 @@ void nm_conn_report(const nm_config_t *cfg, size_t i, int err, const char *cause
         netmutex_log(NETMUTEX_LOG_INFO, "%s: reachable again", where);
 }
 
-static int dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t budget,
-                redisContext **out, char *cause, size_t size)
+int nm_conn_open(const nm_server_t *srv, const char *host, int port, int64_t until,
+                 redisContext **out, char *cause, size_t size)
 {
-    /* Connect and handshake together get the connect timeout. */
-    int64_t until = nm_now_ms() + budget;
+    int64_t budget = NM_MAX(nm_remaining_ms(until), 1);
     struct timeval tv = ms_timeval(budget);
-    redisContext *c = srv->is_unix ? redisConnectUnixWithTimeout(srv->path, tv)
-                                   : redisConnectWithTimeout(srv->host, srv->port, tv);
+    redisContext *c = host ? redisConnectWithTimeout(host, port, tv)
+                           : redisConnectUnixWithTimeout(srv->path, tv);
     int err = c == NULL ? ENOMEM : c->err || nm_io_setup(c) != 0 ? NM_ECONN : 0;
     if (!err) {
         /* A program that runs children (the CLI runs a command under a
          * lock) must not hand them our sockets. */
         fcntl(c->fd, F_SETFD, fcntl(c->fd, F_GETFD) | FD_CLOEXEC);
-        if (!srv->is_unix)
+        if (host)
             redisEnableKeepAlive(c);
         err = handshake(c, srv, until);
     }
-    if (!err)
-        err = nm_server_check(c, cfg, srv, until);
     if (err) {
         describe_failure(c, err, budget, cause, size);
         if (c)
             redisFree(c);
+        return err;
+    }
+    *out = c;
+    return 0;
+}
+
+static int dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t budget,
+                redisContext **out, char *cause, size_t size)
+{
+    /* Connect and handshake together get the connect timeout (and so do
+     * the sentinels' answers, for a server found through them). */
+    int64_t until = nm_now_ms() + budget;
+    redisContext *c;
+    int err = srv->sentinel ? nm_sentinel_dial(srv, until, &c, cause, size)
+                            : nm_conn_open(srv, srv->is_unix ? NULL : srv->host, srv->port,
+                                           until, &c, cause, size);
+    if (err)
+        return err;
+    err = nm_server_check(c, cfg, srv, until);
+    if (!err)
+        err = nm_cluster_probe(c, cfg, srv, until);
+    if (err) {
+        describe_failure(c, err, budget, cause, size);
+        redisFree(c);
         return err;
     }
     *out = c;
@@ -210,6 +257,10 @@ int nm_conn_get(nm_config_t *cfg, size_t i, int64_t deadline, redisContext **out
     conn_slot_t *slot = &cache->slots[i];
     if (slot->down_until && nm_now_ms() < slot->down_until)
         return NM_ECONN;
+    if (slot->ctx && nm_sentinel_moved(cfg, &cfg->servers[i], slot->ctx, deadline)) {
+        redisFree(slot->ctx); /* the sentinels name another master now */
+        slot->ctx = NULL;
+    }
     if (slot->ctx == NULL) {
         err = nm_conn_dial(cfg, &cfg->servers[i], deadline, &slot->ctx);
         if (err)
@@ -219,6 +270,79 @@ int nm_conn_get(nm_config_t *cfg, size_t i, int64_t deadline, redisContext **out
     return 0;
 }
 
+/* The entry of node HOST:PORT in CACHE, made if new (NULL: no memory). */
+static node_conn_t *node_entry(conn_cache_t *cache, const char *host, int port)
+{
+    for (size_t i = 0; i < cache->nnodes; i++)
+        if (cache->nodes[i].port == port && strcmp(cache->nodes[i].host, host) == 0)
+            return &cache->nodes[i];
+    node_conn_t *grown = realloc(cache->nodes, (cache->nnodes + 1) * sizeof *grown);
+    if (!grown)
+        return NULL;
+    cache->nodes = grown;
+    node_conn_t *n = &grown[cache->nnodes];
+    *n = (node_conn_t){ strdup(host), port, NULL };
+    if (!n->host)
+        return NULL;
+    cache->nnodes++;
+    return n;
+}
+
+static int is_server0(const nm_config_t *cfg, const char *host, int port)
+{
+    const nm_server_t *s = &cfg->servers[0];
+    return !s->is_unix && s->port == port && strcmp(s->host, host) == 0;
+}
+
+int nm_conn_get_node(nm_config_t *cfg, const char *host, int port, int64_t deadline,
+                     redisContext **out)
+{
+    if (is_server0(cfg, host, port))
+        return nm_conn_get(cfg, 0, deadline, out);
+    conn_cache_t *cache = thread_cache(1);
+    int err = cache ? cache_bind(cache, cfg) : ENOMEM;
+    node_conn_t *n = err ? NULL : node_entry(cache, host, port);
+    if (!n)
+        return err ? err : ENOMEM;
+    if (!n->ctx) {
+        /* Server 0's credentials: every node of a cluster shares them. */
+        nm_server_t srv = cfg->servers[0];
+        int64_t budget = NM_MAX(NM_MIN((int64_t)cfg->connect_timeout_ms,
+                                       nm_remaining_ms(deadline)), 1);
+        char cause[256] = "";
+        srv.is_unix = 0;
+        srv.host = n->host;
+        srv.port = port;
+        srv.path = NULL;
+        srv.sentinel = NULL;
+        srv.db = 0;
+        err = dial(cfg, &srv, budget, &n->ctx, cause, sizeof cause);
+        nm_cluster_report(cfg, host, port, err, cause);
+        if (err)
+            return err;
+    }
+    *out = n->ctx;
+    return 0;
+}
+
+void nm_conn_drop_node(const char *host, int port)
+{
+    conn_cache_t *cache = thread_cache(0);
+    if (!cache || !cache->cfg)
+        return;
+    if (is_server0(cache->cfg, host, port)) {
+        nm_conn_drop(0);
+        return;
+    }
+    for (size_t i = 0; i < cache->nnodes; i++) {
+        if (cache->nodes[i].ctx && cache->nodes[i].port == port &&
+            strcmp(cache->nodes[i].host, host) == 0) {
+            redisFree(cache->nodes[i].ctx);
+            cache->nodes[i].ctx = NULL;
+        }
+    }
+}
+
 void nm_conn_drop(size_t i)
 {
     conn_cache_t *cache = thread_cache(0);
@@ -226,6 +350,11 @@ void nm_conn_drop(size_t i)
         redisFree(cache->slots[i].ctx);
         cache->slots[i].ctx = NULL;
     }
+}
+
+redisContext *nm_conn_peek(const nm_config_t *cfg, size_t i)
+{
+    return nm_conn_cached(cfg, i) ? thread_cache(0)->slots[i].ctx : NULL;
 }
 
 int nm_conn_cached(const nm_config_t *cfg, size_t i)

@@ -31,6 +31,13 @@ int nm_conn_get(nm_config_t *cfg, size_t i, int64_t deadline, redisContext **out
 int nm_conn_dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadline,
                  redisContext **out);
 
+/* Connects to HOST:PORT (SRV's unix socket when HOST is NULL) and does
+ * SRV's AUTH and SELECT, by UNTIL: the dialing that every kind of server
+ * shares (sentinel.c dials sentinels and masters with it).  0 with *OUT
+ * non-blocking (reply.h); NM_ECONN, EACCES, EPROTO, ENOMEM with CAUSE. */
+int nm_conn_open(const nm_server_t *srv, const char *host, int port, int64_t until,
+                 redisContext **out, char *cause, size_t size);
+
 /* How server I of CFG is doing, for the people watching: ERR 0 (it
  * answered) or the error of a dial or request, with CAUSE in words.  A
  * server that cannot be used is reported once per outage (warn), its
@@ -44,10 +51,24 @@ void nm_conn_drop(size_t i);
 /* Whether the calling thread has a connection to server I of CFG. */
 int nm_conn_cached(const nm_config_t *cfg, size_t i);
 
+/* The calling thread's connection to server I of CFG as it is, without
+ * dialing or any check: the one the thread's last request used, or NULL. */
+redisContext *nm_conn_peek(const nm_config_t *cfg, size_t i);
+
 /* Quorum mode: closes the calling thread's connection to server I, which
  * failed, and has nm_conn_get answer NM_ECONN at once until UNTIL
  * (monotonic ms): a dead server costs the next calls no time. */
 void nm_conn_set_down(size_t i, int64_t until);
+
+/* Cluster mode (cluster.h): the calling thread's connection to node
+ * HOST:PORT of CFG's cluster, dialed as server 0 is (its credentials, db 0)
+ * if needed.  The node that is server 0 itself uses that connection.
+ * Errors of nm_conn_get. */
+int nm_conn_get_node(nm_config_t *cfg, const char *host, int port, int64_t deadline,
+                     redisContext **out);
+
+/* Closes the calling thread's connection to node HOST:PORT. */
+void nm_conn_drop_node(const char *host, int port);
 
 /* Closes every connection of the calling thread. */
 void nm_conn_close_thread(void);

@@ -5,7 +5,7 @@
  * case costs one round trip); when it finds the lock taken, the same
  * request puts the caller in the lock's FIFO queue in Redis.  From then on
  * the waiter blocks, on its own connection, on a list of its own (BLPOP
- * <prefix>{<name>}:g:<token>):
+ * <prefix>{<tag>}<name>:g:<token>):
  *  - a release reserves the lock for the head of the queue for a short
  *    claim (lib.lua) and pushes to that waiter's list; the BLPOP returns,
  *    and the waiter's next request confirms the grant and starts its lease:
@@ -42,11 +42,13 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "cluster.h"
 #include "conn.h"
 #include "keys.h"
 #include "quorum.h"
 #include "redlock.h"
 #include "lease.h"
+#include "replicas.h"
 #include "reply.h"
 #include "script.h"
 #include "wake.h"
@@ -66,6 +68,9 @@
 /* How long leaving the queue (or undoing an acquisition whose reply was
  * lost) may take after the caller's deadline passed. */
 #define CLEANUP_MS 50
+/* A trylock that asked a caching holder asks again this often until it
+ * has the lock or an answer (within the I/O timeout). */
+#define ASK_AGAIN_MS 50
 
 static char host_name[256];
 
@@ -75,19 +80,42 @@ static void lookup_host(void)
         strcpy(host_name, "?");
 }
 
+/* The calling thread's process and thread ids, asked of the kernel once
+ * per thread (two system calls per acquisition otherwise), and again in a
+ * forked child, whose ids differ from the parent's that its copy of this
+ * thread's storage holds. */
+static unsigned long fork_generation; /* bumped in every forked child */
+static __thread struct {
+    unsigned long generation; /* fork_generation + 1 when filled */
+    long pid, tid;
+} ids;
+
+static void my_ids(long *pid, long *tid)
+{
+    unsigned long now = __atomic_load_n(&fork_generation, __ATOMIC_RELAXED) + 1;
+    if (ids.generation != now) {
+        ids.pid = (long)getpid();
+        ids.tid = (long)syscall(SYS_gettid);
+        ids.generation = now;
+    }
+    *pid = ids.pid;
+    *tid = ids.tid;
+}
+
 /* host:pid:tid of the caller (or the configured holder:tid), stored in the
- * meta hash for people and tools asking who holds a lock.  The host name is
- * looked up once. */
+ * lock's value for people and tools asking who holds a lock.  The host name
+ * is looked up once. */
 static size_t holder_text(const nm_config_t *cfg, char *buf, size_t size)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
-    long tid = (long)syscall(SYS_gettid);
+    long pid, tid;
     int n;
+    my_ids(&pid, &tid);
     if (cfg->holder) {
         n = snprintf(buf, size, "%s:%ld", cfg->holder, tid);
     } else {
         pthread_once(&once, lookup_host);
-        n = snprintf(buf, size, "%s:%ld:%ld", host_name, (long)getpid(), tid);
+        n = snprintf(buf, size, "%s:%ld:%ld", host_name, pid, tid);
     }
     return n < 0 ? 0 : NM_MIN((size_t)n, size - 1);
 }
@@ -131,9 +159,13 @@ static void release_mode(const nm_lease_t *l, int unrecoverable, int quietly, ch
 }
 
 /* acquire.lua's and cancel.lua's mode letters for L (see acquire.lua). */
-static void acquire_mode(const nm_lease_t *l, int queued, char *mode)
+static void acquire_mode(const nm_lease_t *l, int queued, int trylock, char *mode)
 {
     *mode = '\0';
+    if (l->cache)
+        strcat(mode, "k");
+    if (trylock)
+        strcat(mode, "t");
     if (queued)
         strcat(mode, "w");
     if (l->robust)
@@ -147,7 +179,9 @@ static void acquire_mode(const nm_lease_t *l, int queued, char *mode)
 static int note_result(nm_lease_t *l, int err)
 {
     char cause[200];
-    if (err == NM_ECONN) {
+    if (err == NM_ECONN && nm_cluster_on(l->cfg)) {
+        /* cluster.c dropped the node's connection and reported it */
+    } else if (err == NM_ECONN) {
         nm_conn_drop(0);
         nm_conn_report(l->cfg, 0, err, "connection lost, or no answer in time");
     } else if (err == EACCES || err == EPROTO) {
@@ -169,8 +203,14 @@ static int call(nm_lease_t *l, int argc, const char **argv, const size_t *lens,
                 int64_t reply_by, redisReply **out, int *sent)
 {
     redisContext *c;
+    int on;
     *sent = 0;
-    int err = nm_conn_get(l->cfg, 0, reply_by, &c);
+    int err = nm_cluster_mode(l->cfg, reply_by, &on);
+    if (!err && on) /* cluster.h: to the node of the key's slot */
+        return note_result(l, nm_cluster_command(l->cfg, l->key, l->key_len, argc, argv, lens,
+                                                 reply_by, out, sent));
+    if (!err)
+        err = nm_conn_get(l->cfg, 0, reply_by, &c);
     if (err)
         return err;
     *sent = 1;
@@ -189,7 +229,12 @@ static int run(nm_lease_t *l, nm_script_t id, int nargs, const char **args,
     fill_argv(l, nargs, args, arg_lens, &a);
     *sent = 0;
     deadline = nm_request_deadline(l->cfg->io_timeout_ms, deadline);
-    int err = nm_conn_get(l->cfg, 0, deadline, &c);
+    int on, err = nm_cluster_mode(l->cfg, deadline, &on);
+    if (!err && on) /* cluster.h: to the node of the key's slot */
+        return note_result(l, nm_cluster_script(l->cfg, l->key, l->key_len, id, 1, 1 + nargs,
+                                                a.argv, a.lens, deadline, out, sent));
+    if (!err)
+        err = nm_conn_get(l->cfg, 0, deadline, &c);
     if (err)
         return err;
     *sent = 1;
@@ -263,20 +308,40 @@ static int acquire_all(nm_lease_t *l, const char **args, const size_t *lens,
     return err;
 }
 
+static int release_once(nm_lease_t *l, int unrecoverable, int64_t deadline,
+                        long long *result, int *sent);
+
+/* Replica acknowledgement (replicas.h): a grant counts once enough
+ * replicas have it; otherwise it is given back at once (NM_ECONN: the
+ * caller tries again as after a broken connection). */
+static int replicated(nm_lease_t *l, int64_t deadline)
+{
+    long long ignored;
+    int sent, err = nm_replicas_confirm(l->cfg, deadline);
+    if (err)
+        release_once(l, 0, NM_MAX(deadline, nm_now_ms() + CLEANUP_MS), &ignored, &sent);
+    return err;
+}
+
 /* The {granted, fence-or-pttl, dead} triple of acquire.lua and cancel.lua:
- * 0 (ours: fence and dead stored in L), EBUSY (*PTTL set), ENOTRECOVERABLE. */
+ * 0 (ours: fence and dead stored in L), EBUSY or NM_EASKED (*PTTL set),
+ * ENOTRECOVERABLE. */
 static int take_triple(nm_lease_t *l, redisReply *r, long long *pttl)
 {
-    long long v[3];
+    long long v[3], waited = 0;
     int err = nm_reply_integers(r, v, 3);
+    /* The sixth, when there: others queued already (acquire.lua). */
+    if (!err && r->elements >= 6)
+        err = nm_reply_integer(r->element[5], &waited);
     freeReplyObject(r);
     if (err)
         return err;
+    l->waited = waited != 0;
     if (v[0] == -1)
         return ENOTRECOVERABLE;
     if (v[0] != 1) {
         *pttl = v[1];
-        return EBUSY;
+        return v[0] == 2 ? NM_EASKED : EBUSY;
     }
     l->fence = v[1];
     l->owner_died = v[2] != 0;
@@ -287,14 +352,14 @@ static int take_triple(nm_lease_t *l, redisReply *r, long long *pttl)
  * 0 (QUEUED: we are in it already): 0 (ours), EBUSY with the holder's
  * *PTTL, or an error.  On success l->sent_at is when the request left;
  * l->tried_at always is. */
-static int acquire_once(nm_lease_t *l, unsigned int queue_ttl, int queued, int64_t deadline,
-                        long long *pttl, int *sent)
+static int acquire_once(nm_lease_t *l, unsigned int queue_ttl, int queued, int trylock,
+                        int64_t deadline, long long *pttl, int *sent)
 {
     char lease[16], ttl[16], holder[NETMUTEX_HOLDER_MAX], mode[8];
     size_t holder_len = holder_text(l->cfg, holder, sizeof holder);
     snprintf(lease, sizeof lease, "%u", l->lease_ms);
     snprintf(ttl, sizeof ttl, "%u", queue_ttl);
-    acquire_mode(l, queued, mode);
+    acquire_mode(l, queued, trylock, mode);
     const char *args[5] = { l->token, lease, ttl, mode, holder };
     size_t lens[5] = { NM_TOKEN_LEN, strlen(lease), strlen(ttl), strlen(mode), holder_len };
     redisReply *r;
@@ -308,6 +373,8 @@ static int acquire_once(nm_lease_t *l, unsigned int queue_ttl, int queued, int64
     if (!err)
         err = take_triple(l, r, pttl);
     if (!err)
+        err = replicated(l, deadline);
+    if (!err)
         l->sent_at = l->tried_at;
     return err;
 }
@@ -318,7 +385,7 @@ static int cancel_once(nm_lease_t *l, int64_t deadline)
 {
     char lease[16], mode[8];
     snprintf(lease, sizeof lease, "%u", l->lease_ms);
-    acquire_mode(l, 1, mode);
+    acquire_mode(l, 1, 0, mode);
     const char *args[3] = { l->token, lease, mode };
     size_t lens[3] = { NM_TOKEN_LEN, strlen(lease), strlen(mode) };
     redisReply *r;
@@ -329,6 +396,8 @@ static int cancel_once(nm_lease_t *l, int64_t deadline)
     int err = run(l, NM_SCRIPT_CANCEL, 3, args, lens, deadline, &r, &sent);
     if (!err)
         err = take_triple(l, r, &pttl);
+    if (!err)
+        err = replicated(l, deadline);
     if (!err)
         l->sent_at = sent_at;
     return err;
@@ -437,6 +506,7 @@ void nm_lease_after_fork_parent(void) { pthread_mutex_unlock(&queued_lock); }
 /* The child waits in no queue: the entries are its parent's threads'. */
 void nm_lease_after_fork_child(void)
 {
+    __atomic_add_fetch(&fork_generation, 1, __ATOMIC_RELAXED);
     queued_head = NULL;
     pthread_mutex_unlock(&queued_lock);
 }
@@ -471,9 +541,20 @@ static void pause_until(nm_chan_t *ch, uint64_t seq, int64_t pause, int64_t dead
         nm_sleep_ms(until - nm_now_ms());
 }
 
+/* BLPOP's {list, element}: whether the element is a caching holder's "0"
+ * (a thread holds the lock) rather than a grant. */
+static int grant_says_held(const redisReply *r)
+{
+    const char *v;
+    size_t len;
+    return r->elements == 2 && nm_reply_string(r->element[1], &v, &len) == 0 &&
+           len == 1 && v[0] == '0';
+}
+
 /* A queued waiter waits for its grant on its own connection: BLPOP on its
  * grant list for up to PAUSE ms (never past DEADLINE).  0 if a grant came
- * (the next attempt confirms it), EBUSY if none did, NM_ECONN. */
+ * (the next attempt confirms it), EBUSY if none did, NM_EHELD if a caching
+ * holder answered a trylock that it is held, NM_ECONN. */
 static int wait_grant(nm_lease_t *l, int64_t pause, int64_t deadline)
 {
     int64_t ms = NM_MAX(NM_MIN(pause, nm_remaining_ms(deadline)), 1);
@@ -493,7 +574,7 @@ static int wait_grant(nm_lease_t *l, int64_t pause, int64_t deadline)
     int err = call(l, 3, argv, lens, nm_now_ms() + ms + slack, &r, &sent);
     if (err)
         return err;
-    err = r->type == REDIS_REPLY_ARRAY ? 0 : EBUSY;
+    err = r->type != REDIS_REPLY_ARRAY ? EBUSY : grant_says_held(r) ? NM_EHELD : 0;
     freeReplyObject(r);
     return err;
 }
@@ -535,17 +616,29 @@ static int acquire_loop(nm_lease_t *l, nm_wait_t wait, int64_t deadline, attempt
 {
     int64_t backoff = 1;
     int conn_failures = 0, err;
+    /* A trylock queues only to ask a caching holder (acquire.lua 't'). */
+    int trylock = wait == NM_NOWAIT;
 
     for (;;) {
         uint64_t seq = st->ch ? nm_wake_seq(st->ch) : 0;
         /* Quorum mode never queues: each server would hand the lock to
          * its own head of the queue, and no waiter might win a quorum. */
-        unsigned int ttl = wait == NM_WAIT && !quorum_mode(l) && !exiting() ? QUEUE_TTL_MS : 0;
+        unsigned int ttl = !quorum_mode(l) && !exiting() ? QUEUE_TTL_MS : 0;
         long long pttl = -1;
         int sent;
-        err = acquire_once(l, ttl, st->queued, deadline, &pttl, &sent);
-        if (ttl > 0 && sent && !st->queued)
+        err = acquire_once(l, ttl, st->queued, trylock, deadline, &pttl, &sent);
+        if (ttl > 0 && sent && !st->queued && (!trylock || err == NM_EASKED))
             st->queued = queued_add(&st->entry, l);
+        if (err == NM_EASKED) {
+            /* The holder gives the lock back (a grant: confirm it) or says
+             * a thread holds it; no answer in time is EBUSY too.  A request
+             * published before the holder's subscription took is lost, so
+             * it is asked again every ASK_AGAIN_MS. */
+            int got = wait_grant(l, ASK_AGAIN_MS, deadline);
+            if (got == 0 || (got != NM_EHELD && nm_remaining_ms(deadline) > 0))
+                continue;
+            return EBUSY;
+        }
         if (err == NM_ECONN) {
             st->maybe_applied |= sent;
             if (wait == NM_NOWAIT && ++conn_failures >= NOWAIT_CONN_TRIES)
@@ -580,7 +673,8 @@ static int give_up(nm_lease_t *l, const attempt_state_t *st, int err)
 }
 
 int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
-                     unsigned int lease_ms, int robust, nm_wait_t wait, int64_t deadline)
+                     unsigned int lease_ms, unsigned int flags, nm_wait_t wait,
+                     int64_t deadline)
 {
     attempt_state_t st = { 0 };
     int err;
@@ -590,7 +684,8 @@ int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
     if (err)
         return err;
     l->lease_ms = lease_ms ? lease_ms : l->cfg->lease_ms;
-    l->robust = robust != 0;
+    l->robust = (flags & NM_LEASE_ROBUST) != 0;
+    l->cache = (flags & NM_LEASE_CACHE) && l->cfg->cache && !quorum_mode(l);
     if (wait == NM_NOWAIT)
         deadline = nm_now_ms() + l->cfg->io_timeout_ms;
     err = nm_token_new(l->token);
@@ -611,11 +706,16 @@ int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
 
 int nm_lease_release(nm_lease_t *l, int unrecoverable)
 {
+    return nm_lease_release_by(l, unrecoverable, NM_FOREVER);
+}
+
+int nm_lease_release_by(nm_lease_t *l, int unrecoverable, int64_t deadline)
+{
     int sent, err = NM_ECONN;
     long long result = 0;
 
     if (quorum_mode(l)) {
-        err = release_all(l, unrecoverable, 0, NM_FOREVER);
+        err = release_all(l, unrecoverable, 0, deadline);
         nm_lease_forget(l);
         return err;
     }
@@ -625,8 +725,8 @@ int nm_lease_release(nm_lease_t *l, int unrecoverable)
      * it (its reply was lost) or the key was lost (a restart, say): nothing
      * is kept on the server to tell them apart, so the answer is the one
      * that cannot hide a lost lease, ENOLCK. */
-    for (int i = 0; i < 2 && err == NM_ECONN; i++)
-        err = release_once(l, unrecoverable, NM_FOREVER, &result, &sent);
+    for (int i = 0; i < 2 && err == NM_ECONN && nm_remaining_ms(deadline) > 0; i++)
+        err = release_once(l, unrecoverable, deadline, &result, &sent);
     nm_lease_forget(l);
     if (err)
         return EIO;
@@ -655,6 +755,67 @@ int nm_lease_extend(nm_lease_t *l, unsigned int ms, int64_t *sent_at)
         err = EPROTO;
     freeReplyObject(r);
     return err ? err : v == 1 ? 0 : ENOLCK;
+}
+
+/* Runs ARGV (3 words) on the calling thread's connection, within the I/O
+ * timeout, for its effect only. */
+static int call3(nm_lease_t *l, const char *const *argv, const size_t *lens)
+{
+    redisReply *r;
+    int sent;
+    int err = call(l, 3, (const char **)argv, lens, nm_now_ms() + l->cfg->io_timeout_ms, &r,
+                   &sent);
+    if (!err)
+        freeReplyObject(r);
+    return err;
+}
+
+int nm_lease_answer_held(nm_lease_t *l, const char *asker)
+{
+    size_t len;
+    char *grant = nm_keys_grant_for(l->key, l->key_len, asker, &len);
+    if (!grant)
+        return ENOMEM;
+    const char *push[3] = { "RPUSH", grant, "0" }, *expire[3] = { "PEXPIRE", grant, "1000" };
+    size_t push_lens[3] = { 5, len, 1 }, expire_lens[3] = { 7, len, 4 };
+    int err = call3(l, push, push_lens);
+    if (!err)
+        err = call3(l, expire, expire_lens);
+    free(grant);
+    return err;
+}
+
+int nm_lease_wanted(nm_lease_t *l, int *wanted)
+{
+    const char *argv[2] = { "GET", l->key };
+    size_t lens[2] = { 3, l->key_len };
+    const char *v = NULL;
+    size_t len = 0;
+    redisReply *r;
+    int sent;
+    int err = call(l, 2, argv, lens, nm_now_ms() + l->cfg->io_timeout_ms, &r, &sent);
+    if (err)
+        return err;
+    /* "<token><q><c> ..." (lib.lua); nil: gone. */
+    if (r->type != REDIS_REPLY_NIL)
+        nm_reply_string(r, &v, &len);
+    int ours = v && len > NM_TOKEN_LEN && memcmp(v, l->token, NM_TOKEN_LEN) == 0;
+    *wanted = !ours || v[NM_TOKEN_LEN] == 'q';
+    freeReplyObject(r);
+    return 0;
+}
+
+int nm_lease_mark_idle(nm_lease_t *l, int idle)
+{
+    const char *args[2] = { l->token, idle ? "i" : "k" };
+    size_t lens[2] = { NM_TOKEN_LEN, 1 };
+    redisReply *r;
+    int sent;
+    int err = run(l, NM_SCRIPT_MARK, 2, args, lens, nm_now_ms() + l->cfg->io_timeout_ms, &r,
+                  &sent);
+    if (!err)
+        freeReplyObject(r);
+    return err;
 }
 
 int nm_lease_break(const char *name, size_t name_len)

@@ -20,7 +20,7 @@
 typedef struct nm_lease {
     nm_config_t *cfg;           /* reference: where the lease lives */
     char token[NM_TOKEN_LEN + 1];
-    char *key;                  /* <prefix>{<name>}, then its :m :q :w keys */
+    char *key;                  /* <prefix>{<tag>}<name>, then its :m :q :w keys */
     size_t key_len;             /* of the first */
     unsigned int lease_ms;
     long long fence;            /* from the acquire script */
@@ -29,6 +29,8 @@ typedef struct nm_lease {
     struct nm_watch *watch;     /* the watchdog's record, once tracked */
     int owner_died;             /* the previous holder's lease expired */
     int robust;                 /* robust bookkeeping (lib.lua) */
+    int cache;                  /* may be kept after unlock (cache.h) */
+    int waited;                 /* others were queued when it was acquired */
     unsigned int splits;        /* quorum mode: split votes in a row */
 } nm_lease_t;
 
@@ -37,24 +39,51 @@ typedef enum nm_wait {
     NM_WAIT     /* until DEADLINE (NM_FOREVER: through outages too) */
 } nm_wait_t;
 
+/* What an acquisition is for (nm_lease_acquire's FLAGS). */
+#define NM_LEASE_ROBUST 1u  /* robust bookkeeping: who died holding it,
+                               ENOTRECOVERABLE */
+#define NM_LEASE_CACHE 2u   /* the process may keep it cached after unlock;
+                               granted (l->cache) in single-server mode
+                               with caching configured on */
+
 /* Acquires NAME for LEASE_MS (0: the configured lease) under the current
- * configuration, with the bookkeeping of a robust mutex if ROBUST (who died
- * holding it, ENOTRECOVERABLE).  On success *L holds the lease.
+ * configuration, as FLAGS say.  On success *L holds the lease.  A trylock
+ * that finds the lock held by a caching process asks that process for it,
+ * and waits (within the I/O timeout) for the lock or its answer.
  * EBUSY (NM_NOWAIT, held elsewhere), EAGAIN (NM_NOWAIT, unreachable),
  * ETIMEDOUT (the deadline passed), ENOTRECOVERABLE, EACCES, EPROTO, ENOMEM,
  * EINVAL. */
 int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
-                     unsigned int lease_ms, int robust, nm_wait_t wait, int64_t deadline);
+                     unsigned int lease_ms, unsigned int flags, nm_wait_t wait,
+                     int64_t deadline);
 
 /* Gives the lease back and frees what *L owns.  UNRECOVERABLE marks the
  * mutex ENOTRECOVERABLE (a robust holder unlocked without repairing).
  * 0, ENOLCK (it was lost: expired or taken over; nothing deleted),
  * EIO (the server could not be reached; the key expires by itself). */
 int nm_lease_release(nm_lease_t *l, int unrecoverable);
+/* The same, done or given up by DEADLINE (monotonic ms; NM_FOREVER as
+ * nm_lease_release): EIO when out of time, the key then expires. */
+int nm_lease_release_by(nm_lease_t *l, int unrecoverable, int64_t deadline);
 
 /* Sets the lease's expiry to MS from now if it is still ours; *SENT_AT is
  * when the request left.  0, ENOLCK, EIO, EACCES, EPROTO. */
 int nm_lease_extend(nm_lease_t *l, unsigned int ms, int64_t *sent_at);
+
+/* Tells the trylock of token ASKER, which asked for L (acquire.lua 't'),
+ * that a thread holds it: 0, or an error (the asker then asks again).  L
+ * needs only its configuration and lock key. */
+int nm_lease_answer_held(nm_lease_t *l, const char *asker);
+
+/* Tells the server whether a thread of ours is in the cached lease L
+ * (IDLE 0) or none has been for a while (1), for netmutex_status: 0, or
+ * an error (the status is only a description; nothing depends on it). */
+int nm_lease_mark_idle(nm_lease_t *l, int idle);
+
+/* Whether L is to be given back: *WANTED 1 if others are queued for it or
+ * it is not ours any more, else 0; returns 0 or an error.  L needs only its
+ * configuration, lock key and token. */
+int nm_lease_wanted(nm_lease_t *l, int *wanted);
 
 /* Deletes NAME's lock whoever holds it and clears its robust state.
  * 0 (it was held), ENOENT (it was not), EAGAIN, EACCES, EPROTO, ENOMEM. */

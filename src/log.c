@@ -1,6 +1,6 @@
 /*
- * log.c -- one line per event a person must know about, and the texts of
- * the errno values the API returns.
+ * log.c -- one line per event a person must know about (the texts of the
+ * errno values the API returns are in errors.c).
  *
  * The sink (stderr or the application's function) and the level are read
  * under a lock and the line is written outside it, so a slow logger never
@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "log.h"
+#include "sentinel.h"
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static int level = -1;          /* log_lock; -1: not read from NETMUTEX_LOG yet */
@@ -85,34 +86,13 @@ void netmutex_log(int lv, const char *fmt, ...)
         fprintf(stderr, "netmutex: %s: %s\n", tags[lv], msg);
 }
 
-const char *netmutex_strerror(int err)
-{
-    switch (err) {
-    case 0: return "success";
-    case EINVAL: return "invalid argument (pointer, name, attribute, URL or setting)";
-    case ENOMEM: return "out of memory";
-    case EBUSY: return "held by someone else (or, for destroy and configure, in use here)";
-    case EDEADLK: return "the calling thread already holds the mutex";
-    case EOWNERDEAD: return "acquired; the previous holder died holding it";
-    case ENOTRECOVERABLE: return "not recoverable: a robust holder unlocked without repairing";
-    case EAGAIN: return "Redis server unreachable or not answering in time";
-    case ETIMEDOUT: return "the deadline passed";
-    case EPERM: return "the calling thread does not hold the mutex";
-    case ENOLCK: return "the lease was lost while the mutex was held";
-    case EIO: return "released here, but the server could not be told";
-    case ENOENT: return "there was nothing to free";
-    case EACCES: return "refused by the server (credentials, database or ACL permission)";
-    case ENOTSUP: return "the server may evict lock keys (maxmemory policy)";
-    case EPROTO: return "unexpected answer from the server";
-    default: return "unknown error";
-    }
-}
-
 void nm_server_describe(const nm_server_t *srv, char *buf, size_t size)
 {
     const char *user = srv->user ? srv->user : "";
     const char *auth = srv->password ? ":***@" : srv->user ? "@" : "";
-    if (srv->is_unix)
+    if (srv->sentinel)
+        nm_sentinel_describe(srv, buf, size);
+    else if (srv->is_unix)
         snprintf(buf, size, "unix://%s%s%s", user, auth, srv->path);
     else if (strchr(srv->host, ':'))
         snprintf(buf, size, "redis://%s%s[%s]:%d", user, auth, srv->host, srv->port);

@@ -21,45 +21,53 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "cache.h"
 #include "clock.h"
+#include "cluster.h"
 #include "config.h"
 #include "conn.h"
 #include "lease.h"
+#include "opaque.h"
 #include "registry.h"
 #include "status.h"
 #include "script.h"
 #include "wake.h"
 #include "watchdog.h"
 
-#define ATTR_MAGIC 0x6e6d6174u   /* "nmat" */
-#define STATE_STATIC 1u          /* NETMUTEX_INITIALIZER, not used yet */
-#define STATE_LIVE 0x6e6d7478u   /* "nmtx": netmutex_init ran */
 #define FLAG_ROBUST 1u
 #define FLAG_NO_RENEW 2u
 #define FLAG_FAIR 4u
+#define FLAG_NO_CACHE 8u
+/* What a trylock may spend giving back a cached lease it cannot use. */
+#define STALE_GIVE_BACK_MS 50
 
 /* ---- process-wide hooks ------------------------------------------------ */
 
-/* Lock order: registry (then each entry), wake, watchdog, the list of
- * queued waiters (lease.c), then the leaf lock of the configuration, which
- * is never held while another is taken.  No path takes them in another
+/* Lock order: the cache's sweep lock, registry (then each entry), wake,
+ * watchdog, the list of queued waiters (lease.c), then the leaf locks of
+ * the cache's list, the cluster state and the configuration, which are
+ * never held while another is taken.  No path takes them in another
  * order, so quiescing them all cannot deadlock. */
 static void before_fork(void)
 {
+    nm_cache_before_fork();
     nm_registry_before_fork();
     nm_wake_before_fork();
     nm_watchdog_before_fork();
     nm_lease_before_fork();
+    nm_cluster_before_fork();
     nm_config_before_fork();
 }
 
 static void after_fork_parent(void)
 {
     nm_config_after_fork();
+    nm_cluster_after_fork();
     nm_lease_after_fork_parent();
     nm_watchdog_after_fork_parent();
     nm_wake_after_fork_parent();
     nm_registry_after_fork_parent();
+    nm_cache_after_fork_parent();
 }
 
 /* The child holds nothing, waits for nothing, has no background thread and
@@ -67,10 +75,12 @@ static void after_fork_parent(void)
 static void after_fork_child(void)
 {
     nm_config_after_fork();
+    nm_cluster_after_fork();
     nm_lease_after_fork_child();
     nm_watchdog_after_fork_child();
     nm_wake_after_fork_child();
     nm_registry_after_fork_child();
+    nm_cache_after_fork_child();
     nm_conn_after_fork_child();
 }
 
@@ -100,19 +110,16 @@ static int valid_lease(unsigned int ms)
 
 static int attr_ok(const netmutex_attr_t *attr)
 {
-    return attr && attr->nm_magic == ATTR_MAGIC;
+    return attr && attr->nm_magic == NM_ATTR_MAGIC;
 }
 
 int netmutex_attr_init(netmutex_attr_t *attr)
 {
     if (!attr)
         return EINVAL;
-    attr->nm_magic = ATTR_MAGIC;
-    attr->nm_type = NETMUTEX_DEFAULT;
-    attr->nm_lease_ms = 0;
-    attr->nm_flags = 0;
-    attr->nm_lost = NULL;
-    attr->nm_lost_arg = NULL;
+    memset(attr, 0, sizeof *attr);
+    attr->nm_magic = NM_ATTR_MAGIC;
+    NM_A_TYPE(attr) = NETMUTEX_DEFAULT;
     return 0;
 }
 
@@ -128,7 +135,7 @@ int netmutex_attr_settype(netmutex_attr_t *attr, int type)
 {
     if (!attr_ok(attr) || !valid_type(type))
         return EINVAL;
-    attr->nm_type = type;
+    NM_A_TYPE(attr) = (unsigned int)type;
     return 0;
 }
 
@@ -136,7 +143,7 @@ int netmutex_attr_gettype(const netmutex_attr_t *attr, int *type)
 {
     if (!attr_ok(attr) || !type)
         return EINVAL;
-    *type = attr->nm_type;
+    *type = (int)NM_A_TYPE(attr);
     return 0;
 }
 
@@ -144,7 +151,7 @@ int netmutex_attr_setlease(netmutex_attr_t *attr, unsigned int ms)
 {
     if (!attr_ok(attr) || !valid_lease(ms))
         return EINVAL;
-    attr->nm_lease_ms = ms;
+    NM_A_LEASE_MS(attr) = ms;
     return 0;
 }
 
@@ -152,7 +159,7 @@ int netmutex_attr_getlease(const netmutex_attr_t *attr, unsigned int *ms)
 {
     if (!attr_ok(attr) || !ms)
         return EINVAL;
-    *ms = attr->nm_lease_ms;
+    *ms = NM_A_LEASE_MS(attr);
     return 0;
 }
 
@@ -160,7 +167,7 @@ static int set_flag(netmutex_attr_t *attr, unsigned int flag, int on)
 {
     if (!attr_ok(attr))
         return EINVAL;
-    attr->nm_flags = on ? attr->nm_flags | flag : attr->nm_flags & ~flag;
+    NM_A_FLAGS(attr) = on ? NM_A_FLAGS(attr) | flag : NM_A_FLAGS(attr) & ~flag;
     return 0;
 }
 
@@ -175,7 +182,7 @@ int netmutex_attr_getrobust(const netmutex_attr_t *attr, int *robust)
 {
     if (!attr_ok(attr) || !robust)
         return EINVAL;
-    *robust = attr->nm_flags & FLAG_ROBUST ? NETMUTEX_ROBUST : NETMUTEX_STALLED;
+    *robust = NM_A_FLAGS(attr) & FLAG_ROBUST ? NETMUTEX_ROBUST : NETMUTEX_STALLED;
     return 0;
 }
 
@@ -190,7 +197,7 @@ int netmutex_attr_getautorenew(const netmutex_attr_t *attr, int *on)
 {
     if (!attr_ok(attr) || !on)
         return EINVAL;
-    *on = !(attr->nm_flags & FLAG_NO_RENEW);
+    *on = !(NM_A_FLAGS(attr) & FLAG_NO_RENEW);
     return 0;
 }
 
@@ -205,7 +212,22 @@ int netmutex_attr_getfair(const netmutex_attr_t *attr, int *on)
 {
     if (!attr_ok(attr) || !on)
         return EINVAL;
-    *on = !!(attr->nm_flags & FLAG_FAIR);
+    *on = !!(NM_A_FLAGS(attr) & FLAG_FAIR);
+    return 0;
+}
+
+int netmutex_attr_setcache(netmutex_attr_t *attr, int on)
+{
+    if (on != 0 && on != 1)
+        return EINVAL;
+    return set_flag(attr, FLAG_NO_CACHE, !on);
+}
+
+int netmutex_attr_getcache(const netmutex_attr_t *attr, int *on)
+{
+    if (!attr_ok(attr) || !on)
+        return EINVAL;
+    *on = !(NM_A_FLAGS(attr) & FLAG_NO_CACHE);
     return 0;
 }
 
@@ -213,8 +235,8 @@ int netmutex_attr_setlostfn(netmutex_attr_t *attr, netmutex_lost_fn fn, void *ar
 {
     if (!attr_ok(attr))
         return EINVAL;
-    attr->nm_lost = fn;
-    attr->nm_lost_arg = arg;
+    nm_slot_set_fn(&NM_A_LOST(attr), fn);
+    NM_A_LOST_ARG(attr) = arg;
     return 0;
 }
 
@@ -234,18 +256,17 @@ static int valid_name(const char *name, size_t *len)
 static int handle_entry(netmutex_t *m, nm_entry_t **out)
 {
     size_t len;
-    if (!m || (m->nm_state != STATE_LIVE && m->nm_state != STATE_STATIC))
+    if (!m || (m->nm_init != NM_STATE_LIVE && !valid_type(nm_m_type(m))))
         return EINVAL;
-    nm_entry_t *e = __atomic_load_n((nm_entry_t **)&m->nm_handle, __ATOMIC_ACQUIRE);
+    nm_entry_t *e = __atomic_load_n((nm_entry_t **)&NM_M_HANDLE(m), __ATOMIC_ACQUIRE);
     if (!e) {
-        if (m->nm_state != STATE_STATIC || !valid_name(m->nm_name, &len) ||
-            !valid_type(m->nm_type) || !valid_lease(m->nm_lease_ms))
+        if (m->nm_init == NM_STATE_LIVE || !valid_name(m->nm_name, &len))
             return EINVAL;
         library_init();
         nm_entry_t *fresh = nm_registry_get(m->nm_name, len), *expected = NULL;
         if (!fresh)
             return ENOMEM;
-        if (__atomic_compare_exchange_n((nm_entry_t **)&m->nm_handle, &expected, fresh,
+        if (__atomic_compare_exchange_n((nm_entry_t **)&NM_M_HANDLE(m), &expected, fresh,
                                         0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
             e = fresh;
         } else {
@@ -266,14 +287,16 @@ int netmutex_init(netmutex_t *m, const char *name, const netmutex_attr_t *attr)
     nm_entry_t *e = nm_registry_get(name, len);
     if (!e)
         return ENOMEM;
-    m->nm_name = NULL; /* the entry keeps the name */
-    m->nm_type = attr ? attr->nm_type : NETMUTEX_DEFAULT;
-    m->nm_lease_ms = attr ? attr->nm_lease_ms : 0;
-    m->nm_flags = attr ? attr->nm_flags : 0;
-    m->nm_lost = attr ? attr->nm_lost : NULL;
-    m->nm_lost_arg = attr ? attr->nm_lost_arg : NULL;
-    m->nm_handle = e;
-    m->nm_state = STATE_LIVE;
+    memset(m, 0, sizeof *m); /* m->nm_name NULL: the entry keeps the name */
+    NM_M_TYPE(m) = attr ? NM_A_TYPE(attr) : NETMUTEX_DEFAULT;
+    if (attr) {
+        NM_M_LEASE_MS(m) = NM_A_LEASE_MS(attr);
+        NM_M_FLAGS(m) = NM_A_FLAGS(attr);
+        NM_M_LOST(m) = NM_A_LOST(attr);
+        NM_M_LOST_ARG(m) = NM_A_LOST_ARG(attr);
+    }
+    NM_M_HANDLE(m) = e;
+    m->nm_init = NM_STATE_LIVE;
     return 0;
 }
 
@@ -288,6 +311,9 @@ int netmutex_destroy(netmutex_t *m)
     pthread_mutex_unlock(&e->mu);
     if (held_here)
         return EBUSY;
+    /* The program is done with the name (for now): a lease kept cached
+     * goes back rather than wait out its idle time. */
+    nm_cache_drop(e);
     nm_registry_put(e);
     memset(m, 0, sizeof *m);
     return 0;
@@ -298,7 +324,7 @@ int netmutex_destroy(netmutex_t *m)
 /* The calling thread already holds E: pthread's answers per type. */
 static int relock(nm_entry_t *e, const netmutex_t *m, nm_wait_t wait)
 {
-    if (m->nm_type == NETMUTEX_RECURSIVE) {
+    if (nm_m_type(m) == NETMUTEX_RECURSIVE) {
         if (e->depth == UINT_MAX)
             return EAGAIN;
         e->depth++;
@@ -311,10 +337,16 @@ static int relock(nm_entry_t *e, const netmutex_t *m, nm_wait_t wait)
  * given back rather than held unwatched. */
 static int start_watching(const netmutex_t *m, nm_entry_t *e, nm_lease_t *lease)
 {
+    /* Listening for requests first: a cacheable lease's records call into
+     * cache.c, which keeps E alive for them while it listens. */
+    if (lease->cache && nm_cache_attach(e, lease) != 0)
+        lease->cache = 0;
     nm_watch_opts_t opts = {
-        .autorenew = !(m->nm_flags & FLAG_NO_RENEW),
-        .lost = m->nm_lost ? m->nm_lost : lease->cfg->on_lost,
-        .lost_arg = m->nm_lost ? m->nm_lost_arg : lease->cfg->on_lost_arg,
+        .autorenew = !(NM_M_FLAGS(m) & FLAG_NO_RENEW),
+        .lost = NM_M_LOST(m) ? nm_slot_fn(&NM_M_LOST(m)) : lease->cfg->on_lost,
+        .lost_arg = NM_M_LOST(m) ? NM_M_LOST_ARG(m) : lease->cfg->on_lost_arg,
+        .wanted = lease->cache ? nm_cache_wanted : NULL,
+        .wanted_arg = e,
     };
     int err = nm_watchdog_track(lease, e->name, &opts);
     if (err)
@@ -329,8 +361,17 @@ static int wait_local_turn(nm_entry_t *e, nm_wait_t wait, int64_t deadline)
     int err = 0;
     /* A turn reserved (fair mode) belongs to a thread already waiting. */
     int newcomer_barred = e->reserved && e->waiters > 0;
-    if (wait == NM_NOWAIT)
+    if (wait == NM_NOWAIT) {
+        /* A cached lease on its way back to the server has no holder: the
+         * background thread may be slow to say it is back, and trylock
+         * must not report a holder meanwhile (within the I/O timeout,
+         * trylock's own bound). */
+        while (e->returning_until && nm_now_ms() < e->returning_until) {
+            struct timespec ts = nm_deadline_timespec(e->returning_until);
+            pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+        }
         return (e->busy && !e->handoff) || newcomer_barred ? EBUSY : 0;
+    }
     e->waiters++;
     while (((e->busy && !e->handoff) || newcomer_barred) && !err) {
         if (deadline == NM_FOREVER) {
@@ -348,6 +389,15 @@ static int wait_local_turn(nm_entry_t *e, nm_wait_t wait, int64_t deadline)
         e->reserved = 0;
     e->waiters--;
     return err;
+}
+
+/* Whether M's lease may be kept cached (cache.h): the mutex allows it and
+ * none of what caching cannot keep exact is asked for -- robust's
+ * EOWNERDEAD, a lease that runs out by itself, fair mode's own turn in the
+ * Redis queue and own fence for every acquisition. */
+static int cache_allowed(const netmutex_t *m)
+{
+    return !(NM_M_FLAGS(m) & (FLAG_NO_CACHE | FLAG_ROBUST | FLAG_NO_RENEW | FLAG_FAIR));
 }
 
 /* Under e->mu: the calling thread now holds E, with a lease that is ours
@@ -369,7 +419,7 @@ static int may_hand_off(const nm_entry_t *e)
     const nm_config_t *cfg = e->lease.cfg;
     if (e->waiters == 0 || e->inconsistent || nm_watchdog_lost(&e->lease))
         return 0;
-    if (e->owner_handle->nm_flags & FLAG_FAIR)
+    if (NM_M_FLAGS(e->owner_handle) & FLAG_FAIR)
         return 0;
     if (e->cohort_turns >= cfg->cohort_max)
         return 0;
@@ -377,10 +427,19 @@ static int may_hand_off(const nm_entry_t *e)
     return age < (int64_t)cfg->cohort_ms && nm_watchdog_valid_ms(&e->lease) > (int64_t)cfg->cohort_ms;
 }
 
+/* Under e->mu: the calling thread holds E with the lease it had cached. */
+static void become_owner_from_cache(nm_entry_t *e, const netmutex_t *m)
+{
+    become_owner(e, m);
+    e->cohort_turns = 0;
+    e->cohort_start = nm_now_ms();
+    nm_registry_note_held(1);
+}
+
 static int acquire(netmutex_t *m, nm_wait_t wait, int64_t deadline)
 {
     nm_entry_t *e;
-    nm_lease_t lease;
+    nm_lease_t lease, stale = { 0 };
     int err = handle_entry(m, &e);
     if (err)
         return err;
@@ -396,15 +455,27 @@ static int acquire(netmutex_t *m, nm_wait_t wait, int64_t deadline)
         e->cohort_turns++;
         become_owner(e, m);
     }
+    if (!err && !e->held && nm_cache_take_locked(e, cache_allowed(m), &stale)) {
+        become_owner_from_cache(e, m);
+        pthread_mutex_unlock(&e->mu);
+        return 0;
+    }
     if (err || e->held) {
         pthread_mutex_unlock(&e->mu);
         return err;
     }
     e->busy = 1;
     pthread_mutex_unlock(&e->mu);
+    /* The stale lease goes back within the caller's bound: a trylock may
+     * spend only a moment on it (its own attempt gets the I/O timeout), a
+     * timed lock no more than its deadline. */
+    if (stale.key)
+        nm_cache_give_back(&stale, wait == NM_NOWAIT ? nm_now_ms() + STALE_GIVE_BACK_MS
+                                                     : deadline);
 
-    err = nm_lease_acquire(&lease, e->name, e->name_len, m->nm_lease_ms,
-                           (m->nm_flags & FLAG_ROBUST) != 0, wait, deadline);
+    unsigned int flags = (NM_M_FLAGS(m) & FLAG_ROBUST ? NM_LEASE_ROBUST : 0) |
+                         (cache_allowed(m) ? NM_LEASE_CACHE : 0);
+    err = nm_lease_acquire(&lease, e->name, e->name_len, NM_M_LEASE_MS(m), flags, wait, deadline);
     if (!err)
         err = start_watching(m, e, &lease);
 
@@ -416,9 +487,10 @@ static int acquire(netmutex_t *m, nm_wait_t wait, int64_t deadline)
         e->lease = lease;
         e->cohort_turns = 0;
         e->cohort_start = nm_now_ms();
+        nm_cache_acquired_locked(e);
         become_owner(e, m);
         /* pthread robust semantics: the previous holder died holding it. */
-        e->inconsistent = lease.owner_died && (m->nm_flags & FLAG_ROBUST);
+        e->inconsistent = lease.owner_died && (NM_M_FLAGS(m) & FLAG_ROBUST);
         if (e->inconsistent)
             err = EOWNERDEAD;
         nm_registry_note_held(1);
@@ -484,12 +556,22 @@ int netmutex_unlock(netmutex_t *m)
         pthread_mutex_unlock(&e->mu);
         return 0;
     }
+    int fair = (NM_M_FLAGS(e->owner_handle) & FLAG_FAIR) != 0;
+    if (nm_cache_keep_locked(e)) {
+        e->held = 0;
+        e->owner_handle = NULL;
+        e->reserved = fair && e->waiters > 0;
+        nm_registry_note_held(-1);
+        pthread_cond_signal(&e->cv);
+        pthread_mutex_unlock(&e->mu);
+        return 0;
+    }
     /* Still busy while the release is under way, so no local thread
      * starts a Redis round trip that can only find the key still set. */
     lease = e->lease;
     memset(&e->lease, 0, sizeof e->lease);
     int unrecoverable = e->inconsistent;
-    int fair = (e->owner_handle->nm_flags & FLAG_FAIR) != 0;
+    nm_cache_released_locked(e);
     e->held = 0;
     e->inconsistent = 0;
     e->owner_handle = NULL;
@@ -586,7 +668,12 @@ int netmutex_break(const char *name)
     if (!valid_name(name, &len))
         return EINVAL;
     library_init();
-    return nm_lease_break(name, len);
+    int err = nm_lease_break(name, len);
+    /* A lease this process holds or caches is gone: its message may come
+     * after our own unlock, which must not keep it as if it were ours. */
+    if (err == 0)
+        nm_registry_with(name, len, nm_cache_broken);
+    return err;
 }
 
 int netmutex_status(const char *name, netmutex_status_t *st)
@@ -605,14 +692,20 @@ int netmutex_configure(const netmutex_config_t *cfg)
     nm_config_t *built;
     library_init();
     int err = nm_config_build(cfg, &built);
-    return err ? err : nm_config_replace(built, nm_registry_any_held);
+    if (err)
+        return err;
+    /* Cached leases live under the configuration that got them. */
+    nm_cache_flush();
+    return nm_config_replace(built, nm_registry_any_held);
 }
 
 int netmutex_shutdown(void)
 {
+    nm_cache_flush();
     int err = nm_config_replace(NULL, nm_registry_any_held);
     if (!err) {
         nm_watchdog_stop();
+        nm_cache_forget();
         nm_conn_close_thread();
     }
     return err;

@@ -17,6 +17,10 @@
 /* A broken or unreachable connection.  Internal only: the API turns it into
  * EAGAIN (trylock), ETIMEDOUT (timed waits), a retry (lock) or EIO (unlock). */
 #define NM_ECONN ECONNRESET
+/* Internal only: a trylock asked a caching holder to give the lock back
+ * (lease.c), and the holder answered that a thread of it holds the lock. */
+#define NM_EASKED EINPROGRESS
+#define NM_EHELD EALREADY
 
 #define NM_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define NM_MAX(a, b) ((a) > (b) ? (a) : (b))

@@ -245,6 +245,9 @@ int nm_votes_failure(const nm_votes_t *v)
 {
     int err = NM_ECONN;
     for (size_t i = 0; i < v->n; i++)
+        if (v->err[i] == EINVAL) /* a cluster node in the list (cluster.h) */
+            return EINVAL;
+    for (size_t i = 0; i < v->n; i++)
         if (v->err[i] == EACCES || (v->err[i] == EPROTO && err != EACCES))
             err = v->err[i];
     return err;

@@ -64,8 +64,9 @@ void nm_votes_clear(nm_votes_t *v);
 /* How many servers answered without error. */
 size_t nm_votes_answered(const nm_votes_t *v);
 
-/* The error to report when fewer than a quorum answered: EACCES or EPROTO
- * if some server said so, else NM_ECONN. */
+/* The error to report when fewer than a quorum answered: EINVAL if a
+ * server is a Redis Cluster node (cluster.h), EACCES or EPROTO if some
+ * server said so, else NM_ECONN. */
 int nm_votes_failure(const nm_votes_t *v);
 
 #endif /* NM_QUORUM_H */

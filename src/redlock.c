@@ -1,15 +1,15 @@
 /*
  * redlock.c -- counting the votes of quorum mode.
  *
- * Fencing.  Each server keeps its own fence counter, and acquire.lua
- * increments it on every server that grants.  The counters drift apart
- * (a server that was down misses increments; one restarted empty starts
- * again at 1), so the largest value the quorum returned, F, is what the
- * holder gets -- but only after every granting server's counter is at
- * least F (fence.lua, a second round that lease.c makes only when the
- * granting servers disagree, which they do not while all of them are up).
- * Then the next grant, which needs a quorum too, includes at least one of
- * those servers, whose increment yields more than F: fences only grow.
+ * Fencing.  Each granting server answers with a fence from its own clock
+ * (lib.lua), and the servers' clocks differ, so the largest value the
+ * quorum returned, F, is what the holder gets -- but only after every
+ * granting server's lock holds at least F and will not hand out a fence
+ * below it (fence.lua, a second round that lease.c makes only when the
+ * granting servers disagree -- with clocks in microseconds, nearly always;
+ * it keeps F as a floor on a server whose clock is behind).  Then the
+ * next grant, which needs a quorum too, includes at least one of those
+ * servers, whose next fence is above F: fences only grow.
  *
  * A dead previous holder.  Each granting server reports whether the lock's
  * previous holder there ('held') never released it; but a release that
@@ -124,7 +124,9 @@ int nm_redlock_granted(nm_lease_t *l, const nm_votes_t *v, long long *raise_to,
     if (t.granted + t.busy + t.unrecoverable < cfg->quorum)
         return nm_votes_failure(v);
     if (t.granted) {
-        unsigned int shift = NM_MIN(l->splits++, 5u);
+        /* NM_MIN evaluates its arguments twice: no ++ inside it. */
+        unsigned int shift = NM_MIN(l->splits, 5u);
+        l->splits++;
         *pttl = 1 + rand() % NM_MIN(SPLIT_BACKOFF_MIN_MS << shift, SPLIT_BACKOFF_MAX_MS);
     } else {
         *pttl = t.pttl;

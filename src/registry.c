@@ -98,6 +98,26 @@ nm_entry_t *nm_registry_get(const char *name, size_t len)
     return e;
 }
 
+void nm_registry_with(const char *name, size_t len, void (*fn)(nm_entry_t *))
+{
+    nm_entry_t *e = NULL;
+    pthread_mutex_lock(&registry_lock);
+    if (nbuckets && (e = *find_slot(name, len)) != NULL)
+        e->refs++;
+    pthread_mutex_unlock(&registry_lock);
+    if (e) {
+        fn(e);
+        nm_registry_put(e);
+    }
+}
+
+void nm_registry_ref(nm_entry_t *e)
+{
+    pthread_mutex_lock(&registry_lock);
+    e->refs++;
+    pthread_mutex_unlock(&registry_lock);
+}
+
 void nm_registry_put(nm_entry_t *e)
 {
     pthread_mutex_lock(&registry_lock);
@@ -143,6 +163,7 @@ static void entry_reset_in_child(nm_entry_t *e)
     if (e->lease.key)
         nm_lease_forget(&e->lease);
     e->busy = 0;
+    e->returning_until = 0;
     e->handoff = 0;
     e->waiters = 0;
     e->reserved = 0;
@@ -150,6 +171,13 @@ static void entry_reset_in_child(nm_entry_t *e)
     e->depth = 0;
     e->inconsistent = 0;
     e->owner_handle = NULL;
+    /* A lease cached by the parent stays the parent's (cache.c drops the
+     * child's copy of its list and references). */
+    e->cacheable = e->cached = e->revoked = e->listening = e->marked_idle = 0;
+    e->asked[0] = e->answer[0] = '\0';
+    e->cache_listed = 0;
+    e->cache_next = NULL;
+    e->revoke_ch = NULL;
     pthread_mutex_unlock(&e->mu);
     /* Not pthread_cond_destroy: glibc's waits for the condition's waiters,
      * and those were threads of the parent, which never come back. */

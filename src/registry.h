@@ -25,6 +25,9 @@ typedef struct nm_entry {
     pthread_cond_t cv;        /* CLOCK_MONOTONIC; signalled when busy clears */
     int busy;                 /* the server-side lock is ours or being got
                                  or given back by a local thread */
+    int64_t returning_until;  /* busy giving a cached lease back (0: not):
+                                 trylock waits for that, until then at
+                                 most, rather than report a holder */
     int held;                 /* a local thread holds it */
     pthread_t owner;          /* that thread, when held */
     const netmutex_t *owner_handle; /* and the handle it locked */
@@ -35,12 +38,37 @@ typedef struct nm_entry {
     int reserved;             /* fair: the next turn is for a waiting thread */
     unsigned int cohort_turns;/* hand-offs since the lease was acquired */
     int64_t cohort_start;     /* when the lease was acquired (monotonic ms) */
-    nm_lease_t lease;         /* the server-side acquisition, when held */
+    nm_lease_t lease;         /* the server-side acquisition, when held
+                                 or cached */
+    /* Lease caching (cache.h). */
+    int cacheable;            /* the lease may be kept after unlock */
+    int cached;               /* kept, and no local thread holds it: busy
+                                 is 0, and the next lock takes it */
+    int revoked;              /* another process wants it: give it back at
+                                 the next unlock (or now, if cached) */
+    int listening;            /* requests for it reach us: the
+                                 subscription is confirmed and not lost */
+    int64_t idle_since;       /* when it was last cached (monotonic ms) */
+    int marked_idle;          /* the server was told no thread is in it */
+    char asked[NM_TOKEN_LEN + 1];  /* a request for a lease still being
+                                      acquired: its token, or "" */
+    char answer[NM_TOKEN_LEN + 1]; /* a trylock to tell the mutex is held */
+    /* cache.c's list (its own lock) and its channel (the sweeping thread) */
+    struct nm_entry *cache_next;
+    int cache_listed;
+    int64_t cache_used;       /* when it last had a cacheable lease */
+    struct nm_chan *revoke_ch;
 } nm_entry_t;
 
 /* The entry for NAME, created if needed, with one more reference; NULL when
  * out of memory. */
 nm_entry_t *nm_registry_get(const char *name, size_t len);
+
+/* Calls FN with NAME's entry if it exists (no lock held during the call). */
+void nm_registry_with(const char *name, size_t len, void (*fn)(nm_entry_t *));
+
+/* One more reference to E, which the caller already has one of. */
+void nm_registry_ref(nm_entry_t *e);
 
 /* Drops a reference; the last one frees the entry. */
 void nm_registry_put(nm_entry_t *e);

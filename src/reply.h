@@ -5,6 +5,7 @@
 #ifndef NM_REPLY_H
 #define NM_REPLY_H
 
+#include <errno.h>
 #include <hiredis/hiredis.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,7 +13,12 @@
 /* Errors a call that talks to Redis can return (besides NM_ECONN):
  *   EACCES  NOAUTH / WRONGPASS / NOPERM: credentials or ACL refused;
  *   ENOENT  NOSCRIPT: the server lost our script (re-load and retry);
- *   EPROTO  any other error reply, or a reply of an unexpected shape. */
+ *   NM_EREDIRECT  MOVED / ASK: a cluster node does not serve the key's
+ *           slot (the reply's text, nm_reply_last_error, says who does);
+ *   EPROTO  any other error reply, or a reply of an unexpected shape.
+ * A server that will answer later (LOADING, BUSY, ...) or is the wrong node
+ * (READONLY: a demoted master) counts as NM_ECONN. */
+#define NM_EREDIRECT EXDEV
 
 /* Deadlines.  Every connection is non-blocking at the socket (nm_io_setup)
  * and every wait for it is a poll() bounded by the call's DEADLINE
@@ -61,6 +67,9 @@ int nm_reply_integers(const redisReply *r, long long *out, size_t n);
 
 /* The reply is a bulk or status string: a pointer into the reply. */
 int nm_reply_string(const redisReply *r, const char **str, size_t *len);
+
+/* The reply is an array of at least N strings: pointers into the reply. */
+int nm_reply_strings(const redisReply *r, const char **strs, size_t *lens, size_t n);
 
 /* The text of the last error reply the calling thread received, for
  * messages that say what the server objected to ("" if none yet). */

@@ -31,6 +31,7 @@ static const struct {
     [NM_SCRIPT_BREAK] = { nm_lua_break, nm_lua_break_sha },
     [NM_SCRIPT_STATUS] = { nm_lua_status, nm_lua_status_sha },
     [NM_SCRIPT_FENCE] = { nm_lua_fence, nm_lua_fence_sha },
+    [NM_SCRIPT_MARK] = { nm_lua_mark, nm_lua_mark_sha },
 };
 
 int nm_script_load(redisContext *c, nm_script_t id, int64_t deadline)

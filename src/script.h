@@ -21,6 +21,7 @@ typedef enum nm_script {
     NM_SCRIPT_BREAK,
     NM_SCRIPT_STATUS,
     NM_SCRIPT_FENCE,
+    NM_SCRIPT_MARK,
     NM_SCRIPT_COUNT
 } nm_script_t;
 

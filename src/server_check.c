@@ -60,7 +60,9 @@ static int read_policy(redisContext *c, int64_t deadline, char *policy, size_t s
 static int first_time(const nm_config_t *cfg, const nm_server_t *srv)
 {
     static uint64_t said[NETMUTEX_SERVERS_MAX]; /* atomic: a generation */
-    size_t i = (size_t)(srv - cfg->servers);
+    /* A cluster node other than the configured server counts as it. */
+    size_t i = srv >= cfg->servers && srv < cfg->servers + cfg->nservers
+                   ? (size_t)(srv - cfg->servers) : 0;
     return __atomic_exchange_n(&said[i], cfg->generation, __ATOMIC_RELAXED) != cfg->generation;
 }
 

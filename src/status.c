@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "cluster.h"
 #include "keys.h"
 #include "quorum.h"
 #include "reply.h"
@@ -20,7 +21,7 @@
 /* One server's answer (status.lua). */
 typedef struct view {
     const redisReply *token, *holder;
-    long long pttl, fence, since, queued, unrecoverable;
+    long long pttl, fence, since, queued, unrecoverable, cached, idle;
 } view_t;
 
 static int read_view(const redisReply *r, view_t *v)
@@ -35,6 +36,11 @@ static int read_view(const redisReply *r, view_t *v)
             return EPROTO;
     v->token = r->element[0];
     v->holder = r->element[3];
+    /* Servers of an older version do not say (their holders never cache). */
+    v->cached = v->idle = 0;
+    if (r->elements >= 10 && (nm_reply_integer(r->element[8], &v->cached) != 0 ||
+                              nm_reply_integer(r->element[9], &v->idle) != 0))
+        return EPROTO;
     return 0;
 }
 
@@ -55,6 +61,8 @@ static void describe_holder(const view_t *v, netmutex_status_t *st)
     memcpy(st->holder, v->holder->str, len);
     st->holder[len] = '\0';
     st->held = 1;
+    st->cached = v->cached != 0;
+    st->idle = v->idle != 0;
     st->since_ms = v->since;
     if (st->ttl_ms < 0 || v->pttl < st->ttl_ms)
         st->ttl_ms = v->pttl;
@@ -78,6 +86,22 @@ static void summarize(const nm_config_t *cfg, const view_t *views, const int *ok
     st->unrecoverable = unrecoverable >= cfg->quorum;
 }
 
+/* status.lua on every server; in cluster mode on the node of the key's
+ * slot (cluster.h), the one server there is. */
+static void ask_servers(nm_config_t *cfg, const char **argv, const size_t *lens, nm_votes_t *v)
+{
+    int64_t deadline = nm_request_deadline(cfg->io_timeout_ms, NM_FOREVER);
+    int on, sent;
+    memset(v, 0, sizeof *v);
+    v->n = 1;
+    v->err[0] = nm_cluster_mode(cfg, deadline, &on);
+    if (!v->err[0] && on)
+        v->err[0] = nm_cluster_script(cfg, argv[0], lens[0], NM_SCRIPT_STATUS, 1, 1, argv, lens,
+                                      deadline, &v->reply[0], &sent);
+    else if (!v->err[0])
+        nm_quorum_call(cfg, NM_SCRIPT_STATUS, 1, 1, argv, lens, NM_FOREVER, v);
+}
+
 int nm_status(const char *name, size_t name_len, netmutex_status_t *st)
 {
     nm_config_t *cfg;
@@ -96,7 +120,7 @@ int nm_status(const char *name, size_t name_len, netmutex_status_t *st)
     if (!err) {
         argv[0] = keys;
         lens[0] = key_len;
-        nm_quorum_call(cfg, NM_SCRIPT_STATUS, 1, 1, argv, lens, NM_FOREVER, &v);
+        ask_servers(cfg, argv, lens, &v);
         size_t answered = 0;
         for (size_t i = 0; i < v.n; i++)
             answered += ok[i] = v.err[i] == 0 && read_view(v.reply[i], &views[i]) == 0;

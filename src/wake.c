@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "log.h"
 #include "quorum.h"
 #include "reply.h"
 #include "wake.h"
@@ -39,10 +40,37 @@ struct nm_chan {
     int64_t idle_since;      /* when listeners dropped to 0 */
     uint64_t seq;
     pthread_cond_t cv;       /* CLOCK_MONOTONIC */
+    nm_wake_fn fn;           /* nm_wake_subscribe's, or NULL */
+    void *arg;
+    unsigned int announce;   /* servers whose SUBSCRIBED FN has yet to be told
+                                of: it came before FN did */
 };
+
+/* Callbacks are collected under wake_lock and run after it is released:
+ * they take locks that come before it in the lock order (an entry's). */
+typedef struct wake_event {
+    nm_wake_fn fn;
+    void *arg;
+    nm_wake_event_t ev;
+    char *msg;
+    size_t len;
+} wake_event_t;
+
+typedef struct events {
+    wake_event_t *items;
+    size_t n, cap;
+    char refused[160]; /* an error reply's text, logged after the lock */
+} events_t;
 
 static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
 static nm_chan_t *chans;     /* wake_lock */
+
+/* Batches of callbacks collected and not yet run (wake_lock), and the
+ * batch this thread is running.  nm_wake_unsubscribe waits for the others:
+ * its caller frees the callback's argument next. */
+static unsigned int batches_running;
+static pthread_cond_t batches_done = PTHREAD_COND_INITIALIZER;
+static __thread int running_batch;
 
 static nm_chan_t *find(const char *key, size_t len)
 {
@@ -89,23 +117,113 @@ static void remove_if(int (*drop)(nm_chan_t *))
     }
 }
 
+/* Queues CH's callback for EV (MSG copied); a callback that cannot be
+ * queued for want of memory is lost like a pub/sub message, which its user
+ * has to survive anyway. */
+static void event_add(events_t *evs, const nm_chan_t *ch, nm_wake_event_t ev,
+                      const char *msg, size_t len)
+{
+    if (!ch->fn)
+        return;
+    if (evs->n == evs->cap) {
+        size_t cap = evs->cap ? evs->cap * 2 : 8;
+        wake_event_t *items = realloc(evs->items, cap * sizeof *items);
+        if (!items)
+            return;
+        evs->items = items;
+        evs->cap = cap;
+    }
+    char *copy = msg ? malloc(len + 1) : NULL;
+    if (msg && !copy)
+        return;
+    if (copy) {
+        memcpy(copy, msg, len);
+        copy[len] = '\0';
+    }
+    if (evs->n == 0)
+        batches_running++;
+    evs->items[evs->n++] = (wake_event_t){ ch->fn, ch->arg, ev, copy, len };
+}
+
+/* Runs the callbacks collected (without wake_lock: they take locks that
+ * come before it in the lock order), then says the batch is over. */
+static void events_run(events_t *evs)
+{
+    if (evs->n == 0)
+        return;
+    running_batch = 1;
+    for (size_t i = 0; i < evs->n; i++) {
+        wake_event_t *e = &evs->items[i];
+        e->fn(e->arg, e->ev, e->msg, e->len);
+        free(e->msg);
+    }
+    running_batch = 0;
+    free(evs->items);
+    evs->items = NULL;
+    evs->n = evs->cap = 0;
+    pthread_mutex_lock(&wake_lock);
+    batches_running--;
+    pthread_cond_broadcast(&batches_done);
+    pthread_mutex_unlock(&wake_lock);
+}
+
 /* ---- waiters ------------------------------------------------------------ */
 
-nm_chan_t *nm_wake_listen(const char *key, size_t len)
+/* KEY's channel, created if new, with one more listener and, when FN is
+ * given, FN's callbacks.  FN is set in the same critical section that
+ * makes the channel wanted, so its confirmation cannot come (and be
+ * dropped for want of a callback) first; a subscription already in place
+ * (for waiters, or lingering) sends none, so it is announced to FN on the
+ * background thread's next pass.  NULL: no memory, no background thread. */
+static nm_chan_t *listen_with(const char *key, size_t len, nm_wake_fn fn, void *arg)
 {
     pthread_mutex_lock(&wake_lock);
     nm_chan_t *ch = find(key, len);
     if (!ch)
         ch = chan_new(key, len);
-    if (ch)
+    if (ch) {
         ch->listeners++;
-    int fresh = ch != NULL; /* the watchdog subscribes on its next pass */
+        ch->fn = fn ? fn : ch->fn;
+        ch->arg = fn ? arg : ch->arg;
+        for (size_t i = 0; fn && i < NM_SERVERS_MAX; i++)
+            if (ch->state[i] == CH_SUBSCRIBED)
+                ch->announce |= 1u << i;
+    }
     pthread_mutex_unlock(&wake_lock);
-    if (fresh && nm_watchdog_poke() != 0) {
-        nm_wake_unlisten(ch);
+    /* The watchdog subscribes (or announces) on its next pass. */
+    if (ch && nm_watchdog_poke() != 0) {
+        if (fn)
+            nm_wake_unsubscribe(ch);
+        else
+            nm_wake_unlisten(ch);
         return NULL;
     }
     return ch;
+}
+
+nm_chan_t *nm_wake_listen(const char *key, size_t len)
+{
+    return listen_with(key, len, NULL, NULL);
+}
+
+nm_chan_t *nm_wake_subscribe(const char *key, size_t len, nm_wake_fn fn, void *arg)
+{
+    return listen_with(key, len, fn, arg);
+}
+
+void nm_wake_unsubscribe(nm_chan_t *ch)
+{
+    pthread_mutex_lock(&wake_lock);
+    ch->fn = NULL;
+    ch->arg = NULL;
+    ch->announce = 0;
+    /* A batch collected before may still call the old callback; once the
+     * batches of other threads are over, none can.  (This thread's own
+     * batch, when called from a callback, is its caller's business.) */
+    while (batches_running > (unsigned int)running_batch)
+        pthread_cond_wait(&batches_done, &wake_lock);
+    pthread_mutex_unlock(&wake_lock);
+    nm_wake_unlisten(ch);
 }
 
 void nm_wake_unlisten(nm_chan_t *ch)
@@ -179,14 +297,29 @@ static int append(redisContext *sub, const char *verb, const nm_chan_t *ch)
     return redisAppendCommandArgv(sub, 2, argv, lens) == REDIS_OK ? 0 : NM_ECONN;
 }
 
+/* Under wake_lock: tells CH's callback of the subscription on SERVER that
+ * was in place before it came (listen_with). */
+static void announce(nm_chan_t *ch, size_t server, events_t *evs)
+{
+    unsigned int bit = 1u << server;
+    if (!(ch->announce & bit))
+        return;
+    ch->announce &= ~bit;
+    /* Dropped meanwhile: the next subscription's confirmation tells. */
+    if (ch->state[server] == CH_SUBSCRIBED)
+        event_add(evs, ch, NM_WAKE_SUBSCRIBED, NULL, 0);
+}
+
 int nm_wake_flush(redisContext *sub, size_t server, int64_t deadline, int64_t *next)
 {
     int64_t now = nm_now_ms();
     int err = 0;
+    events_t evs = { 0 };
 
     pthread_mutex_lock(&wake_lock);
     for (nm_chan_t *ch = chans; ch && !err; ch = ch->next) {
         enum chan_state *state = &ch->state[server];
+        announce(ch, server, &evs);
         if (*state == CH_WANTED && ch->listeners > 0) {
             err = append(sub, "SUBSCRIBE", ch);
             *state = CH_SUBSCRIBING;
@@ -200,7 +333,9 @@ int nm_wake_flush(redisContext *sub, size_t server, int64_t deadline, int64_t *n
         }
     }
     pthread_mutex_unlock(&wake_lock);
-    return err ? err : nm_send(sub, deadline);
+    err = err ? err : nm_send(sub, deadline);
+    events_run(&evs);
+    return err;
 }
 
 static int reply_is(const redisReply *r, const char *kind)
@@ -211,8 +346,14 @@ static int reply_is(const redisReply *r, const char *kind)
            r->element[1]->type == REDIS_REPLY_STRING;
 }
 
-static void on_reply(const redisReply *r, size_t server)
+static void on_reply(const redisReply *r, size_t server, events_t *evs)
 {
+    if (r->type == REDIS_REPLY_ERROR && r->str) {
+        /* A SUBSCRIBE refused (an ACL without channel rights): its channel
+         * stays unconfirmed, so its waiters poll and nothing is cached. */
+        snprintf(evs->refused, sizeof evs->refused, "%.*s", (int)NM_MIN(r->len, 159), r->str);
+        return;
+    }
     const redisReply *name = r->elements >= 2 ? r->element[1] : NULL;
     nm_chan_t *ch = name && name->type == REDIS_REPLY_STRING
                         ? find(name->str, name->len) : NULL;
@@ -223,8 +364,11 @@ static void on_reply(const redisReply *r, size_t server)
          * PUBLISH sent: either way only a reason to try again, and the
          * waiter's own request decides. */
         ch->seq++;
+        if (r->elements == 3 && r->element[2]->type == REDIS_REPLY_STRING)
+            event_add(evs, ch, NM_WAKE_MESSAGE, r->element[2]->str, r->element[2]->len);
     } else if (reply_is(r, "subscribe") && ch->state[server] == CH_SUBSCRIBING) {
         ch->state[server] = CH_SUBSCRIBED;
+        event_add(evs, ch, NM_WAKE_SUBSCRIBED, NULL, 0);
         /* A release may have happened before the subscription took: every
          * waiter retries once it is in place. */
         ch->seq++;
@@ -243,10 +387,21 @@ static int unwanted(nm_chan_t *ch)
     return ch->listeners == 0;
 }
 
+/* Once per process: the first refusal says it all. */
+static void log_refusal(const char *text)
+{
+    static int logged; /* atomic */
+    if (text[0] && !__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED))
+        netmutex_log(NETMUTEX_LOG_WARN,
+                     "the server refused a subscription (%s): waiters in quorum mode poll, "
+                     "and no lease is kept cached", text);
+}
+
 int nm_wake_read(redisContext *sub, size_t server)
 {
     void *raw;
     int err = 0;
+    events_t evs = { 0 };
 
     if (nm_receive(sub) != 0)
         return NM_ECONN;
@@ -257,26 +412,36 @@ int nm_wake_read(redisContext *sub, size_t server)
             err = NM_ECONN;
         if (!raw)
             break;
-        on_reply(raw, server);
+        on_reply(raw, server, &evs);
         freeReplyObject(raw);
     }
     remove_if(unwanted);
     pthread_mutex_unlock(&wake_lock);
+    events_run(&evs);
+    log_refusal(evs.refused);
     return err;
 }
 
 void nm_wake_disconnected(size_t server)
 {
+    events_t evs = { 0 };
     pthread_mutex_lock(&wake_lock);
     for (nm_chan_t *ch = chans; ch; ch = ch->next) {
-        for (size_t i = 0; i < NM_SERVERS_MAX; i++)
-            if (server == NM_WAKE_ALL || i == server)
+        int had = 0;
+        for (size_t i = 0; i < NM_SERVERS_MAX; i++) {
+            if (server == NM_WAKE_ALL || i == server) {
+                had |= ch->state[i] == CH_SUBSCRIBED;
                 ch->state[i] = CH_WANTED;
+            }
+        }
         ch->seq++;
         pthread_cond_broadcast(&ch->cv);
+        if (had)
+            event_add(&evs, ch, NM_WAKE_DROPPED, NULL, 0);
     }
     remove_if(unwanted);
     pthread_mutex_unlock(&wake_lock);
+    events_run(&evs);
 }
 
 /* ---- fork -------------------------------------------------------------- */
@@ -289,6 +454,7 @@ void nm_wake_after_fork_parent(void) { pthread_mutex_unlock(&wake_lock); }
  * (glibc would wait for waiters that exist only in the parent). */
 void nm_wake_after_fork_child(void)
 {
+    batches_running = 0; /* their threads are the parent's */
     while (chans) {
         nm_chan_t *ch = chans;
         chans = ch->next;

@@ -38,14 +38,36 @@ uint64_t nm_wake_seq(nm_chan_t *ch);
  * again. */
 int nm_wake_wait(nm_chan_t *ch, uint64_t seen, int64_t until);
 
+/* ---- for code of the background thread (cache.c) ---- */
+
+/* What a channel's callback is told.  SUBSCRIBED: the subscription on the
+ * server took (messages published before it were missed); DROPPED: the
+ * subscriber connection went away (messages may be missed until the next
+ * SUBSCRIBED). */
+typedef enum nm_wake_event { NM_WAKE_MESSAGE, NM_WAKE_SUBSCRIBED, NM_WAKE_DROPPED } nm_wake_event_t;
+typedef void (*nm_wake_fn)(void *arg, nm_wake_event_t ev, const char *msg, size_t len);
+
+/* Listens on KEY's channel and calls FN(ARG, ...) for its events, on the
+ * background thread (or, for DROPPED, the thread stopping it), with none of
+ * this module's locks held, until nm_wake_unsubscribe().  NULL if that is
+ * impossible (no memory, no background thread). */
+nm_chan_t *nm_wake_subscribe(const char *key, size_t len, nm_wake_fn fn, void *arg);
+/* Stops the calls: once it returns, FN is running nowhere and will not be
+ * called again, so ARG may be freed (when called from FN itself, only the
+ * calling invocation may still be running).  The subscription lingers
+ * like any other. */
+void nm_wake_unsubscribe(nm_chan_t *ch);
+
 /* ---- for the background thread ---- */
 
 /* Whether any channel is wanted (so a subscriber connection is needed). */
 int nm_wake_wanted(void);
 
 /* Sends the SUBSCRIBEs and UNSUBSCRIBEs due on SUB, the subscriber
- * connection to server SERVER, by DEADLINE; returns 0 or NM_ECONN.  *NEXT
- * is lowered to when an idle channel should be unsubscribed. */
+ * connection to server SERVER, by DEADLINE, and tells callbacks that came
+ * after their channel's subscription took that it is in place; returns 0
+ * or NM_ECONN.  *NEXT is lowered to when an idle channel should be
+ * unsubscribed. */
 int nm_wake_flush(redisContext *sub, size_t server, int64_t deadline, int64_t *next);
 
 /* Reads what SUB (to SERVER) has for us (poll said readable): 0 or NM_ECONN. */

@@ -27,7 +27,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "clock.h"
+#include "cluster.h"
 #include "config.h"
 #include "conn.h"
 #include "log.h"
@@ -35,6 +37,7 @@
 #include "redlock.h"
 #include "reply.h"
 #include "script.h"
+#include "sentinel.h"
 #include "wake.h"
 #include "watchdog.h"
 
@@ -78,7 +81,8 @@ static struct {
     watch_t **recs;
     size_t nrecs, cap;
     int64_t next_check;   /* no record needs anything before this */
-    int64_t sleep_until;  /* when the sleeping thread will look again */
+    int64_t sleep_until;  /* when the sleeping thread will look again;
+                             atomic, read without the lock too */
     void *stack;          /* the thread's stack, reused by every restart */
 } wd = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, { -1, -1 }, NULL, 0, 0, 0, 0, NULL };
 
@@ -98,6 +102,82 @@ static struct {
 } io;
 
 #define RENEW_RETRY_MS 500
+#define SETTLE_GAP_US 20
+
+/* What an unlock that would keep a lease cached needs to know first: the
+ * subscriber sockets, published here for other threads to poll (a stale
+ * descriptor only costs a wrong guess), and how many reads of them the
+ * thread has finished, with a condition to wait for the next. */
+static int sub_fds[NM_SERVERS_MAX]; /* atomic: descriptor + 1, 0 for none */
+static pthread_once_t reads_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t reads_lock = PTHREAD_MUTEX_INITIALIZER; /* a leaf */
+static pthread_cond_t reads_cv;  /* CLOCK_MONOTONIC */
+static uint64_t reads_done_n;    /* reads_lock */
+static int reading;              /* atomic: between a poll that returned
+                                    and the end of what it returned */
+
+static void reads_init(void)
+{
+    nm_cond_init_monotonic(&reads_cv);
+}
+
+static void publish_sub_fds(size_t n)
+{
+    for (size_t i = 0; i < NM_SERVERS_MAX; i++) {
+        int fd = i < n && io.srv[i].sub ? io.srv[i].sub->fd : -1;
+        __atomic_store_n(&sub_fds[i], fd + 1, __ATOMIC_RELEASE);
+    }
+}
+
+static void reads_done(void)
+{
+    pthread_once(&reads_once, reads_init);
+    pthread_mutex_lock(&reads_lock);
+    __atomic_store_n(&reading, 0, __ATOMIC_RELEASE);
+    reads_done_n++;
+    pthread_cond_broadcast(&reads_cv);
+    pthread_mutex_unlock(&reads_lock);
+}
+
+static int sub_readable(void)
+{
+    struct pollfd fds[NM_SERVERS_MAX];
+    nfds_t n = 0;
+    for (size_t i = 0; i < NM_SERVERS_MAX; i++) {
+        int fd = __atomic_load_n(&sub_fds[i], __ATOMIC_ACQUIRE) - 1;
+        if (fd >= 0)
+            fds[n++] = (struct pollfd){ fd, POLLIN, 0 };
+    }
+    return n > 0 && poll(fds, n, 0) > 0;
+}
+
+void nm_watchdog_settle(int64_t until)
+{
+    /* A loop of locks and unlocks looks at most every SETTLE_GAP_US: a
+     * request arriving meanwhile waits that much longer at the most, and
+     * the loop runs at millions of cycles a second instead of one system
+     * call per cycle. */
+    static int64_t looked_at; /* atomic */
+    int64_t now = nm_now_us();
+    if (now - __atomic_load_n(&looked_at, __ATOMIC_RELAXED) < SETTLE_GAP_US)
+        return;
+    __atomic_store_n(&looked_at, now, __ATOMIC_RELAXED);
+    pthread_once(&reads_once, reads_init);
+    pthread_mutex_lock(&reads_lock);
+    uint64_t seen = reads_done_n;
+    int busy = __atomic_load_n(&reading, __ATOMIC_ACQUIRE);
+    pthread_mutex_unlock(&reads_lock);
+    /* Read already, but not handled yet; or not read yet. */
+    if (!busy && !sub_readable())
+        return;
+    nm_watchdog_poke();
+    struct timespec ts = nm_deadline_timespec(until);
+    pthread_mutex_lock(&reads_lock);
+    while (reads_done_n == seen && pthread_cond_timedwait(&reads_cv, &reads_lock, &ts) == 0)
+        ;
+    pthread_mutex_unlock(&reads_lock);
+}
+
 
 static int64_t margin_ms(const watch_t *w)
 {
@@ -209,6 +289,18 @@ static int start_locked(void)
     return 0;
 }
 
+void nm_watchdog_look_by(int64_t t)
+{
+    /* Read without the lock first: this runs at every unlock that keeps a
+     * lease cached, and the thread mostly looks soon enough. */
+    if (t >= __atomic_load_n(&wd.sleep_until, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&wd.lock);
+    if (t < wd.sleep_until)
+        poke_locked();
+    pthread_mutex_unlock(&wd.lock);
+}
+
 int nm_watchdog_poke(void)
 {
     pthread_mutex_lock(&wd.lock);
@@ -236,6 +328,7 @@ static void io_close_connections(void)
 
 static void io_close(void)
 {
+    publish_sub_fds(0);
     io_close_connections();
     nm_config_unref(io.cfg);
     memset(&io, 0, sizeof io);
@@ -373,13 +466,8 @@ typedef struct lost_list {
     size_t n, cap;
 } lost_list_t;
 
-/* Marks W lost, once, and queues its report and callback (run without the
- * lock).  WHY says how we know, for the log. */
-static void declare_lost(watch_t *w, const char *why, lost_list_t *out)
+static void list_add(watch_t *w, lost_list_t *out)
 {
-    if (__atomic_exchange_n(&w->lost, 1, __ATOMIC_ACQ_REL))
-        return;
-    w->lost_why = why;
     if (out->n == out->cap) {
         size_t cap = out->cap ? out->cap * 2 : 16;
         watch_t **items = realloc(out->items, cap * sizeof *items);
@@ -392,13 +480,31 @@ static void declare_lost(watch_t *w, const char *why, lost_list_t *out)
     out->items[out->n++] = w;
 }
 
-static void run_callbacks(lost_list_t *list)
+/* Marks W lost, once, and queues its report and callback (run without the
+ * lock).  WHY says how we know, for the log. */
+static void declare_lost(watch_t *w, const char *why, lost_list_t *out)
+{
+    if (__atomic_exchange_n(&w->lost, 1, __ATOMIC_ACQ_REL))
+        return;
+    w->lost_why = why;
+    list_add(w, out);
+}
+
+/* Runs the callbacks the list was made for: on a WANTED list cache.c's,
+ * else the lost-lease ones.  A lease lost while it was only cached is
+ * reported too: it may have been lost while a thread still held it, and
+ * only the watchdog can tell (an unlock that keeps the lease asks nobody). */
+static void run_callbacks(lost_list_t *list, int wanted)
 {
     for (size_t i = 0; i < list->n; i++) {
         watch_t *w = list->items[i];
-        netmutex_log(NETMUTEX_LOG_WARN, "lease of '%s' lost: %s", w->name, w->lost_why);
-        if (w->opts.lost)
-            w->opts.lost(w->name, w->opts.lost_arg);
+        if (wanted) {
+            w->opts.wanted(w->opts.wanted_arg, w->token);
+        } else {
+            netmutex_log(NETMUTEX_LOG_WARN, "lease of '%s' lost: %s", w->name, w->lost_why);
+            if (w->opts.lost)
+                w->opts.lost(w->name, w->opts.lost_arg);
+        }
     }
     pthread_mutex_lock(&wd.lock);
     for (size_t i = 0; i < list->n; i++)
@@ -430,7 +536,8 @@ static void scan_locked(int64_t now, lost_list_t *lost)
 
 typedef struct round {
     watch_t **recs;
-    int *result;     /* 1 renewed, 0 lost, -1 unknown (no answer) */
+    int *result;     /* 1 renewed, 2 renewed and waited for, 0 lost, -1
+                        unknown (no answer) */
     size_t n;
     int64_t sent_at;
     int64_t deadline; /* the earliest lost_at among them */
@@ -457,6 +564,8 @@ static void collect_due_locked(int64_t now, round_t *r)
 static redisContext *renew_connect(size_t i, int64_t deadline)
 {
     server_io_t *s = &io.srv[i];
+    if (s->renew && nm_sentinel_moved(io.cfg, &io.cfg->servers[i], s->renew, deadline))
+        free_ctx(&s->renew); /* a failover: renew at the new master */
     if (s->renew || nm_now_ms() < s->renew_retry_at)
         return s->renew;
     int err = nm_conn_dial(io.cfg, &io.cfg->servers[i], deadline, &s->renew);
@@ -486,8 +595,10 @@ static int send_batch(redisContext *c, const round_t *r, size_t from, size_t n)
 }
 
 /* Adds batch REPLY (renewing records FROM..FROM+N) to the votes: per
- * record, how many servers renewed it and how many said it is not ours. */
-static void count_batch(const redisReply *reply, size_t from, size_t n, int *ok, int *gone)
+ * record, how many servers renewed it, how many said it is not ours, and
+ * how many that others wait for it. */
+static void count_batch(const redisReply *reply, size_t from, size_t n, int *ok, int *gone,
+                        int *waited)
 {
     long long v;
     if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != n)
@@ -495,8 +606,9 @@ static void count_batch(const redisReply *reply, size_t from, size_t n, int *ok,
     for (size_t i = 0; i < n; i++) {
         if (nm_reply_integer(reply->element[i], &v) != 0)
             continue;
-        ok[from + i] += v == 1;
-        gone[from + i] += v != 1;
+        ok[from + i] += v == 1 || v == 2;
+        gone[from + i] += v != 1 && v != 2;
+        waited[from + i] += v == 2;
     }
 }
 
@@ -522,22 +634,29 @@ static redisContext *send_round(size_t i, const round_t *r, size_t batches, int6
 
 /* Per record: renewed by a quorum (1), refused by so many that a quorum
  * is out of reach (0: lost), or not known this time (-1). */
-static void decide(round_t *r, const int *ok, const int *gone)
+static void decide(round_t *r, const int *ok, const int *gone, const int *waited)
 {
     size_t n = io.cfg->nservers, q = io.cfg->quorum;
     for (size_t k = 0; k < r->n; k++)
-        r->result[k] = (size_t)ok[k] >= q ? 1 : (size_t)gone[k] > n - q ? 0 : -1;
+        r->result[k] = (size_t)ok[k] >= q ? 1 + (waited[k] > 0)
+                                          : (size_t)gone[k] > n - q ? 0 : -1;
 }
 
 /* All batches go out to every server in one pipeline each, then poll()
  * collects every answer: a round costs one round trip however many leases
  * and servers it covers. */
+static void renew_io_cluster(round_t *r);
+
 static void renew_io(round_t *r)
 {
+    if (nm_cluster_on(io.cfg)) {
+        renew_io_cluster(r);
+        return;
+    }
     size_t batches = (r->n + NM_RENEW_BATCH - 1) / NM_RENEW_BATCH, n = io.cfg->nservers;
     int64_t per_server = n > 1 ? io.cfg->server_timeout_ms : io.cfg->io_timeout_ms;
     int64_t until = NM_MIN(nm_now_ms() + per_server, NM_MAX(r->deadline, nm_now_ms() + 1));
-    int *ok = calloc(2 * r->n, sizeof *ok);
+    int *ok = calloc(3 * r->n, sizeof *ok);
     nm_fan_t f = { .n = n };
 
     for (size_t i = 0; ok && i < n; i++) {
@@ -550,7 +669,8 @@ static void renew_io(round_t *r)
         nm_fan_run(&f, until);
     for (size_t i = 0; ok && i < n; i++) {
         for (size_t b = 0; b < f.got[i]; b++) {
-            count_batch(f.out[i][b], b * NM_RENEW_BATCH, batch_len(r, b), ok, ok + r->n);
+            count_batch(f.out[i][b], b * NM_RENEW_BATCH, batch_len(r, b), ok, ok + r->n,
+                        ok + 2 * r->n);
             if (f.out[i][b])
                 freeReplyObject(f.out[i][b]);
         }
@@ -561,17 +681,35 @@ static void renew_io(round_t *r)
         free(f.out[i]);
     }
     if (ok)
-        decide(r, ok, ok + r->n);
+        decide(r, ok, ok + r->n, ok + 2 * r->n);
     free(ok);
 }
 
-static void apply_round_locked(round_t *r, int64_t now, lost_list_t *lost)
+/* Cluster mode: the round goes to each lease's node (cluster.h). */
+static void renew_io_cluster(round_t *r)
+{
+    int64_t until = NM_MIN(nm_now_ms() + io.cfg->io_timeout_ms,
+                           NM_MAX(r->deadline, nm_now_ms() + 1));
+    nm_renewal_t *items = calloc(r->n, sizeof *items);
+    for (size_t i = 0; items && i < r->n; i++)
+        items[i] = (nm_renewal_t){ r->recs[i]->key, r->recs[i]->key_len, r->recs[i]->token,
+                                   r->recs[i]->lease_str, -1 };
+    if (items)
+        nm_cluster_renew(io.cfg, items, r->n, until, &r->sent_at);
+    for (size_t i = 0; items && i < r->n; i++)
+        r->result[i] = items[i].result;
+    free(items);
+}
+
+static void apply_round_locked(round_t *r, int64_t now, lost_list_t *lost, lost_list_t *wanted)
 {
     for (size_t i = 0; i < r->n; i++) {
         watch_t *w = r->recs[i];
-        if (!w->released && r->result[i] == 1) {
+        if (!w->released && r->result[i] >= 1) {
             expiry_set_locked(w, r->sent_at, w->lease_ms);
             w->next_renew = r->sent_at + w->interval;
+            if (r->result[i] == 2 && w->opts.wanted)
+                list_add(w, wanted);
         } else if (!w->released && r->result[i] == 0) {
             declare_lost(w, "the key expired or holds another owner's token", lost);
         } else if (!w->released) {
@@ -584,7 +722,7 @@ static void apply_round_locked(round_t *r, int64_t now, lost_list_t *lost)
     free(r->result);
 }
 
-static void renew_due(int64_t now, lost_list_t *lost)
+static void renew_due(int64_t now, lost_list_t *lost, lost_list_t *wanted)
 {
     round_t r = { 0 };
     pthread_mutex_lock(&wd.lock);
@@ -596,7 +734,7 @@ static void renew_due(int64_t now, lost_list_t *lost)
     pthread_mutex_lock(&wd.lock);
     now = nm_now_ms();
     if (r.recs)
-        apply_round_locked(&r, now, lost);
+        apply_round_locked(&r, now, lost, wanted);
     if (r.recs || now >= wd.next_check)
         scan_locked(now, lost);
     pthread_mutex_unlock(&wd.lock);
@@ -627,6 +765,11 @@ static int64_t sub_maintain(size_t i, int64_t now, int64_t next_check)
     }
     int64_t bound = io.cfg->nservers > 1 ? io.cfg->server_timeout_ms : io.cfg->connect_timeout_ms;
     int64_t deadline = NM_MIN(now + bound, NM_MAX(next_check, now + 5));
+    /* A failover: requests for our cached leases are published at the new
+     * master now; dropping the old subscription takes them out of the
+     * cache (cache.c) until the new one is confirmed. */
+    if (s->sub && nm_sentinel_moved(io.cfg, &io.cfg->servers[i], s->sub, deadline))
+        sub_drop(i, now);
     if (!s->sub) {
         if (now < s->sub_retry_at)
             return s->sub_retry_at;
@@ -678,14 +821,17 @@ static void wait_events(int64_t until)
 
     for (size_t i = 0; i < n; i++)
         fds[1 + i] = (struct pollfd){ io.srv[i].sub ? io.srv[i].sub->fd : -1, POLLIN, 0 };
-    if (poll(fds, 1 + n, timeout) <= 0)
-        return;
-    if (fds[0].revents)
-        while (read(wd.pipe[0], buf, sizeof buf) > 0)
-            ;
-    for (size_t i = 0; i < n; i++)
-        if (fds[1 + i].revents && nm_wake_read(io.srv[i].sub, i) != 0)
-            sub_drop(i, nm_now_ms());
+    publish_sub_fds(n);
+    if (poll(fds, 1 + n, timeout) > 0) {
+        __atomic_store_n(&reading, 1, __ATOMIC_RELEASE);
+        if (fds[0].revents)
+            while (read(wd.pipe[0], buf, sizeof buf) > 0)
+                ;
+        for (size_t i = 0; i < n; i++)
+            if (fds[1 + i].revents && nm_wake_read(io.srv[i].sub, i) != 0)
+                sub_drop(i, nm_now_ms());
+    }
+    reads_done();
 }
 
 /* When the thread must look again.  Even with nothing to renew it looks
@@ -708,7 +854,7 @@ static int stop_requested(void)
 
 static void *watchdog_main(void *arg)
 {
-    lost_list_t lost = { 0 };
+    lost_list_t lost = { 0 }, wanted = { 0 };
     (void)arg;
     while (!stop_requested()) {
         bind_config();
@@ -716,16 +862,19 @@ static void *watchdog_main(void *arg)
             wait_events(nm_now_ms() + IDLE_CHECK_MS);
             continue;
         }
-        renew_due(nm_now_ms(), &lost);
-        run_callbacks(&lost);
+        renew_due(nm_now_ms(), &lost, &wanted);
+        run_callbacks(&lost, 0);
+        run_callbacks(&wanted, 1);
+        int64_t swept = nm_cache_sweep(nm_now_ms());
         pthread_mutex_lock(&wd.lock);
-        int64_t next = next_look_locked();
+        int64_t next = NM_MIN(next_look_locked(), swept);
         pthread_mutex_unlock(&wd.lock);
         next = NM_MIN(next, subs_maintain(next));
         pthread_mutex_lock(&wd.lock);
         /* A lease tracked from now on pokes us if it is due earlier; one
          * tracked since we read next_check lowered it, so take it again. */
-        wd.sleep_until = next = NM_MIN(next, next_look_locked());
+        next = NM_MIN(next, next_look_locked());
+        __atomic_store_n(&wd.sleep_until, next, __ATOMIC_RELEASE);
         pthread_mutex_unlock(&wd.lock);
         wait_events(next);
     }

@@ -24,10 +24,15 @@
 
 typedef void (*nm_lost_fn)(const char *name, void *arg);
 
+/* A renewal found other processes waiting for the lease of TOKEN. */
+typedef void (*nm_wanted_fn)(void *arg, const char *token);
+
 typedef struct nm_watch_opts {
     int autorenew;    /* renew at the configured fraction of the lease */
     nm_lost_fn lost;  /* called once, from the watchdog thread; may be NULL */
     void *lost_arg;
+    nm_wanted_fn wanted; /* cache.c's; may be NULL */
+    void *wanted_arg;
 } nm_watch_opts_t;
 
 /* Starts watching lease L of NAME (acquired at L->acquired_at).  0, ENOMEM,
@@ -45,6 +50,16 @@ int64_t nm_watchdog_valid_ms(const nm_lease_t *l);
 
 /* L was extended to MS by a request sent at SENT_AT. */
 void nm_watchdog_extended(nm_lease_t *l, int64_t sent_at, unsigned int ms);
+
+/* If requests may have arrived on a subscriber that the thread has not
+ * read yet, has it read them (until UNTIL at the latest): an unlock about
+ * to keep a lease cached calls it, so that a request Redis had handled
+ * before the unlock is honoured (cache.c). */
+void nm_watchdog_settle(int64_t until);
+
+/* Wakes the thread if it sleeps past T (monotonic ms): something will be
+ * due then.  Cheap when it will look by then anyway. */
+void nm_watchdog_look_by(int64_t t);
 
 /* Wakes the thread, starting it if needed, so it sees new work. */
 int nm_watchdog_poke(void);

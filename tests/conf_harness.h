@@ -29,11 +29,12 @@ void conf_ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 /* One TAP result: an errno-style GOT must be WANT (names both). */
 void conf_eq(int got, int want, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Networked: 1 if the lock key of NAME exists in the server, else 0.
- * Plain build: -1 (there is no server). */
+/* Networked: 1 if the lock key of NAME exists in the server, 2 if it does
+ * and its holder caches it (kept after unlock), else 0.  Plain build: -1
+ * (there is no server). */
 int conf_key_exists(const char *name);
-/* One TAP result: networked, the lock key of NAME exists iff HELD; plain,
- * there is no server to hold it. */
+/* One TAP result: networked, the lock key of NAME exists if HELD, and is
+ * gone (or only cached) if not; plain, there is no server to hold it. */
 void conf_check_backing(const char *name, int held);
 
 /* MS milliseconds, scaled by NETMUTEX_TEST_SLOWDOWN. */

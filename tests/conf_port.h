@@ -19,6 +19,16 @@ static inline int conf_held_in_redis(NmRedis *r, const char *name)
     return held;
 }
 
+/* True if mutex NAME's lock key is gone from R, or kept there by a process
+ * that caches it (lease caching: an unlock leaves the lease in place until
+ * another process asks for it). */
+static inline int conf_released_in_redis(NmRedis *r, const char *name)
+{
+    netmutex_status_t st;
+    g_assert_cmpint(netmutex_status(name, &st), ==, 0);
+    return !st.held || st.cached;
+}
+
 /* Every mapped call with a NULL mutex or condition variable: EINVAL, not
  * a crash.  glibc declares the arguments nonnull, and on the link route
  * its declarations are what the calls see: so the NULLs go through

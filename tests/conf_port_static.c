@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
+#include "keytag.h"
 
 static NmRedis *redis;
 
@@ -55,12 +56,21 @@ static char *next_line(run_t *r)
     return g_string_free(line, FALSE);
 }
 
-/* Lock keys ("netmutex:{NAME}") in the server: the mutexes held now. */
+/* Lock keys ("netmutex:{TAG}NAME", TAG the digest of NAME: a key with a
+ * suffix has a tag that is not its remainder's) in the server: the
+ * mutexes held now. */
 static long long held_count(void)
 {
-    redisReply *reply = nm_redis_cmd(redis, "KEYS netmutex:{*}");
+    redisReply *reply = nm_redis_cmd(redis, "KEYS netmutex:{*");
     g_assert_cmpint(reply->type, ==, REDIS_REPLY_ARRAY);
-    long long n = (long long)reply->elements;
+    long long n = 0;
+    for (size_t i = 0; i < reply->elements; i++) {
+        const char *k = reply->element[i]->str + strlen("netmutex:{");
+        char tag[NM_TEST_TAG_LEN + 1];
+        const char *name = k + NM_TEST_TAG_LEN + 1;
+        nm_test_key_tag(name, strlen(name), tag);
+        n += strncmp(k, tag, NM_TEST_TAG_LEN) == 0;
+    }
     freeReplyObject(reply);
     return n;
 }
@@ -94,7 +104,7 @@ static char *finish(run_t *r)
 
     g_assert_cmpstr(done, ==, "done 2");
     g_free(done);
-    for (gint64 end = nm_now_ms() + nm_ms(10000); nm_now_ms() < end; nm_sleep_ms(10)) {
+    for (gint64 end = nmt_now_ms() + nm_ms(10000); nmt_now_ms() < end; nmt_sleep_ms(10)) {
         if (waitpid(r->pid, &status, WNOHANG) == r->pid)
             break;
     }
@@ -231,6 +241,8 @@ int main(int argc, char **argv)
     int rc;
 
     nm_test_init(&argc, &argv);
+    /* Counts lock keys to see which mutexes the program holds. */
+    nm_test_cache_off();
     redis = nm_redis_start(NULL);
 
     g_test_add_func("/port/static/file-symbol", test_file_symbol);

@@ -22,6 +22,11 @@ static int held_in_redis(const char *name)
     return conf_held_in_redis(redis, name);
 }
 
+static int released_in_redis(const char *name)
+{
+    return conf_released_in_redis(redis, name);
+}
+
 static void test_null(void)
 {
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
@@ -67,7 +72,7 @@ static void test_global(void)
         nm_assert_rc(pthread_mutex_lock(&port_global), 0);
         g_assert_true(held_in_redis("port:global"));
         nm_assert_rc(pthread_mutex_unlock(&port_global), 0);
-        g_assert_false(held_in_redis("port:global"));
+        g_assert_true(released_in_redis("port:global"));
         nm_assert_rc(pthread_mutex_destroy(&port_global), 0);
     }
 }

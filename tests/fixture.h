@@ -38,6 +38,12 @@ G_BEGIN_DECLS
  * outcome), SIGPIPE ignored (a killed server must not kill the test). */
 void nm_test_init(int *argc, char ***argv);
 
+/* For programs that check what the server sees at each lock and unlock:
+ * turns lease caching (on by default, which keeps a lease after unlock)
+ * off in this process and the processes it starts (NETMUTEX_CACHE=0).  The
+ * behaviour suites run with caching on; test_cache.c tests it. */
+void nm_test_cache_off(void);
+
 /* netmutex_shutdown() for the main thread, so leak checkers see no open
  * connection at exit; returns g_test_run()'s value for `return`, or 1 if
  * shutdown failed (a mutex was left held). */
@@ -68,12 +74,14 @@ bool nm_fork_with_threads_is_safe(void);
 double nm_slowdown(void);
 /* MS milliseconds scaled by the slowdown factor. */
 unsigned int nm_ms(unsigned int ms);
-/* CLOCK_MONOTONIC in milliseconds. */
-gint64 nm_now_ms(void);
+/* CLOCK_MONOTONIC in milliseconds.  (nmt_, here and in nmt_sleep_ms: the
+ * library has an nm_now_ms and an nm_sleep_ms of its own, src/clock.h,
+ * which a test that links internals must still be able to see.) */
+gint64 nmt_now_ms(void);
 /* *TS = now on CLOCK + MS milliseconds (MS is not scaled here). */
 void nm_deadline(struct timespec *ts, clockid_t clock, unsigned int ms);
 /* Sleeps MS milliseconds (not scaled). */
-void nm_sleep_ms(unsigned int ms);
+void nmt_sleep_ms(unsigned int ms);
 /* Compare two timespecs: <0, 0, >0. */
 int nm_timespec_cmp(const struct timespec *a, const struct timespec *b);
 /* Asserts that a call that returned ETIMEDOUT at RETURNED (read on the
@@ -85,7 +93,8 @@ void nm_assert_timed_out_at(const struct timespec *returned,
 
 /* ---- assertions ------------------------------------------------------- */
 
-/* "EBUSY", "0", ... for the values this library returns. */
+/* "EBUSY", "0", ... for the values this library returns (netmutex_errname),
+ * "(other errno)" for any other. */
 const char *nm_errname(int rc);
 
 /* Asserts that EXPR (an int) equals WANT and prints both by name. */
@@ -114,6 +123,15 @@ typedef struct NmRedisOpts {
     const char *requirepass; /* NULL: no password */
     bool debug_command;      /* --enable-debug-command yes (DEBUG SLEEP ...);
                                 kept across nm_redis_restart */
+    const char *const *extra_args; /* NULL-terminated, appended to the
+                                      command line ("--replicaof", ...) */
+    const char *sentinel_conf; /* run as a sentinel (--sentinel) with this
+                                  configuration, written to sentinel.conf
+                                  in the server's directory */
+    unsigned int cluster_node_timeout_ms; /* not 0: a Redis Cluster node
+                                (--cluster-enabled yes, nodes.conf in its
+                                directory), with this node timeout; implies
+                                tcp (see tests/topo_cluster.h) */
 } NmRedisOpts;
 
 /* Starts a server (OPTS may be NULL: unix socket only) and waits, with a
@@ -145,6 +163,9 @@ void nm_configure(NmRedis *r);
 /* The same with explicit timeouts and default lease (0: library default). */
 void nm_configure_timeouts(NmRedis *r, unsigned int connect_ms,
                            unsigned int io_ms);
+/* netmutex_configure() of CFG with its url replaced by nm_redis_url();
+ * asserts 0. */
+void nm_configure_with(NmRedis *r, netmutex_config_t cfg);
 
 /* A fresh raw connection (authenticated, SELECTed to DB), for assertions.
  * A new connection per call keeps assertions independent of CLIENT KILL and
@@ -163,8 +184,13 @@ long long nm_redis_pttl(NmRedis *r, const char *key);
 /* The fence in the lock key's value (0 when the lock is free). */
 long long nm_redis_fence(NmRedis *r, const char *lock_key);
 
-/* The lock key of NAME with the default prefix: "netmutex:{NAME}". */
+/* The lock key of NAME with the default prefix: "netmutex:{TAG}NAME"
+ * (tests/keytag.h), binary-safe up to a NUL. */
 char *nm_lock_key(const char *name);
+
+/* Key SUFFIX ("" for the lock key, ":q", ":w", ":h"...) of NAME under
+ * PREFIX. */
+char *nm_key_of(const char *prefix, const char *name, const char *suffix);
 
 /* Waiters in NAME's FIFO queue in Redis (LLEN of its :q list), -1 on an
  * unexpected reply. */
@@ -196,6 +222,9 @@ int nm_call_run(NmCallFunc fn, void *arg, unsigned int timeout_ms);
  * unlock it again before the thread exits; the result is the first
  * non-zero result.  A thread must never exit holding a mutex, or the test
  * program could not shut down cleanly. */
+/* N lock+unlock cycles of M in this thread: the first failure (printed
+ * with its cycle), or 0. */
+int nm_cycles(netmutex_t *m, int n);
 int nm_call_lock_unlock(void *m);
 int nm_call_trylock_unlock(void *m);
 
@@ -223,6 +252,8 @@ void nm_worker_stop(NmWorker *w);
 
 /* Number of open file descriptors of this process. */
 int nm_count_fds(void);
+/* Number of threads of this process. */
+int nm_count_threads(void);
 
 /* ---- processes -------------------------------------------------------- */
 
@@ -276,10 +307,13 @@ typedef struct NmKiller {
 } NmKiller;
 int nm_kill_when_queued(void *killer);
 /* Runs one call in the remote process and returns its result.  OP is 'l'
- * (lock), 't' (trylock), 'u' (unlock), or 'w': start a thread that waits
- * in netmutex_lock and return 0 at once (its own result is never reported:
- * end such a remote with nm_remote_exit or nm_remote_kill). */
+ * (lock), 't' (trylock), 'u' (unlock), 'b' (netmutex_break of its name),
+ * or 'w': start a thread that waits in netmutex_lock and return 0 at once
+ * (its own result is never reported: end such a remote with
+ * nm_remote_exit or nm_remote_kill). */
 int nm_remote(NmRemote *rem, char op);
+/* netmutex_fence in the remote: its result, and the fence in *FENCE. */
+int nm_remote_fence(NmRemote *rem, uint64_t *fence);
 /* The same in two halves, for a call that is expected to block: send, check
  * with nm_remote_poll that no result arrives yet, then collect it. */
 void nm_remote_send(NmRemote *rem, char op);
@@ -303,7 +337,7 @@ typedef struct NmLost {
     pthread_mutex_t lock;
     pthread_cond_t cond; /* CLOCK_MONOTONIC */
     int calls;
-    gint64 first_at; /* nm_now_ms() of the first call */
+    gint64 first_at; /* nmt_now_ms() of the first call */
     char *name;      /* name given to the first call */
 } NmLost;
 

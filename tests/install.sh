@@ -33,9 +33,22 @@ for f in lib/libnetmutex.so lib/libnetmutex.a lib/libnetmutex-wrap.so lib/libnet
          lib/pkgconfig/netmutex.pc lib/pkgconfig/netmutex-wrap.pc bin/netmutex \
          share/man/man1/netmutex.1 share/man/man3/netmutex_lock.3 \
          share/man/man3/netmutex_set_log.3 share/man/man3/netmutex_wrap.3 \
-         libexec/netmutex/netmutex-demo share/doc/netmutex/examples/demo.c; do
+         share/man/man3/netmutex_version.3 share/man/man3/netmutex_version_hex.3 \
+         libexec/netmutex/netmutex-demo share/doc/netmutex/examples/demo.c \
+         share/doc/netmutex/examples/redis_server.c share/doc/netmutex/examples/redis_server.h \
+         share/doc/netmutex/LICENSE; do
     check "installed: $f" test -e "$root/$f"
 done
+
+# The installed pages name configure's version (netmutex.pc's) where the
+# source pages hold a placeholder (man/stamp-version.sh).
+version=$(sed -n 's/^Version: //p' "$top/netmutex.pc")
+for f in man1/netmutex.1 man3/netmutex_lock.3 man3/netmutex_version.3; do
+    check "installed $f names version $version" \
+        grep -q "^\.TH .*\"netmutex $version\"" "$root/share/man/$f"
+done
+check "no installed page keeps the version placeholder" \
+    eval '! grep -l "@PACKAGE_VERSION@" "$root"/share/man/man*/* >&2'
 
 # pkg-config, relocated to the DESTDIR tree.
 pc() { PKG_CONFIG_PATH="$root/lib/pkgconfig" pkg-config --define-variable=prefix="$root" "$@"; }

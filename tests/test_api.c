@@ -1,7 +1,7 @@
 /*
  * test_api.c -- the pthread-style semantics of one process: every row of
- * the DESIGN.md semantics table the header implements (threads stand in
- * for "anyone else"; test_xproc repeats the cross-process rows), the
+ * the README's table "Semantics, compared with pthreads" (threads stand
+ * in for "anyone else"; test_xproc repeats the cross-process rows), the
  * lifecycle (init, destroy, static initializer, same-name objects) and
  * argument validation of the mutex calls.
  */
@@ -71,7 +71,7 @@ static void test_lock_waits_for_other_thread(gconstpointer data)
     NmCall *waiter = nm_call_start(nm_call_lock_unlock, &m);
 
     /* Not a speed claim: only that it does not get in while held. */
-    nm_sleep_ms(300);
+    nmt_sleep_ms(300);
     g_assert_false(nm_call_done(waiter));
     nm_assert_rc(nm_holder_release(h), 0);
     nm_assert_rc(nm_call_wait(waiter, PROMPT_MS), 0);
@@ -482,6 +482,7 @@ static netmutex_t static_recursive =
     NETMUTEX_INITIALIZER_TYPE("test_api/static/recursive", NETMUTEX_RECURSIVE);
 static netmutex_t static_empty = NETMUTEX_INITIALIZER("");
 static netmutex_t static_null = NETMUTEX_INITIALIZER(NULL);
+static netmutex_t static_bad_type = NETMUTEX_INITIALIZER_TYPE("test_api/static/bad-type", 7);
 
 static void test_static_initializer(void)
 {
@@ -514,6 +515,35 @@ static void test_static_initializer_bad_name(void)
     nm_assert_rc(netmutex_trylock(&static_null), EINVAL);
 }
 
+/* The type travels in the lifecycle marker: a value that is no type must
+ * not pass for one. */
+static void test_static_initializer_bad_type(void)
+{
+    nm_assert_rc(netmutex_lock(&static_bad_type), EINVAL);
+    nm_assert_rc(netmutex_trylock(&static_bad_type), EINVAL);
+    nm_assert_rc(netmutex_unlock(&static_bad_type), EINVAL);
+    nm_assert_rc(netmutex_destroy(&static_bad_type), EINVAL);
+}
+
+/* The opaque types' sizes are part of the ABI: they never change within
+ * a major version (the abidiff baseline checks the rest). */
+static void test_abi_sizes(void)
+{
+    if (sizeof(void *) != 8) {
+        g_test_skip("the sizes are pinned for LP64 only");
+        return;
+    }
+    g_assert_cmpuint(sizeof(netmutex_t), ==, 96);
+    g_assert_cmpuint(sizeof(netmutex_attr_t), ==, 64);
+    /* A static initializer sets the two public members and nothing else. */
+    static netmutex_t m = NETMUTEX_INITIALIZER("x");
+    netmutex_t zero;
+    memset(&zero, 0, sizeof zero);
+    g_assert_cmpint(memcmp((char *)&m + offsetof(netmutex_t, nm_opaque_u),
+                           (char *)&zero + offsetof(netmutex_t, nm_opaque_u),
+                           sizeof m - offsetof(netmutex_t, nm_opaque_u)), ==, 0);
+}
+
 /* ---- two objects, one name ---------------------------------------------- */
 
 static void test_same_name_objects_exclude(void)
@@ -529,7 +559,7 @@ static void test_same_name_objects_exclude(void)
     h = nm_holder_start(&a);
     nm_assert_rc(netmutex_trylock(&b), EBUSY);
     waiter = nm_call_start(nm_call_lock_unlock, &b);
-    nm_sleep_ms(300);
+    nmt_sleep_ms(300);
     g_assert_false(nm_call_done(waiter));
     nm_assert_rc(nm_holder_release(h), 0);
     nm_assert_rc(nm_call_wait(waiter, PROMPT_MS), 0);
@@ -579,6 +609,8 @@ int main(int argc, char **argv)
     g_test_add_func("/mutex/static-initializer/lock-unlock", test_static_initializer);
     g_test_add_func("/mutex/static-initializer/recursive-type", test_static_initializer_type);
     g_test_add_func("/mutex/static-initializer/bad-name-einval", test_static_initializer_bad_name);
+    g_test_add_func("/mutex/static-initializer/bad-type-einval", test_static_initializer_bad_type);
+    g_test_add_func("/abi/sizes", test_abi_sizes);
     g_test_add_func("/mutex/same-name/two-objects-exclude", test_same_name_objects_exclude);
 
     rc = nm_test_finish(g_test_run());

@@ -311,6 +311,24 @@ static void test_prefix_limits(void)
     g_free(url);
 }
 
+/* The room kept for later settings must be zero: a later library would
+ * read garbage there as a setting. */
+static void test_reserved_nonzero(void)
+{
+    char *url = nm_redis_url(redis);
+    netmutex_config_t cfg = { .url = url };
+    size_t n = sizeof cfg.nm_reserved / sizeof cfg.nm_reserved[0];
+
+    for (size_t i = 0; i < n; i++) {
+        cfg.nm_reserved[i] = &cfg;
+        nm_assert_rc(netmutex_configure(&cfg), EINVAL);
+        cfg.nm_reserved[i] = NULL;
+    }
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    nm_configure(redis);
+    g_free(url);
+}
+
 static void test_lease_limits(void)
 {
     char *url = nm_redis_url(redis);
@@ -419,7 +437,7 @@ static void test_env_prefix(void)
     g_setenv("NETMUTEX_PREFIX", "envpfx:", TRUE);
     nm_assert_rc(netmutex_configure(&cfg), 0);
     name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
-    key = g_strdup_printf("envpfx:{%s}", name);
+    key = nm_key_of("envpfx:", name, "");
     nm_assert_rc(netmutex_lock(&m), 0);
     token = nm_redis_get(redis, 0, key, strlen(key));
     g_assert_true(nm_is_token(token));
@@ -573,6 +591,7 @@ int main(int argc, char **argv)
     g_test_add_func("/config/url/tcp-db-number-used", test_url_tcp_db);
     g_test_add_func("/config/url/unix-db-parameter-used", test_url_unix_db);
     g_test_add_func("/config/prefix/limits", test_prefix_limits);
+    g_test_add_func("/config/reserved/nonzero-einval", test_reserved_nonzero);
     g_test_add_func("/config/lease/limits", test_lease_limits);
     g_test_add_func("/config/lease/default-and-attr-override", test_default_lease_applies);
     g_test_add_func("/config/renew-percent/limits", test_renew_percent_limits);

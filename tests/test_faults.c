@@ -135,7 +135,7 @@ static void test_down_lock_waits_for_restart(void)
     nm_redis_stop(redis);
     locker = nm_call_start(nm_call_lock_unlock, &m);
     /* Several connect timeouts long: it is still waiting, not failing. */
-    nm_sleep_ms(2 * CONNECT_MS + 500);
+    nmt_sleep_ms(2 * CONNECT_MS + 500);
     g_assert_false(nm_call_done(locker));
     nm_redis_restart(redis);
     nm_assert_rc(nm_call_wait(locker, nm_ms(30000)), 0);
@@ -260,13 +260,11 @@ static void timedlock_long_lease(netmutex_t *m, unsigned int deadline_ms)
  * I/O timeout: the library times out, retries, and still gets the lock. */
 static void test_paused_longer_than_io_timeout(void)
 {
-    char *url = nm_redis_url(redis);
-    netmutex_config_t cfg = { .url = url, .io_timeout_ms = nm_ms(200) };
     netmutex_t m;
     char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 60000);
     char *token;
 
-    nm_assert_rc(netmutex_configure(&cfg), 0);
+    nm_configure_timeouts(redis, 0, nm_ms(200));
     nm_assert_rc(nm_call_lock_unlock(&m), 0); /* connected, scripts loaded */
     nm_redis_ok(redis, "CLIENT PAUSE %u WRITE", nm_ms(1500));
     timedlock_long_lease(&m, nm_ms(10000));
@@ -277,7 +275,6 @@ static void test_paused_longer_than_io_timeout(void)
     configure_short_timeouts();
     g_free(token);
     g_free(name);
-    g_free(url);
 }
 
 /* The acquire is applied but its reply never arrives.  The key now holds
@@ -317,6 +314,7 @@ int main(int argc, char **argv)
     int rc;
 
     nm_test_init(&argc, &argv);
+    nm_test_cache_off();
     redis = nm_redis_start(&opts);
     configure_short_timeouts();
 

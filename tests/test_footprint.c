@@ -16,10 +16,10 @@ static NmRedis *redis;
 
 #define LEASE_MS nm_ms(300)
 
-/* The keys under NAME's hash tag ({NAME}), by SCAN. */
+/* The keys of NAME (its lock key and those with a suffix), by SCAN. */
 static guint keys_of(const char *name)
 {
-    char *pattern = g_strdup_printf("netmutex:{%s}*", name);
+    char *pattern = nm_key_of("netmutex:", name, "*");
     long long cursor = 0;
     guint n = 0;
 
@@ -37,9 +37,9 @@ static guint keys_of(const char *name)
 /* Polls until NAME has no key left; false after TIMEOUT_MS. */
 static bool wait_no_keys(const char *name, unsigned int timeout_ms)
 {
-    gint64 end = nm_now_ms() + timeout_ms;
-    while (keys_of(name) != 0 && nm_now_ms() < end)
-        nm_sleep_ms(20);
+    gint64 end = nmt_now_ms() + timeout_ms;
+    while (keys_of(name) != 0 && nmt_now_ms() < end)
+        nmt_sleep_ms(20);
     return keys_of(name) == 0;
 }
 
@@ -110,9 +110,9 @@ static void test_dead_holder_marker_consumed(void)
     init_attr(&m, name, 1);
     nm_assert_rc(nm_remote(doomed, 'l'), 0);
     nm_remote_kill(doomed);
-    gint64 end = nm_now_ms() + LEASE_MS + nm_ms(5000);
-    while (nm_redis_pttl(redis, key) != -2 && nm_now_ms() < end)
-        nm_sleep_ms(10);
+    gint64 end = nmt_now_ms() + LEASE_MS + nm_ms(5000);
+    while (nm_redis_pttl(redis, key) != -2 && nmt_now_ms() < end)
+        nmt_sleep_ms(10);
     g_assert_cmpint(nm_redis_pttl(redis, key), ==, -2);
     g_assert_cmpuint(keys_of(name), ==, 1); /* the marker */
     nm_assert_rc(netmutex_lock(&m), EOWNERDEAD);
@@ -156,6 +156,7 @@ static void test_fences_grow_without_state(void)
 int main(int argc, char **argv)
 {
     nm_test_init(&argc, &argv);
+    nm_test_cache_off();
     redis = nm_redis_start(NULL);
     nm_configure(redis);
 

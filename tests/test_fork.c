@@ -1,6 +1,6 @@
 /*
  * test_fork.c -- fork() from a process that already uses netmutex
- * (DESIGN.md, "Fork"): the child starts with no held locks and no
+ * (docs/design.md, "Processes and threads"): the child starts with no held locks and no
  * inherited connection, may configure itself, sees the parent's locks as
  * held by another process, and nothing it does disturbs the parent's locks
  * or the parent's connection -- not even when both talk to Redis at the
@@ -33,22 +33,6 @@ static int child_expect(int got, int want, const char *what)
     g_printerr("child: %s returned %s, expected %s\n", what, nm_errname(got),
                nm_errname(want));
     return 1;
-}
-
-/* lock/unlock M N times; the first failure's description, or 0. */
-static int cycles(netmutex_t *m, int n)
-{
-    for (int i = 0; i < n; i++) {
-        int rc = netmutex_lock(m);
-
-        if (rc == 0)
-            rc = netmutex_unlock(m);
-        if (rc != 0) {
-            g_printerr("cycle %d: %s\n", i, nm_errname(rc));
-            return rc;
-        }
-    }
-    return 0;
 }
 
 /* See nm_fork_with_threads_is_safe. */
@@ -102,7 +86,7 @@ static int child_of_holder(void *arg)
     bad |= child_expect(netmutex_configure(&cfg), 0, "configure");
     bad |= child_expect(netmutex_trylock(held), EBUSY, "trylock after configure");
     bad |= child_expect(netmutex_init(&own, own_name, NULL), 0, "init");
-    bad |= child_expect(cycles(&own, 5), 0, "own lock/unlock");
+    bad |= child_expect(nm_cycles(&own, 5), 0, "own lock/unlock");
     bad |= child_expect(netmutex_destroy(&own), 0, "destroy");
     bad |= child_expect(netmutex_shutdown(), 0, "shutdown");
     g_free(url);
@@ -151,7 +135,7 @@ static int child_cycles(void *arg)
     int rc = netmutex_init(&m, arg, NULL);
 
     if (rc == 0)
-        rc = cycles(&m, CYCLES);
+        rc = nm_cycles(&m, CYCLES);
     if (rc == 0)
         rc = netmutex_destroy(&m);
     if (rc == 0)
@@ -167,12 +151,12 @@ static void test_parent_and_child_connections_separate(void)
     pid_t pid;
 
     /* The parent's thread has a live connection before the fork. */
-    nm_assert_rc(cycles(&m, 1), 0);
+    nm_assert_rc(nm_cycles(&m, 1), 0);
     pid = nm_fork_run_unchecked(child_cycles, child_name);
-    nm_assert_rc(cycles(&m, CYCLES), 0);
+    nm_assert_rc(nm_cycles(&m, CYCLES), 0);
     nm_child_wait_ok(pid, nm_ms(60000));
     /* And the parent's connection still works after the child exited. */
-    nm_assert_rc(cycles(&m, 5), 0);
+    nm_assert_rc(nm_cycles(&m, 5), 0);
     nm_assert_rc(netmutex_destroy(&m), 0);
     g_free(child_name);
     g_free(name);

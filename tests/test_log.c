@@ -110,10 +110,10 @@ static void test_stall_reported(void)
     capture_start(NETMUTEX_LOG_INFO);
     nm_redis_pause(redis);
     locker = nm_call_start(nm_call_lock_unlock, &m);
-    until = nm_now_ms() + nm_ms(5000);
+    until = nmt_now_ms() + nm_ms(5000);
     while (count_lines("2 ", url + strlen("unix://"), "cannot use the server", NULL) == 0 &&
-           nm_now_ms() < until)
-        nm_sleep_ms(20);
+           nmt_now_ms() < until)
+        nmt_sleep_ms(20);
     nm_redis_resume(redis);
     nm_assert_rc(nm_call_wait(locker, nm_ms(30000)), 0);
     g_assert_cmpuint(count_lines("2 ", "cannot use the server", NULL), ==, 1);
@@ -186,9 +186,9 @@ static void test_lost_lease_reported(void)
     capture_start(NETMUTEX_LOG_WARN);
     nm_assert_rc(netmutex_lock(&m), 0);
     nm_redis_ok(redis, "SET %s someone-else", key);
-    until = nm_now_ms() + nm_ms(5000);
-    while (count_lines("lease of", name, "lost", NULL) == 0 && nm_now_ms() < until)
-        nm_sleep_ms(20);
+    until = nmt_now_ms() + nm_ms(5000);
+    while (count_lines("lease of", name, "lost", NULL) == 0 && nmt_now_ms() < until)
+        nmt_sleep_ms(20);
     g_assert_cmpuint(count_lines("lease of", name, "lost", NULL), ==, 1);
     nm_assert_rc(netmutex_unlock(&m), ENOLCK);
     nm_redis_ok(redis, "DEL %s", key);
@@ -255,6 +255,44 @@ static void test_strerror(void)
     g_assert_cmpstr(netmutex_strerror(-1), ==, "unknown error");
 }
 
+/* A user without channel rights: its subscriptions are refused, so no
+ * other process could ask it for a cached lease.  It must not cache (each
+ * unlock frees the key), and it says why, once. */
+static void test_subscribe_refused_no_caching(void)
+{
+    char *url = nm_redis_url(redis);
+    char *carol = g_strdup_printf("unix://carol:pw@%s", url + strlen("unix://"));
+    netmutex_config_t cfg = { .url = carol };
+    netmutex_status_t st;
+    netmutex_t m;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    gint64 end = nmt_now_ms() + nm_ms(10000);
+
+    nm_redis_ok(redis, "ACL SETUSER carol on >pw ~* resetchannels +@all");
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    capture_start(NETMUTEX_LOG_WARN);
+    while (count_lines("refused a subscription", "NOPERM", NULL) == 0 && nmt_now_ms() < end) {
+        nm_assert_rc(netmutex_lock(&m), 0);
+        nm_assert_rc(netmutex_unlock(&m), 0);
+        nmt_sleep_ms(10);
+    }
+    g_assert_cmpuint(count_lines("refused a subscription", "NOPERM", NULL), ==, 1);
+    for (int i = 0; i < 3; i++) {
+        nm_assert_rc(netmutex_lock(&m), 0);
+        nm_assert_rc(netmutex_unlock(&m), 0);
+        nm_assert_rc(netmutex_status(name, &st), 0);
+        g_assert_cmpint(st.held, ==, 0);
+    }
+    g_assert_cmpuint(count_lines("refused a subscription", NULL), ==, 1);
+    nm_assert_rc(netmutex_set_log(NETMUTEX_LOG_WARN, NULL, NULL), 0);
+    nm_configure(redis);
+    nm_redis_ok(redis, "ACL DELUSER carol");
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(name);
+    g_free(carol);
+    g_free(url);
+}
+
 int main(int argc, char **argv)
 {
     nm_test_init(&argc, &argv);
@@ -267,6 +305,7 @@ int main(int argc, char **argv)
     g_test_add_func("/log/lost-lease", test_lost_lease_reported);
     g_test_add_func("/log/outage/request-refusal-cause", test_request_refusal_cause);
     g_test_add_func("/log/config/bad-settings-named", test_bad_settings_named);
+    g_test_add_func("/log/cache/subscribe-refused-no-caching", test_subscribe_refused_no_caching);
     g_test_add_func("/log/set-log/levels", test_set_log_levels);
     g_test_add_func("/log/strerror", test_strerror);
 

@@ -1,7 +1,7 @@
 /*
  * test_protocol.c -- what the library leaves in Redis, checked with raw
  * hiredis commands: the key schema (<prefix>{<name>} holding a fresh
- * 32-hex token with a PX lease, <prefix>{<name>}:m with a fence counter),
+ * 32-hex token and the fence with a PX lease, nothing kept once released),
  * binary-safe names, the compare-before-delete release (ENOLCK, and the
  * foreign key left alone), and reloading the scripts after SCRIPT FLUSH.
  */
@@ -315,7 +315,7 @@ static void run_key_gone(const char *how)
         nm_redis_ok(redis, "PEXPIRE %s 1", key);
         /* PTTL -2 once Redis has expired it. */
         while (nm_redis_pttl(redis, key) != -2)
-            nm_sleep_ms(5);
+            nmt_sleep_ms(5);
     } else {
         nm_redis_ok(redis, "DEL %s", key);
     }
@@ -476,7 +476,7 @@ static void test_custom_prefix(void)
     char *url = nm_redis_url(redis);
     netmutex_config_t cfg = { .url = url, .key_prefix = "tst:" };
     char *name = nm_test_name("m");
-    char *key = g_strdup_printf("tst:{%s}", name);
+    char *key = nm_key_of("tst:", name, "");
     netmutex_t m;
     char *token;
 
@@ -501,6 +501,7 @@ int main(int argc, char **argv)
     int rc;
 
     nm_test_init(&argc, &argv);
+    nm_test_cache_off();
     redis = nm_redis_start(NULL);
     nm_configure(redis);
 

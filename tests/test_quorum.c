@@ -157,10 +157,12 @@ static void assert_token_on(int from, int to, const char *name, const char *toke
  * holder, "r<token>" of a release in quorum mode): a new string or NULL. */
 static char *robust_marker(int i, const char *name)
 {
-    redisReply *r = nm_redis_cmd(srv[i], "GET netmutex:{%s}:h", name);
+    char *key = nm_key_of("netmutex:", name, ":h");
+    redisReply *r = nm_redis_cmd(srv[i], "GET %s", key);
     char *v = r->type == REDIS_REPLY_STRING ? g_strndup(r->str, r->len) : NULL;
 
     freeReplyObject(r);
+    g_free(key);
     return v;
 }
 
@@ -209,7 +211,7 @@ typedef struct Timed {
     unsigned int ms;    /* timedlock: deadline from now */
     struct timespec deadline, returned; /* CLOCK_REALTIME */
     gint64 took_ms;     /* how long the call took */
-    gint64 got_at;      /* nm_now_ms() when it returned */
+    gint64 got_at;      /* nmt_now_ms() when it returned */
     uint64_t fence;     /* of the hold, when it succeeded */
 } Timed;
 
@@ -218,7 +220,7 @@ typedef struct Timed {
 static int call_timed(void *p)
 {
     Timed *t = p;
-    gint64 start = nm_now_ms();
+    gint64 start = nmt_now_ms();
     int rc, urc;
 
     nm_deadline(&t->deadline, CLOCK_REALTIME, t->ms);
@@ -226,7 +228,7 @@ static int call_timed(void *p)
        : t->op == 't' ? netmutex_trylock(t->m)
        : netmutex_timedlock(t->m, &t->deadline);
     clock_gettime(CLOCK_REALTIME, &t->returned);
-    t->got_at = nm_now_ms();
+    t->got_at = nmt_now_ms();
     t->took_ms = t->got_at - start;
     if (rc != 0 && rc != EOWNERDEAD)
         return rc;
@@ -480,7 +482,7 @@ static void test_no_quorum(void)
 
     /* lock keeps trying until a quorum is back. */
     locker = nm_call_start(nm_call_lock_unlock, &m);
-    nm_sleep_ms(nm_ms(500));
+    nmt_sleep_ms(nm_ms(500));
     g_assert_false(nm_call_done(locker));
     assert_token_on(0, 1, name, NULL);
     restart_server(1);
@@ -637,9 +639,9 @@ static void test_paused_server_fresh_process(void)
         int rc;
 
         pause_server(0);
-        start = nm_now_ms();
+        start = nmt_now_ms();
         rc = nm_remote(rem, ops[i]);
-        took = nm_now_ms() - start;
+        took = nmt_now_ms() - start;
         g_test_message("%s in a fresh process with the first server paused: %s in %"
                        G_GINT64_FORMAT " ms", op_name(ops[i]), nm_errname(rc), took);
         nm_assert_rc(rc, 0);
@@ -749,10 +751,10 @@ static void test_renewal_survives_one_loss(void)
     nm_assert_rc(netmutex_attr_destroy(&attr), 0);
 
     nm_assert_rc(netmutex_lock(&m), 0);
-    nm_sleep_ms(SHORT_LEASE_MS);
+    nmt_sleep_ms(SHORT_LEASE_MS);
     stop_server(0);
     /* Several lease periods on two servers of three. */
-    nm_sleep_ms(4 * SHORT_LEASE_MS);
+    nmt_sleep_ms(4 * SHORT_LEASE_MS);
     nm_assert_rc(netmutex_validity(&m, &left), 0);
     g_assert_cmpuint(left, >, 0);
     g_assert_cmpint(nm_lost_wait(&lost, 0), ==, 0);
@@ -760,7 +762,7 @@ static void test_renewal_survives_one_loss(void)
 
     /* One of three is no quorum: the lease runs out and is declared lost. */
     stop_server(1);
-    second_down_at = nm_now_ms();
+    second_down_at = nmt_now_ms();
     g_assert_cmpint(nm_lost_wait(&lost, SHORT_LEASE_MS + PROMPT_MS), ==, 1);
     g_test_message("lost %" G_GINT64_FORMAT " ms after the second server went (lease %u ms)",
                    lost.first_at - second_down_at, SHORT_LEASE_MS);
@@ -884,9 +886,9 @@ static void test_no_ownerdead_after_missed_release(gconstpointer data)
     nm_remote_stop(holder);
 
     /* Wait until server 2 forgot the key by itself. */
-    end = nm_now_ms() + DEAD_LEASE_MS + PROMPT_MS;
-    while (nm_redis_pttl(srv[2], key) != -2 && nm_now_ms() < end)
-        nm_sleep_ms(10);
+    end = nmt_now_ms() + DEAD_LEASE_MS + PROMPT_MS;
+    while (nm_redis_pttl(srv[2], key) != -2 && nmt_now_ms() < end)
+        nmt_sleep_ms(10);
     g_assert_cmpint(nm_redis_pttl(srv[2], key), ==, -2);
     if (stale) {
         /* Server 2 tells of a holder that never released, as for a death;
@@ -946,9 +948,9 @@ static void test_waiter_woken_with_server_down(void)
 
         nm_assert_rc(nm_remote(holder, 'l'), 0);
         waiter = nm_call_start(call_timed, &t);
-        nm_sleep_ms(nm_ms(300));
+        nmt_sleep_ms(nm_ms(300));
         g_assert_false(nm_call_done(waiter));
-        released_at = nm_now_ms();
+        released_at = nmt_now_ms();
         nm_assert_rc(nm_remote(holder, 'u'), 0);
         nm_assert_rc(nm_call_wait(waiter, PROMPT_MS), 0);
         g_test_message("round %d: the waiter had the lock %" G_GINT64_FORMAT
@@ -975,20 +977,20 @@ static void test_down_server_tried_again(void)
     configure_quorum(3, nm_ms(5000), 0);
     nm_assert_rc(netmutex_init(&m, name, NULL), 0);
     stop_server(2);
-    end = nm_now_ms() + 1000;
-    while (nm_now_ms() < end) {
+    end = nmt_now_ms() + 1000;
+    while (nmt_now_ms() < end) {
         nm_assert_rc(netmutex_trylock(&m), 0);
         nm_assert_rc(netmutex_unlock(&m), 0);
-        nm_sleep_ms(50);
+        nmt_sleep_ms(50);
     }
     restart_server(2);
-    end = nm_now_ms() + nm_ms(3000);
+    end = nmt_now_ms() + nm_ms(3000);
     token = NULL;
-    while (!token && nm_now_ms() < end) {
+    while (!token && nmt_now_ms() < end) {
         nm_assert_rc(netmutex_trylock(&m), 0);
         token = nm_token_of(srv[2], name); /* server 2 took part */
         nm_assert_rc(netmutex_unlock(&m), 0);
-        nm_sleep_ms(50);
+        nmt_sleep_ms(50);
     }
     g_assert_nonnull(token);
     nm_assert_rc(netmutex_destroy(&m), 0);

@@ -115,7 +115,7 @@ static void test_ownerdead_waiting_locker(void)
     k.victim = doomed_holder(name, &dead_fence);
     killer = nm_call_start(nm_kill_when_queued, &k);
     nm_assert_rc(netmutex_lock(&m), EOWNERDEAD);
-    got_at = nm_now_ms();
+    got_at = nmt_now_ms();
     nm_assert_rc(nm_call_wait(killer, PROMPT_MS), 0);
     g_test_message("EOWNERDEAD %" G_GINT64_FORMAT " ms after the kill (lease %u ms)",
                    got_at - k.killed_at, DEAD_LEASE_MS);
@@ -139,10 +139,10 @@ static void test_ownerdead_next_locker(void)
     nm_configure(redis);
     g_free(init_mutex(&m, name, NETMUTEX_ROBUST));
     doomed = doomed_holder(name, &dead_fence);
-    killed_at = nm_now_ms();
+    killed_at = nmt_now_ms();
     nm_remote_kill(doomed);
     nm_assert_rc(netmutex_lock(&m), EOWNERDEAD);
-    got_at = nm_now_ms();
+    got_at = nmt_now_ms();
     g_assert_cmpint(got_at - killed_at, <=, DEAD_LEASE_MS + WAKE_BOUND_MS);
     repair_and_check(&m, name, dead_fence);
 
@@ -166,9 +166,9 @@ static void test_ownerdead_trylock(void)
     g_free(init_mutex(&m, name, NETMUTEX_ROBUST));
     doomed = doomed_holder(name, &dead_fence);
     nm_remote_kill(doomed);
-    end = nm_now_ms() + DEAD_LEASE_MS + WAKE_BOUND_MS;
-    while ((rc = netmutex_trylock(&m)) == EBUSY && nm_now_ms() < end)
-        nm_sleep_ms(10);
+    end = nmt_now_ms() + DEAD_LEASE_MS + WAKE_BOUND_MS;
+    while ((rc = netmutex_trylock(&m)) == EBUSY && nmt_now_ms() < end)
+        nmt_sleep_ms(10);
     nm_assert_rc(rc, EOWNERDEAD);
     repair_and_check(&m, name, dead_fence);
 
@@ -195,9 +195,9 @@ static int expire_then_probe(void *p)
     bool queued = nm_wait_queue_len(redis, x->name, 1, nm_ms(10000));
     char *key = nm_lock_key(x->name);
 
-    nm_sleep_ms(20);
+    nmt_sleep_ms(20);
     nm_redis_ok(redis, "PEXPIRE %s 1", key);
-    nm_sleep_ms(5);
+    nmt_sleep_ms(5);
     x->probe_rc = nm_remote(x->prober, 't');
     g_free(key);
     return queued ? 0 : 1;
@@ -273,7 +273,7 @@ static void test_not_recoverable_until_break(void)
     /* ...and so does a thread of this process (it must not be handed the
      * unrepaired lock without a word). */
     local = nm_call_start(call_lock_unlock, &m);
-    nm_sleep_ms(50);
+    nmt_sleep_ms(50);
     nm_assert_rc(netmutex_unlock(&m), 0); /* without consistent() */
     nm_assert_rc(nm_remote_result(waiter), ENOTRECOVERABLE);
     nm_assert_rc(nm_call_wait(local, PROMPT_MS), ENOTRECOVERABLE);
@@ -335,10 +335,10 @@ static void test_stalled_dead_holder(void)
     nm_assert_rc(netmutex_attr_destroy(&attr), 0);
 
     doomed = doomed_holder_of(name, NETMUTEX_NORMAL, &dead_fence);
-    killed_at = nm_now_ms();
+    killed_at = nmt_now_ms();
     nm_remote_kill(doomed);
     nm_assert_rc(netmutex_lock(&m), 0);
-    g_assert_cmpint(nm_now_ms() - killed_at, <=, DEAD_LEASE_MS + WAKE_BOUND_MS);
+    g_assert_cmpint(nmt_now_ms() - killed_at, <=, DEAD_LEASE_MS + WAKE_BOUND_MS);
     nm_assert_rc(netmutex_fence(&m, &fence), 0);
     g_assert_cmpuint(fence, >, (uint64_t)dead_fence);
     nm_assert_rc(netmutex_consistent(&m), EINVAL); /* nothing to repair */
@@ -351,11 +351,11 @@ static void test_stalled_dead_holder(void)
     doomed = doomed_holder_of(name, NETMUTEX_NORMAL, &dead_fence);
     nm_remote_kill(doomed);
     {
-        gint64 end = nm_now_ms() + DEAD_LEASE_MS + WAKE_BOUND_MS;
+        gint64 end = nmt_now_ms() + DEAD_LEASE_MS + WAKE_BOUND_MS;
         int rc;
 
-        while ((rc = netmutex_trylock(&by_attr)) == EBUSY && nm_now_ms() < end)
-            nm_sleep_ms(10);
+        while ((rc = netmutex_trylock(&by_attr)) == EBUSY && nmt_now_ms() < end)
+            nmt_sleep_ms(10);
         nm_assert_rc(rc, 0);
     }
     nm_assert_rc(netmutex_unlock(&by_attr), 0);
@@ -480,7 +480,7 @@ static void test_clean_release_never_ownerdead(void)
     nm_assert_rc(nm_remote(quitter, 'l'), 0);
     nm_assert_rc(nm_remote(quitter, 'u'), 0);
     nm_remote_kill(quitter);
-    nm_sleep_ms(DEAD_LEASE_MS);
+    nmt_sleep_ms(DEAD_LEASE_MS);
 
     nm_configure(redis);
     g_free(init_mutex(&m, name, NETMUTEX_ROBUST));
@@ -586,6 +586,7 @@ int main(int argc, char **argv)
     int rc;
 
     nm_test_init(&argc, &argv);
+    nm_test_cache_off();
     redis = nm_redis_start(NULL);
 
     g_test_add_func("/robust/owner-dead/waiting-locker-gets-eownerdead-consistent",

@@ -60,10 +60,10 @@ static void publish_grant(const char *key, const char *token, const char *rest)
 /* Trylock of M in this process until it succeeds, for at most MS. */
 static int trylock_within(netmutex_t *m, unsigned int ms)
 {
-    gint64 until = nm_now_ms() + ms;
+    gint64 until = nmt_now_ms() + ms;
     int rc;
-    while ((rc = netmutex_trylock(m)) == EBUSY && nm_now_ms() < until)
-        nm_sleep_ms(10);
+    while ((rc = netmutex_trylock(m)) == EBUSY && nmt_now_ms() < until)
+        nmt_sleep_ms(10);
     return rc;
 }
 
@@ -116,7 +116,7 @@ static void test_forged_grant(void)
     publish_grant(key, token, " 999999 0");
     publish_grant(key, token, "");
     nm_redis_ok(redis, "PUBLISH %s released", key);
-    nm_sleep_ms(nm_ms(500));
+    nmt_sleep_ms(nm_ms(500));
     g_assert_false(nm_call_done(waiter));
     nm_assert_rc(nm_remote(holder, 'u'), 0);
     nm_assert_rc(nm_call_wait(waiter, nm_ms(10000)), 0);
@@ -158,7 +158,7 @@ static void test_grant_has_whole_lease(void)
     nm_assert_rc(nm_remote(holder, 'l'), 0);
     waiter = nm_call_start(lock_and_read_validity, &v);
     g_assert_true(nm_wait_queue_len(redis, name, 1, nm_ms(10000)));
-    nm_sleep_ms(lease - 50);
+    nmt_sleep_ms(lease - 50);
     nm_assert_rc(nm_remote(holder, 'u'), 0);
     nm_assert_rc(nm_call_wait(waiter, nm_ms(10000)), 0);
     g_test_message("validity after a grant: %" G_GUINT64_FORMAT " ms of %u", v.left, lease);
@@ -185,11 +185,11 @@ static void test_dead_waiter(void)
     nm_remote_kill(dead);
     nm_remote_send(live, 'l');
     g_assert_true(nm_wait_queue_len(redis, name, 2, nm_ms(10000)));
-    gint64 released = nm_now_ms();
+    gint64 released = nmt_now_ms();
     nm_assert_rc(nm_holder_release(h), 0);
     g_assert_true(nm_remote_poll(live, DEAD_WAITER_BOUND_MS));
     g_test_message("live waiter had the lock %" G_GINT64_FORMAT " ms after the release",
-                   nm_now_ms() - released);
+                   nmt_now_ms() - released);
     nm_assert_rc(nm_remote_result(live), 0);
     nm_assert_rc(nm_remote(live, 'u'), 0);
     nm_remote_stop(live);
@@ -230,12 +230,12 @@ static int bounded_call(void *p)
 {
     Bounded *b = p;
     struct timespec deadline;
-    gint64 start = nm_now_ms();
+    gint64 start = nmt_now_ms();
     int rc;
 
     nm_deadline(&deadline, CLOCK_REALTIME, b->ms);
     rc = b->ms ? netmutex_timedlock(b->m, &deadline) : netmutex_trylock(b->m);
-    b->elapsed_ms = nm_now_ms() - start;
+    b->elapsed_ms = nmt_now_ms() - start;
     if (rc == 0)
         netmutex_unlock(b->m);
     return rc;

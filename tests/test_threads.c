@@ -207,10 +207,10 @@ static void test_thread_exit_closes_connections(void)
     g_assert_cmpint(fds_after, <=, fds_before + 4);
 
     /* The server agrees, once it has noticed the closed sockets. */
-    deadline = nm_now_ms() + nm_ms(10000);
+    deadline = nmt_now_ms() + nm_ms(10000);
     while ((clients_after = server_clients()) > clients_before + 4 &&
-           nm_now_ms() < deadline)
-        nm_sleep_ms(20);
+           nmt_now_ms() < deadline)
+        nmt_sleep_ms(20);
     g_test_message("server clients before %lld after %lld", clients_before, clients_after);
     g_assert_cmpint(clients_after, <=, clients_before + 4);
 

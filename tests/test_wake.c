@@ -40,7 +40,10 @@ static long long redis_int(const char *fmt, const char *name)
 
 static long long waiting_len(const char *name)
 {
-    return redis_int("HLEN netmutex:{%s}:w", name);
+    char *key = nm_key_of("netmutex:", name, ":w");
+    long long n = redis_int("HLEN %s", key);
+    g_free(key);
+    return n;
 }
 
 static void *shared_alloc(size_t size)
@@ -126,14 +129,14 @@ static void *worker_thread(void *p)
         return NULL;
     }
     for (int i = 0; i < w->iterations; i++) {
-        gint64 start = nm_now_ms();
+        gint64 start = nmt_now_ms();
 
         rc = netmutex_lock(&m);
         if (rc != 0) {
             note_failure(w->res, "lock", rc);
             break;
         }
-        max_wait = MAX(max_wait, nm_now_ms() - start);
+        max_wait = MAX(max_wait, nmt_now_ms() - start);
         touch(w->res, &m, w->hold_us);
         if (max_wait > w->res->max_wait_ms)
             w->res->max_wait_ms = max_wait;
@@ -158,7 +161,8 @@ static int worker_process(void *p)
     close(w->start_out);
     if (w->cohort_off) {
         char *url = nm_redis_url(redis);
-        netmutex_config_t cfg = { .url = url, .cohort_max = NETMUTEX_COHORT_OFF };
+        netmutex_config_t cfg = { .url = url, .cohort_max = NETMUTEX_COHORT_OFF,
+                                  .cache_idle_ms = NETMUTEX_CACHE_OFF };
         int rc = netmutex_configure(&cfg);
 
         g_free(url);
@@ -209,12 +213,12 @@ static void stress(bool cohort_off)
     Resource *res = shared_alloc(sizeof *res);
     Workload w = { .name = name, .res = res, .threads = 2, .iterations = 200,
                    .cohort_off = cohort_off };
-    gint64 start = nm_now_ms();
+    gint64 start = nmt_now_ms();
 
     run_workload(&w, 4);
     g_test_message("%lld acquisitions in %" G_GINT64_FORMAT " ms, %d changes of process, "
                    "longest wait %" G_GINT64_FORMAT " ms", res->counter,
-                   nm_now_ms() - start, res->switches, res->max_wait_ms);
+                   nmt_now_ms() - start, res->switches, res->max_wait_ms);
     g_assert_cmpint(res->failures, ==, 0);
     g_assert_cmpint(res->violations, ==, 0);
     g_assert_cmpint(res->counter, ==, 4 * 2 * 200);
@@ -301,7 +305,8 @@ static void *cohort_off_thread(void *p)
 static void test_cohort_off_own_fences(void)
 {
     char *url = nm_redis_url(redis);
-    netmutex_config_t cfg = { .url = url, .cohort_max = NETMUTEX_COHORT_OFF };
+    netmutex_config_t cfg = { .url = url, .cohort_max = NETMUTEX_COHORT_OFF,
+                              .cache_idle_ms = NETMUTEX_CACHE_OFF };
     char *name;
     netmutex_t m;
     OffState s = { .m = &m };
@@ -350,7 +355,7 @@ static void test_dead_holder_waiter_wakes(void)
     nm_assert_rc(nm_remote(k.victim, 'l'), 0);
     killer = nm_call_start(nm_kill_when_queued, &k);
     nm_assert_rc(netmutex_lock(&m), 0);
-    got_at = nm_now_ms();
+    got_at = nmt_now_ms();
     nm_assert_rc(nm_call_wait(killer, PROMPT_MS), 0);
     g_test_message("woke %" G_GINT64_FORMAT " ms after the kill (lease %u ms)",
                    got_at - k.killed_at, lease);
@@ -375,12 +380,12 @@ typedef struct Watcher {
 static int watch_queued(void *p)
 {
     Watcher *w = p;
-    gint64 end = nm_now_ms() + w->timeout_ms;
+    gint64 end = nmt_now_ms() + w->timeout_ms;
 
-    while (nm_now_ms() < end) {
+    while (nmt_now_ms() < end) {
         if (nm_queue_len(redis, w->name) == 1 && waiting_len(w->name) == 1)
             return 1;
-        nm_sleep_ms(5);
+        nmt_sleep_ms(5);
     }
     return 0;
 }
@@ -473,7 +478,7 @@ static int fifo_waiter(void *p)
         return 1;
     }
     w->board->order[g_atomic_int_add(&w->board->next, 1) % FIFO_WAITERS] = w->id;
-    nm_sleep_ms(20); /* hold briefly: the next in line really waits */
+    nmt_sleep_ms(20); /* hold briefly: the next in line really waits */
     if ((rc = netmutex_unlock(&m)) != 0 || (rc = netmutex_destroy(&m)) != 0 ||
         (rc = netmutex_shutdown()) != 0) {
         g_printerr("waiter %d: %s\n", w->id, nm_errname(rc));
@@ -540,10 +545,10 @@ static long long blocked_waiter(void)
 /* Waits (bounded) for a client blocked in BLPOP other than NOT: its id. */
 static long long wait_blocked_waiter(long long not)
 {
-    gint64 end = nm_now_ms() + nm_ms(10000);
+    gint64 end = nmt_now_ms() + nm_ms(10000);
     long long id;
-    while (((id = blocked_waiter()) < 0 || id == not) && nm_now_ms() < end)
-        nm_sleep_ms(5);
+    while (((id = blocked_waiter()) < 0 || id == not) && nmt_now_ms() < end)
+        nmt_sleep_ms(5);
     return id;
 }
 
@@ -573,15 +578,111 @@ static void test_blocked_waiter_killed(void)
     g_assert_cmpint(again, !=, id);
     g_assert_false(nm_call_done(waiter));
     g_assert_true(nm_wait_queue_len(redis, name, 1, nm_ms(10000)));
-    released_at = nm_now_ms();
+    released_at = nmt_now_ms();
     nm_assert_rc(nm_remote(holder, 'u'), 0);
     nm_assert_rc(nm_call_wait(waiter, nm_ms(5000)), 0);
     g_test_message("waiter done %" G_GINT64_FORMAT " ms after the release",
-                   nm_now_ms() - released_at);
+                   nmt_now_ms() - released_at);
     nm_remote_stop(holder);
 
     nm_assert_rc(netmutex_destroy(&m), 0);
     nm_assert_rc(netmutex_shutdown(), 0);
+    g_free(name);
+}
+
+/* ---- lease caching and the queue ------------------------------------------ */
+
+/* Locks M (a lease handed over from the queue), unlocks, and trylocks at
+ * once: the result of the trylock. */
+static int lock_unlock_trylock(void *m)
+{
+    int err = netmutex_lock(m);
+    if (err)
+        return 1000 + err;
+    err = netmutex_unlock(m);
+    if (err)
+        return 2000 + err;
+    err = netmutex_trylock(m);
+    if (err == 0)
+        netmutex_unlock(m);
+    return err;
+}
+
+/* A lease handed to us from the Redis queue with another process queued
+ * behind us must go back at our unlock: that process asked the holder
+ * before us, not us, so no message will come.  Kept cached, our trylock
+ * right after the unlock would take it from the cache (0) while the other
+ * process waits; given back, the lock is reserved for that process and
+ * our trylock gets EBUSY. */
+static void test_handed_over_lease_not_cached(void)
+{
+    char *name = nm_test_name("m");
+    netmutex_t m;
+    NmRemote *holder, *behind;
+    NmCall *us;
+
+    nm_configure(redis);
+    nm_assert_rc(netmutex_init(&m, name, NULL), 0);
+    holder = nm_remote_start(redis, name, NETMUTEX_NORMAL, 0);
+    behind = nm_remote_start(redis, name, NETMUTEX_NORMAL, 0);
+    nm_assert_rc(nm_remote(holder, 'l'), 0);
+    us = nm_call_start(lock_unlock_trylock, &m);
+    g_assert_true(nm_wait_queue_len(redis, name, 1, nm_ms(10000)));
+    nm_remote_send(behind, 'l');
+    g_assert_true(nm_wait_queue_len(redis, name, 2, nm_ms(10000)));
+    nm_assert_rc(nm_remote(holder, 'u'), 0);
+    nm_assert_rc(nm_call_wait(us, nm_ms(10000)), EBUSY);
+    nm_assert_rc(nm_remote_result(behind), 0);
+    nm_assert_rc(nm_remote(behind, 'u'), 0);
+    nm_remote_stop(behind);
+    nm_remote_stop(holder);
+
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_assert_rc(netmutex_shutdown(), 0);
+    g_free(name);
+}
+
+/* Polls NAME's status until its idle flag is WANT (bounded). */
+static bool wait_idle_flag(const char *name, int want)
+{
+    netmutex_status_t st = { 0 };
+    for (gint64 end = nmt_now_ms() + nm_ms(5000); nmt_now_ms() < end; nmt_sleep_ms(10)) {
+        nm_assert_rc(netmutex_status(name, &st), 0);
+        if (st.held && st.cached && st.idle == want)
+            return true;
+    }
+    return false;
+}
+
+/* A cached lease nobody uses shows as idle after a moment, and as held
+ * again soon after a thread takes it from the cache. */
+static void test_cached_status_idle_then_held(void)
+{
+    char *name = nm_test_name("m");
+    netmutex_config_t cfg = { .cache_idle_ms = 60000 };
+    char *url = nm_redis_url(redis);
+    netmutex_t m;
+
+    cfg.url = url;
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    nm_assert_rc(netmutex_init(&m, name, NULL), 0);
+    /* Until the subscription is confirmed an unlock gives the lease back. */
+    for (gint64 end = nmt_now_ms() + nm_ms(5000); nmt_now_ms() < end; nmt_sleep_ms(10)) {
+        netmutex_status_t st;
+        nm_assert_rc(netmutex_lock(&m), 0);
+        nm_assert_rc(netmutex_unlock(&m), 0);
+        nm_assert_rc(netmutex_status(name, &st), 0);
+        if (st.held)
+            break;
+    }
+    g_assert_true(wait_idle_flag(name, 1));
+    nm_assert_rc(netmutex_lock(&m), 0);
+    g_assert_true(wait_idle_flag(name, 0));
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    g_assert_true(wait_idle_flag(name, 1));
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_assert_rc(netmutex_shutdown(), 0);
+    g_free(url);
     g_free(name);
 }
 
@@ -605,6 +706,9 @@ int main(int argc, char **argv)
     g_test_add_func("/wake/blocked/client-kill-waiter-blocks-again-and-wakes",
                     test_blocked_waiter_killed);
     g_test_add_func("/wake/cohort-off/every-acquisition-own-fence", test_cohort_off_own_fences);
+    g_test_add_func("/wake/cache/handed-over-with-waiters-behind-given-back",
+                    test_handed_over_lease_not_cached);
+    g_test_add_func("/wake/cache/status-idle-then-held", test_cached_status_idle_then_held);
 
     rc = nm_test_finish(g_test_run());
     nm_redis_free(redis);

@@ -81,7 +81,7 @@ static void assert_valid(netmutex_t *m, unsigned int max_ms)
  * TIMEOUT_MS (not scaled). */
 static bool wait_key_gone(const char *name, unsigned int timeout_ms)
 {
-    gint64 end = nm_now_ms() + timeout_ms;
+    gint64 end = nmt_now_ms() + timeout_ms;
 
     for (;;) {
         char *token = nm_token_of(redis, name);
@@ -90,23 +90,10 @@ static bool wait_key_gone(const char *name, unsigned int timeout_ms)
         g_free(token);
         if (gone)
             return true;
-        if (nm_now_ms() > end)
+        if (nmt_now_ms() > end)
             return false;
-        nm_sleep_ms(5);
+        nmt_sleep_ms(5);
     }
-}
-
-/* Number of threads of this process. */
-static int count_threads(void)
-{
-    GDir *d = g_dir_open("/proc/self/task", 0, NULL);
-    int n = 0;
-
-    g_assert_nonnull(d);
-    while (g_dir_read_name(d))
-        n++;
-    g_dir_close(d);
-    return n;
 }
 
 /* In a child, the check of one call: on failure say which. */
@@ -140,12 +127,12 @@ static void test_renewal_held_3x_lease(void)
     nm_assert_rc(netmutex_lock(&m), 0);
     token = nm_token_of(redis, name);
     g_assert_true(nm_is_token(token));
-    end = nm_now_ms() + 3 * (gint64)lease;
-    while (nm_now_ms() < end) {
+    end = nmt_now_ms() + 3 * (gint64)lease;
+    while (nmt_now_ms() < end) {
         assert_held_by(name, token);
         assert_valid(&m, lease);
         checks++;
-        nm_sleep_ms(lease / 10);
+        nmt_sleep_ms(lease / 10);
     }
     g_assert_cmpint(checks, >=, 3);
     assert_held_by(name, token);
@@ -197,7 +184,7 @@ static void test_autorenew_off_expires(void)
     after = nm_token_of(redis, name);
     g_assert_null(after); /* extend did not bring it back */
     /* Once, not again. */
-    nm_sleep_ms(lease);
+    nmt_sleep_ms(lease);
     g_assert_cmpint(nm_lost_calls(&lost), ==, 1);
     nm_assert_rc(netmutex_unlock(&m), ENOLCK);
     g_assert_cmpint(nm_lost_calls(&lost), ==, 1);
@@ -237,7 +224,7 @@ static void test_extend_pushes_expiry(void)
     key = nm_lock_key(name);
 
     nm_assert_rc(netmutex_extend(&m, 4 * lease), EPERM); /* not held */
-    start = nm_now_ms();
+    start = nmt_now_ms();
     nm_assert_rc(netmutex_lock(&m), 0);
     token = nm_token_of(redis, name);
     before = nm_redis_pttl(redis, key);
@@ -258,7 +245,7 @@ static void test_extend_pushes_expiry(void)
     g_assert_cmpuint(left, <=, 4 * lease);
 
     /* Twice the original lease later: still ours. */
-    nm_sleep_ms((unsigned int)MAX(0, start + 2 * (gint64)lease - nm_now_ms()));
+    nmt_sleep_ms((unsigned int)MAX(0, start + 2 * (gint64)lease - nmt_now_ms()));
     assert_held_by(name, token);
     nm_assert_rc(netmutex_validity(&m, &left), 0);
     g_assert_cmpuint(left, >, 0);
@@ -307,9 +294,9 @@ static void test_paused_server_callback_before_expiry(void)
     nm_assert_rc(netmutex_lock(&m), 0);
     nm_assert_rc(netmutex_unlock(&m), 0);
 
-    start = nm_now_ms();
+    start = nmt_now_ms();
     nm_assert_rc(netmutex_lock(&m), 0);
-    paused_at = nm_now_ms();
+    paused_at = nmt_now_ms();
     nm_redis_pause(redis);
     bound = paused_at - start < renew_at ? start + lease : paused_at + lease;
 
@@ -323,7 +310,7 @@ static void test_paused_server_callback_before_expiry(void)
     nm_assert_rc(netmutex_validity(&m, &left), ENOLCK);
 
     /* Keep it stopped until the key has certainly expired at the server. */
-    nm_sleep_ms((unsigned int)MAX(0, paused_at + lease + nm_ms(100) - nm_now_ms()));
+    nmt_sleep_ms((unsigned int)MAX(0, paused_at + lease + nm_ms(100) - nmt_now_ms()));
     nm_redis_resume(redis);
     token = nm_token_of(redis, name);
     g_assert_null(token); /* expired, and no late renewal revived it */
@@ -369,22 +356,22 @@ static void test_client_kill_renewals_continue(void)
 
     nm_assert_rc(netmutex_lock(&m), 0);
     token = nm_token_of(redis, name);
-    end = nm_now_ms() + 3 * (gint64)lease;
-    while (nm_now_ms() < end) {
+    end = nmt_now_ms() + 3 * (gint64)lease;
+    while (nmt_now_ms() < end) {
         redisReply *reply = nm_redis_cmd(redis, "CLIENT KILL TYPE normal SKIPME yes");
 
         g_assert_cmpint(reply->type, ==, REDIS_REPLY_INTEGER);
         killed += reply->integer;
         freeReplyObject(reply);
         rounds++;
-        nm_sleep_ms(lease / 4);
+        nmt_sleep_ms(lease / 4);
         assert_held_by(name, token);
     }
     g_test_message("%d kill rounds, %lld connections killed", rounds, killed);
     /* The caller's connection once, and the watchdog's again and again. */
     g_assert_cmpint(killed, >=, 3);
     /* A last period without kills: renewals still go through. */
-    nm_sleep_ms(lease);
+    nmt_sleep_ms(lease);
     assert_held_by(name, token);
     assert_valid(&m, lease);
     g_assert_cmpint(nm_lost_calls(&lost), ==, 0);
@@ -568,7 +555,7 @@ static int fork_child(void *p)
     bad |= child_expect(netmutex_trylock(w->m), EBUSY, "trylock parent's lock");
     bad |= child_expect(netmutex_fence(w->m, &v), EPERM, "fence of parent's lock");
     bad |= child_expect(netmutex_validity(w->m, &v), EPERM, "validity of parent's lock");
-    nm_sleep_ms(3 * w->lease);
+    nmt_sleep_ms(3 * w->lease);
     /* Three leases later the parent's watchdog has kept it alive. */
     bad |= child_expect(netmutex_trylock(w->m), EBUSY, "trylock after 3 leases");
     bad |= child_expect(netmutex_unlock(w->m), EPERM, "unlock after 3 leases");
@@ -596,10 +583,10 @@ static void test_fork_while_holding(void)
     token = w.token = nm_token_of(redis, name);
 
     pid = nm_fork_run(fork_child, &w);
-    end = nm_now_ms() + 3 * (gint64)lease;
-    while (nm_now_ms() < end) {
+    end = nmt_now_ms() + 3 * (gint64)lease;
+    while (nmt_now_ms() < end) {
         assert_held_by(name, token);
-        nm_sleep_ms(lease / 8);
+        nmt_sleep_ms(lease / 8);
     }
     nm_child_wait_ok(pid, PROMPT_MS + 3 * lease);
     assert_held_by(name, token);
@@ -648,9 +635,9 @@ static void test_many_locks_survive(void)
     }
     g_assert_cmpint(lock_failures, ==, 0);
 
-    end = nm_now_ms() + 3 * (gint64)lease;
-    while (nm_now_ms() < end) {
-        nm_sleep_ms(lease / 2);
+    end = nmt_now_ms() + 3 * (gint64)lease;
+    while (nmt_now_ms() < end) {
+        nmt_sleep_ms(lease / 2);
         g_assert_cmpint(nm_lost_calls(&lost), ==, 0);
     }
     /* Every key is there (the test's keys are the only ones with PX). */
@@ -698,10 +685,10 @@ static void test_shutdown(void)
     name = init_mutex(&m, "m", 1, nm_ms(1000), NULL);
     nm_assert_rc(netmutex_lock(&m), 0);
     /* A held lease needs the background thread to renew it. */
-    g_assert_cmpint(count_threads(), >, baseline_threads);
+    g_assert_cmpint(nm_count_threads(), >, baseline_threads);
     nm_assert_rc(netmutex_unlock(&m), 0);
     nm_assert_rc(netmutex_shutdown(), 0);
-    g_assert_cmpint(count_threads(), ==, baseline_threads);
+    g_assert_cmpint(nm_count_threads(), ==, baseline_threads);
     nm_assert_rc(netmutex_shutdown(), 0); /* again: still nothing to do */
 
     /* Configured anew from the environment by the next call. */
@@ -728,7 +715,7 @@ static void test_shutdown(void)
 
     nm_assert_rc(netmutex_destroy(&m), 0);
     nm_assert_rc(netmutex_shutdown(), 0);
-    g_assert_cmpint(count_threads(), ==, baseline_threads);
+    g_assert_cmpint(nm_count_threads(), ==, baseline_threads);
     g_free(token);
     g_free(url);
     g_free(name);
@@ -752,9 +739,10 @@ int main(int argc, char **argv)
     int rc;
 
     nm_test_init(&argc, &argv);
+    nm_test_cache_off();
     redis = nm_redis_start(NULL);
     g_assert_cmpint(nm_call_run(nothing, NULL, PROMPT_MS), ==, 0);
-    baseline_threads = count_threads();
+    baseline_threads = nm_count_threads();
 
     g_test_add_func("/watchdog/renewal/held-3x-lease", test_renewal_held_3x_lease);
     g_test_add_func("/watchdog/autorenew-off/expires-callback-once-enolck",

@@ -19,11 +19,12 @@
 
 #include "cli.h"
 
-/* "held" or "free".  The servers keep nothing of a released name, so a
- * free name and one nobody ever locked look the same. */
+/* "held", "idle" or "free".  The servers keep nothing of a released name,
+ * so a free name and one nobody ever locked look the same.  "idle": held
+ * by a process that keeps it cached, none of whose threads is in it. */
 static const char *state_text(const netmutex_status_t *st)
 {
-    return st->held ? "held" : "free";
+    return !st->held ? "free" : st->idle ? "idle" : "held";
 }
 
 void cli_format_time(int64_t since_ms, char *buf, size_t len)
@@ -53,9 +54,10 @@ void cli_print_json(const struct cli_lock *l)
     cli_put_json(stdout, st->holder);
     printf(",\"since_ms\":%" PRId64 ",\"since\":", st->since_ms);
     cli_put_json(stdout, since);
-    printf(",\"fence\":%" PRIu64 ",\"ttl_ms\":%" PRId64 ",\"waiters\":%u,"
-           "\"unrecoverable\":%s}",
-           st->fence, st->ttl_ms, st->waiters, st->unrecoverable ? "true" : "false");
+    printf(",\"fence\":%" PRIu64 ",\"ttl_ms\":%" PRId64 ",\"waiters\":%u,\"cached\":%s,"
+           "\"idle\":%s,\"unrecoverable\":%s}",
+           st->fence, st->ttl_ms, st->waiters, st->cached ? "true" : "false",
+           st->idle ? "true" : "false", st->unrecoverable ? "true" : "false");
 }
 
 static void print_text(const struct cli_lock *l)
@@ -71,6 +73,12 @@ static void print_text(const struct cli_lock *l)
     printf("fence:         %" PRIu64 "\n", st->fence);
     printf("ttl:           %" PRId64 " ms\n", st->ttl_ms);
     printf("waiters:       %u\n", st->waiters);
+    /* The server cannot tell an idle cached lease from a held one. */
+    printf("cached:        %s\n", !st->cached ? "no"
+                                    : st->idle ? "yes, idle (its process gives it back when "
+                                                 "another process asks)"
+                                               : "yes (its process gives it back when another "
+                                                 "process asks)");
     printf("unrecoverable: %s\n", st->unrecoverable ? "yes" : "no");
 }
 

@@ -2,7 +2,9 @@
  * cli.h -- the pieces of netmutex(1), the command line tool that runs a
  * command while holding a netmutex (see netmutex.1 for the user's view).
  *
- *   netmutex.c  main, configuration, messages, exit codes
+ *   netmutex.c  main: the command line, then the command
+ *   say.c       messages and exit codes
+ *   config.c    the library's configuration, shared by every command
  *   opts.c      the command line
  *   run.c       netmutex NAME COMMAND
  *   admin.c     status and break
@@ -91,11 +93,11 @@ const char *cli_url_in_use(const struct cli_opts *o);
 const char *cli_text(const char *s, char *buf, size_t size);
 void cli_put_json(FILE *f, const char *s);
 
-/* netmutex.c */
+/* say.c: one message line on stderr; the exit code for a library error. */
 void cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_exit_code(int err);
-/* Configures the library from O (and HOLDER, if not NULL); 0 or an exit
- * code, with the message printed. */
+/* config.c: configures the library from O (and HOLDER, if not NULL); 0 or
+ * an exit code, with the message printed. */
 int cli_configure(struct cli_opts *o, const char *holder);
 
 /* admin.c: one lock's state as status and list print it. */

@@ -6,10 +6,13 @@
  * library: a key left on a minority of the servers (a stale grant) is not
  * a held lock, and status says so.
  *
- * The lock of NAME is the key <prefix>{NAME} (README, "Redis key schema");
- * the other keys of a lock add a suffix after the '}' (":m", ":q", ":w").
- * So a key under the prefix is a lock key when it ends with '}', and the
- * name lies between the '{' that follows the prefix and that final '}'.
+ * The lock of NAME is the key <prefix>{TAG}NAME, TAG 16 hex digits of a
+ * digest of NAME (README, "Redis key schema"); the other keys of a lock add
+ * a suffix (":q", ":w", ...).  What follows the tag of any key is taken as
+ * a candidate name: the suffixed keys give names such as "NAME:q", which
+ * netmutex_status finds free (its tag is another), unless that name is
+ * held too -- and then it belongs in the list.  So no digest is computed
+ * here, and only held names are shown.
  */
 #include "ac_config.h"
 
@@ -22,10 +25,12 @@
 #include <netmutex.h>
 
 #include "cli.h"
+#include "cluster.h"
 #include "servers.h"
 
 /* A cursor is a 64-bit number in decimal. */
 #define CURSOR_MAX 32
+#define TAG_LEN 16
 
 struct names {
     char **v;
@@ -79,29 +84,32 @@ static void names_unique(struct names *ns)
     ns->n = w + 1;
 }
 
-/* The name in key K if K is a lock key under PREFIX; other keys are
- * skipped, and so are those no netmutex could have made (a NUL, too long). */
+/* The candidate name in key K if K is a key of a lock under PREFIX; other
+ * keys are skipped, and so are those no netmutex could have made (a NUL,
+ * too long). */
 static int take_key(const redisReply *k, const char *prefix, struct names *ns)
 {
     size_t plen = strlen(prefix);
 
     if (k->type != REDIS_REPLY_STRING)
         return EPROTO;
-    if (k->len < plen + 3 || memcmp(k->str, prefix, plen) != 0 || k->str[plen] != '{' ||
-        k->str[k->len - 1] != '}')
+    if (k->len < plen + TAG_LEN + 3 || memcmp(k->str, prefix, plen) != 0 ||
+        k->str[plen] != '{' || k->str[plen + TAG_LEN + 1] != '}' ||
+        strspn(k->str + plen + 1, "0123456789abcdef") != TAG_LEN)
         return 0;
-    const char *name = k->str + plen + 1;
-    size_t len = k->len - plen - 2;
+    const char *name = k->str + plen + TAG_LEN + 2;
+    size_t len = k->len - plen - TAG_LEN - 2;
     if (len > NETMUTEX_NAME_MAX || memchr(name, '\0', len) != NULL)
         return 0;
     return names_add(ns, name, len);
 }
 
-/* SCAN's MATCH: PREFIX with its glob characters escaped, then {PATTERN}
- * (a glob matches the whole key, so PATTERN must match the whole name). */
+/* SCAN's MATCH: PREFIX with its glob characters escaped, then {TAG}PATTERN
+ * with any 16 characters for TAG (a glob matches the whole key, so PATTERN
+ * must match the whole name). */
 static char *match_for(const char *prefix, const char *pattern)
 {
-    char *out = malloc(2 * strlen(prefix) + strlen(pattern) + 3), *w = out;
+    char *out = malloc(2 * strlen(prefix) + strlen(pattern) + TAG_LEN + 3), *w = out;
 
     for (const char *p = prefix; out != NULL && *p != '\0'; p++) {
         if (strchr("*?[]\\", *p) != NULL)
@@ -109,7 +117,7 @@ static char *match_for(const char *prefix, const char *pattern)
         *w++ = *p;
     }
     if (out != NULL)
-        sprintf(w, "{%s}", pattern);
+        sprintf(w, "{%.*s}%s", TAG_LEN, "????????????????", pattern);
     return out;
 }
 
@@ -185,22 +193,31 @@ static int worse(int a, int b)
 }
 
 /* The names on the servers, from a quorum of them at least: any lock a
- * quorum holds is then on one of them.  0 or an errno, said. */
+ * quorum holds is then on one of them.  On a Redis Cluster, from every
+ * master (each holds its slots' locks alone).  0 or an errno, said. */
 static int collect(const struct cli_opts *o, const char *match, const char *prefix,
                    struct names *ns)
 {
     struct cli_server *srv = NULL;
     size_t n = 0, answered = 0;
-    int err = cli_servers_parse(cli_url_in_use(o), &srv, &n), worst = err;
+    const char *url = cli_url_in_use(o);
+    int cluster = 0, err = cli_servers_parse(url, &srv, &n), worst = err;
 
+    if (err == 0)
+        worst = err = cli_cluster_expand(&srv, &n, strncmp(url, CLI_CLUSTER_SCHEME,
+                                                         strlen(CLI_CLUSTER_SCHEME)) == 0,
+                                         &cluster);
     for (size_t i = 0; err == 0 && i < n; i++) {
         int e = list_server(&srv[i], match, prefix, ns);
         answered += e == 0;
         worst = worse(worst, e);
         err = e == ENOMEM ? e : 0;
     }
-    if (err == 0 && answered >= n / 2 + 1)
+    if (err == 0 && answered >= (cluster ? n : n / 2 + 1))
         worst = 0;
+    else if (cluster)
+        cli_say("cannot list the locks: %zu of the cluster's %zu masters answered: %s", answered,
+                n, netmutex_strerror(worst));
     else if (n > 1)
         cli_say("cannot list the locks: %zu of %zu servers answered, fewer than a quorum: %s",
                 answered, n, netmutex_strerror(worst));
@@ -260,15 +277,15 @@ static void print_table(const struct cli_lock *locks, size_t n)
     char name[CLI_TEXT_MAX], holder[CLI_TEXT_MAX], since[64];
     int wn = width_of(locks, n, 0, 4), wh = width_of(locks, n, 1, 6);
 
-    printf("%-*s  %-*s  %-28s  %8s  %20s  %s\n", wn, "NAME", wh, "HOLDER", "SINCE", "TTL_MS",
-           "FENCE", "WAITERS");
+    printf("%-*s  %-*s  %-28s  %8s  %20s  %7s  %s\n", wn, "NAME", wh, "HOLDER", "SINCE",
+           "TTL_MS", "FENCE", "WAITERS", "CACHED");
     for (size_t i = 0; i < n; i++) {
         const netmutex_status_t *st = &locks[i].st;
         cli_format_time(st->since_ms, since, sizeof since);
-        printf("%-*s  %-*s  %-28s  %8" PRId64 "  %20" PRIu64 "  %u\n", wn,
+        printf("%-*s  %-*s  %-28s  %8" PRId64 "  %20" PRIu64 "  %7u  %s\n", wn,
                cli_text(locks[i].name, name, sizeof name), wh,
                cli_text(st->holder, holder, sizeof holder), since, st->ttl_ms, st->fence,
-               st->waiters);
+               st->waiters, !st->cached ? "no" : st->idle ? "idle" : "yes");
     }
 }
 

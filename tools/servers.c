@@ -16,6 +16,9 @@
 #include "cli.h"
 #include "servers.h"
 
+#define SENTINEL_SCHEME "redis-sentinel://"
+#define SENTINEL_PORT 26379
+
 /* The library's default timeouts (README, "Configuration"); a variable
  * that is set was validated by netmutex_configure. */
 #define DEFAULT_TIMEOUT_MS 2000
@@ -135,11 +138,134 @@ static int parse_one(const char *url, size_t len, struct cli_server *srv)
     return err == 0 && srv->shown == NULL ? ENOMEM : err;
 }
 
+/* The query's "sentinel_user=U&sentinel_password=P" into each sentinel. */
+static int take_sentinel_auth(const char *q, struct cli_server *srv)
+{
+    for (const char *p = q; p != NULL && *p != '\0';) {
+        size_t len = strcspn(p, "&"), klen = strcspn(p, "=");
+        char *v = percent_decode(p + klen + 1, len - klen - 1);
+        if (v == NULL)
+            return ENOMEM;
+        for (size_t i = 0; i < srv->nsentinels; i++) {
+            char **to = klen == strlen("sentinel_user") ? &srv->sentinels[i].user
+                                                        : &srv->sentinels[i].password;
+            free(*to);
+            *to = strdup(v);
+            if (*to == NULL)
+                break;
+        }
+        free(v);
+        p += len + (p[len] == '&');
+    }
+    return 0;
+}
+
+/* "h1[:p1],h2[:p2]..." (HOSTS, cut at END) into srv->sentinels. */
+static int take_sentinels(const char *hosts, const char *end, struct cli_server *srv)
+{
+    size_t count = 1;
+    for (const char *p = hosts; p < end; p++)
+        count += *p == ',';
+    if ((srv->sentinels = calloc(count, sizeof *srv->sentinels)) == NULL)
+        return ENOMEM;
+    for (const char *h = hosts; srv->nsentinels < count; srv->nsentinels++) {
+        const char *e = memchr(h, ',', (size_t)(end - h));
+        e = e != NULL ? e : end;
+        const char *close = memchr(h, ']', (size_t)(e - h)), *from = close ? close : h;
+        struct cli_server *s = &srv->sentinels[srv->nsentinels];
+        if (take_hostport(h, (size_t)(e - h), s) != 0)
+            return ENOMEM;
+        if (memchr(from, ':', (size_t)(e - from)) == NULL)
+            s->port = SENTINEL_PORT;
+        h = e + 1;
+    }
+    return 0;
+}
+
+/* redis-sentinel://[[user]:password@]hosts[/db][?query]#MASTER: the data
+ * nodes' credentials and db into SRV, the sentinels into srv->sentinels. */
+static int parse_sentinel(const char *url, struct cli_server *srv)
+{
+    const char *s = url + strlen(SENTINEL_SCHEME), *hash = strrchr(s, '#');
+    const char *q = memchr(s, '?', (size_t)(hash - s)), *end = q != NULL ? q : hash;
+    const char *at = NULL, *slash;
+    int err = 0;
+
+    for (const char *p = s; p < end; p++) {
+        if (*p == '@')
+            at = p;
+    }
+    if (at != NULL && (err = take_userinfo(s, (size_t)(at - s), srv)) != 0)
+        return err;
+    s = at != NULL ? at + 1 : s;
+    if ((slash = memchr(s, '/', (size_t)(end - s))) != NULL)
+        srv->db = atoi(slash + 1);
+    if ((srv->master = strdup(hash + 1)) == NULL ||
+        (err = take_sentinels(s, slash != NULL ? slash : end, srv)) != 0)
+        return err != 0 ? err : ENOMEM;
+    if (q != NULL) {
+        char *query = dup_range(q + 1, (size_t)(hash - q - 1));
+        err = query != NULL ? take_sentinel_auth(query, srv) : ENOMEM;
+        free(query);
+    }
+    srv->shown = err == 0 ? cli_url_mask(url) : NULL;
+    return err == 0 && srv->shown == NULL ? ENOMEM : err;
+}
+
+/* redis-cluster://[userinfo@]host[:port][,host[:port]...]: each seed as a
+ * redis:// URL of its own, with the shared credentials. */
+static int parse_cluster(const char *urls, struct cli_server **servers, size_t *n)
+{
+    const char *rest = urls + strlen(CLI_CLUSTER_SCHEME), *at = strrchr(rest, '@');
+    const char *hosts = at != NULL ? at + 1 : rest;
+    size_t ui = at != NULL ? (size_t)(at + 1 - rest) : 0;
+    size_t size = strlen("redis://") + strlen(rest) + 1;
+    char *one = malloc(size);
+    int err = one != NULL ? 0 : ENOMEM;
+    size_t count = 1;
+
+    for (const char *p = hosts; *p != '\0'; p++)
+        count += *p == ',';
+    struct cli_server *list = err == 0 ? calloc(count, sizeof *list) : NULL;
+    if (list == NULL)
+        err = ENOMEM;
+    const char *p = hosts;
+    for (size_t i = 0; i < count && err == 0; i++) {
+        size_t len = strcspn(p, ",");
+        snprintf(one, size, "redis://%.*s%.*s", (int)ui, rest, (int)len, p);
+        err = parse_one(one, strlen(one), &list[i]);
+        p += len + 1;
+    }
+    free(one);
+    if (err != 0) {
+        cli_servers_free(list, count);
+        return err;
+    }
+    *servers = list;
+    *n = count;
+    return 0;
+}
+
 int cli_servers_parse(const char *urls, struct cli_server **servers, size_t *n)
 {
     size_t count = 1;
     int err = 0;
 
+    if (strncmp(urls, SENTINEL_SCHEME, strlen(SENTINEL_SCHEME)) == 0) {
+        /* One server: the commas are its sentinels'. */
+        struct cli_server *one = calloc(1, sizeof *one);
+        err = one != NULL ? parse_sentinel(urls, one) : ENOMEM;
+        if (err != 0) {
+            cli_servers_free(one, 1);
+            return err;
+        }
+        *servers = one;
+        *n = 1;
+        return 0;
+    }
+
+    if (strncmp(urls, CLI_CLUSTER_SCHEME, strlen(CLI_CLUSTER_SCHEME)) == 0)
+        return parse_cluster(urls, servers, n);
     for (const char *p = urls; *p != '\0'; p++)
         count += *p == ',';
     struct cli_server *list = calloc(count, sizeof *list);
@@ -168,6 +294,8 @@ void cli_servers_free(struct cli_server *servers, size_t n)
         free(servers[i].user);
         free(servers[i].password);
         free(servers[i].shown);
+        free(servers[i].master);
+        cli_servers_free(servers[i].sentinels, servers[i].nsentinels);
     }
     free(servers);
 }
@@ -231,7 +359,64 @@ static int handshake(redisContext *c, const struct cli_server *s, char *why, siz
     return err;
 }
 
+static redisContext *dial_node(const struct cli_server *s, int *err, char *why, size_t len);
+
+/* The first word of a reply to ROLE is "master". */
+static int is_master(redisContext *c)
+{
+    redisReply *r = redisCommand(c, "ROLE");
+    int yes = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+              r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "master") == 0;
+    freeReplyObject(r);
+    return yes;
+}
+
+/* Sentinel SN's word on where S's master is, dialed and confirmed. */
+static redisContext *ask_sentinel(const struct cli_server *s, const struct cli_server *sn,
+                                  int *err, char *why, size_t len)
+{
+    redisContext *c = dial_node(sn, err, why, len);
+    if (c == NULL) {
+        char cause[200];
+        snprintf(cause, sizeof cause, "%s", why);
+        snprintf(why, len, "sentinel %s:%d: %s", sn->host, sn->port, cause);
+        return NULL;
+    }
+    redisReply *r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", s->master);
+    redisFree(c);
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+        snprintf(why, len, "sentinel %s:%d does not name a master '%s'", sn->host, sn->port,
+                 s->master);
+        freeReplyObject(r);
+        *err = EAGAIN;
+        return NULL;
+    }
+    struct cli_server m = *s;
+    m.host = r->element[0]->str;
+    m.port = atoi(r->element[1]->str);
+    c = dial_node(&m, err, why, len);
+    if (c != NULL && !is_master(c)) {
+        snprintf(why, len, "%s:%d, named by a sentinel, is not a master", m.host, m.port);
+        redisFree(c);
+        c = NULL;
+        *err = EAGAIN;
+    }
+    freeReplyObject(r);
+    return c;
+}
+
 redisContext *cli_server_dial(const struct cli_server *s, int *err, char *why, size_t len)
+{
+    redisContext *c = NULL;
+
+    if (s->sentinels == NULL)
+        return dial_node(s, err, why, len);
+    for (size_t i = 0; c == NULL && i < s->nsentinels; i++)
+        c = ask_sentinel(s, &s->sentinels[i], err, why, len);
+    return c;
+}
+
+static redisContext *dial_node(const struct cli_server *s, int *err, char *why, size_t len)
 {
     struct timeval tv = env_timeout("NETMUTEX_CONNECT_TIMEOUT_MS");
     redisContext *c = s->path != NULL ? redisConnectUnixWithTimeout(s->path, tv)

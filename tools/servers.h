@@ -20,14 +20,24 @@ struct cli_server {
     char *password;    /* NULL: no AUTH */
     int db;
     char *shown;       /* the URL with its password masked, for messages */
+    /* redis-sentinel://: the sentinels to ask where MASTER is (host, port
+     * and the query's credentials); host and port above are unset. */
+    struct cli_server *sentinels;
+    size_t nsentinels;
+    char *master;
 };
 
+#define CLI_CLUSTER_SCHEME "redis-cluster://"
+
 /* The servers of the comma-separated URLS, which netmutex_configure has
- * accepted, in *SERVERS (*N of them); 0 or ENOMEM. */
+ * accepted, in *SERVERS (*N of them); 0 or ENOMEM.  A redis-cluster:// URL
+ * gives its seeds, each with the URL's credentials (see cluster.h). */
 int cli_servers_parse(const char *urls, struct cli_server **servers, size_t *n);
 void cli_servers_free(struct cli_server *servers, size_t n);
 
-/* A connection to S, with AUTH and SELECT done and the I/O timeout set;
+/* A connection to S (for redis-sentinel://, to the master the first
+ * sentinel that answers names, if ROLE agrees), with AUTH and SELECT done
+ * and the I/O timeout set;
  * NULL with an errno in *ERR (EAGAIN: unreachable, EACCES: refused,
  * ENOMEM) and the cause in WHY. */
 redisContext *cli_server_dial(const struct cli_server *s, int *err, char *why, size_t len);

@@ -23,6 +23,7 @@
 /* Larger than any URL list the library accepts, so that the library, not
  * this file, is the one to call a long list malformed. */
 #define URL_FILE_MAX (64 * 1024)
+#define SENTINEL_SCHEME "redis-sentinel://"
 
 /* The last '@' in [S, END), or NULL. */
 static const char *last_at(const char *s, const char *end)
@@ -52,6 +53,8 @@ static void find_secret(const char *s, const char *end, const char **from, const
         if (slash != NULL)
             limit = slash;
     }
+    if (strncmp(s, SENTINEL_SCHEME, strlen(SENTINEL_SCHEME)) == 0)
+        limit = start + strcspn(start, "?#");
     const char *at = last_at(start, limit);
     if (at == NULL)
         return;
@@ -60,21 +63,42 @@ static void find_secret(const char *s, const char *end, const char **from, const
     *to = at;
 }
 
-/* Overwrites the password of the one URL in [S, END) and says whether
+/* The sentinels' password of a redis-sentinel:// URL in [S, END), the
+ * value of its query's sentinel_password: [*FROM, *TO), empty if none. */
+static void find_sentinel_secret(const char *s, const char *end, const char **from,
+                                 const char **to)
+{
+    const char *q = strncmp(s, SENTINEL_SCHEME, strlen(SENTINEL_SCHEME)) == 0
+                    ? memchr(s, '?', (size_t)(end - s)) : NULL;
+    const char *key = q != NULL ? strstr(q, "sentinel_password=") : NULL;
+
+    *from = *to = end;
+    if (key != NULL && key < end) {
+        *from = key + strlen("sentinel_password=");
+        *to = *from + strcspn(*from, "&#");
+    }
+}
+
+/* Overwrites the passwords of the one URL in [S, END) and says whether
  * there was one. */
 static int scrub_one(char *s, char *end)
 {
-    const char *from, *to;
+    const char *from, *to, *sfrom, *sto;
 
     find_secret(s, end, &from, &to);
+    find_sentinel_secret(s, end, &sfrom, &sto);
     memset(s + (from - s), '*', (size_t)(to - from));
-    return to > from;
+    memset(s + (sfrom - s), '*', (size_t)(sto - sfrom));
+    return to > from || sto > sfrom;
 }
 
-/* The end of the URL that starts at S: the next ',' or the NUL. */
+/* The end of the URL that starts at S: the next ',' or the NUL; a
+ * redis-sentinel:// URL is the whole list (its commas part sentinels). */
 static const char *url_end(const char *s)
 {
     const char *comma = strchr(s, ',');
+    if (strncmp(s, SENTINEL_SCHEME, strlen(SENTINEL_SCHEME)) == 0)
+        comma = NULL;
     return comma != NULL ? comma : s + strlen(s);
 }
 
@@ -97,23 +121,32 @@ int cli_url_scrub(char *urls)
  * reader's business.  The library masks it the same way. */
 #define MASK "***"
 
+/* Copies [S, FROM) to W, then the mask if [FROM, TO) is not empty. */
+static char *mask_range(char *w, const char *s, const char *from, const char *to)
+{
+    memcpy(w, s, (size_t)(from - s));
+    w += from - s;
+    return to > from ? stpcpy(w, MASK) : w;
+}
+
 char *cli_url_mask(const char *urls)
 {
-    /* Each URL grows by at most the mask's length. */
+    /* Each URL grows by at most twice the mask's length. */
     size_t cap = strlen(urls) + 1, n = 1;
     for (const char *p = urls; *p != '\0'; p++)
         n += *p == ',';
-    char *out = malloc(cap + n * strlen(MASK)), *w = out;
+    char *out = malloc(cap + 2 * n * strlen(MASK)), *w = out;
 
     for (const char *s = urls; out != NULL; s++) {
-        const char *end = url_end(s), *from, *to;
+        const char *end = url_end(s), *from, *to, *sfrom, *sto;
         find_secret(s, end, &from, &to);
-        memcpy(w, s, (size_t)(from - s));
-        w += from - s;
-        if (to > from)
-            w = stpcpy(w, MASK);
-        memcpy(w, to, (size_t)(end - to));
-        w += end - to;
+        find_sentinel_secret(s, end, &sfrom, &sto);
+        if (to == from)
+            from = to = s; /* none: the copy goes on from the start */
+        w = mask_range(w, s, from, to);
+        w = mask_range(w, to, sfrom, sto);
+        memcpy(w, sto, (size_t)(end - sto));
+        w += end - sto;
         *w++ = *end;
         if (*end == '\0')
             break;

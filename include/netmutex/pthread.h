@@ -40,6 +40,7 @@ typedef struct netmutex_pthread_mutex {
     const char *nmp_file;        /* where PTHREAD_MUTEX_INITIALIZER was */
     int nmp_line;
     void *nmp_port;              /* NULL until the first use decides */
+    void *nmp_reserved[4];       /* room to grow, zero */
 } netmutex_pthread_mutex_t;
 
 /* The real initializer with a given glibc kind: the public macro expands
@@ -49,7 +50,7 @@ typedef struct netmutex_pthread_mutex {
 #endif
 #define NETMUTEX_PTHREAD_REAL_INIT_(kind) { { __PTHREAD_MUTEX_INITIALIZER(kind) } }
 #define NETMUTEX_PTHREAD_INITIALIZER_KIND(kind) \
-    { NETMUTEX_PTHREAD_REAL_INIT_(kind), __FILE__, __LINE__, (void *)0 }
+    { NETMUTEX_PTHREAD_REAL_INIT_(kind), __FILE__, __LINE__, (void *)0, { (void *)0 } }
 #define NETMUTEX_PTHREAD_INITIALIZER NETMUTEX_PTHREAD_INITIALIZER_KIND(0)
 
 /* Names M cluster-wide (it becomes a network mutex) whatever

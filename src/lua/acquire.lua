@@ -2,37 +2,47 @@
 -- KEYS K (see lib.lua; the script derives the rest)
 -- ARGV[1] token, ARGV[2] lease in ms, ARGV[3] queue entry lifetime in ms
 -- (0: do not queue; trylock), ARGV[4] mode: letters 'w' (the caller is
--- queued already), 'r' (robust mutex), 'f' (quorum mode: fence floor), or
+-- queued already), 'r' (robust mutex), 'f' (quorum mode: fence floor), 'k'
+-- (the caller's process may keep the lock cached after unlock), 't' (a
+-- trylock: it queues, for ARGV[3] ms, only to ask a caching holder), or
 -- '' for none, ARGV[5] holder description "host:pid:tid".
--- Returns {1, fence, previous_holder_died, held, released} when the lock is
--- ours (held and released: the robust marker as found, which quorum mode
--- uses to tell a holder that died from one whose release missed this
--- server), {0, pttl, 0} when someone else holds it (pttl -1: the key never
--- expires), or {-1, 0, 0} when the mutex was left ENOTRECOVERABLE.
+-- Returns {1, fence, previous_holder_died, held, released, waited} when the
+-- lock is ours (held and released: the robust marker as found, which quorum
+-- mode uses to tell a holder that died from one whose release missed this
+-- server; waited: 1 if others are queued for it already, so a caching
+-- holder gives it back at unlock -- the fast path leaves both out), {0, pttl, 0} when someone else holds it (pttl -1: the key never
+-- expires), {2, pttl, 0} when a trylock found a caching holder and asked it
+-- to give the lock back (the caller waits on its G for the grant or "0"),
+-- or {-1, 0, 0} when the mutex was left ENOTRECOVERABLE.
 local token, lease, mode = ARGV[1], ARGV[2], ARGV[4]
--- The fast path, for a newcomer to a plain mutex: the clock, and SET NX --
+-- The fast path, for a newcomer (not queued) to a plain mutex (not robust,
+-- not quorum mode): the clock, and SET NX --
 -- the same work as the simplest lock there is.  (lib.lua's lock_value,
 -- spelled out: the prelude comes after this.)  A newcomer may so overtake
 -- queued waiters only while the lock is free, which, with waiters, happens
 -- only when a holder or a granted waiter died.
-if mode == '' then
+if not string.find(mode, '[wrf]') then
   local t = redis.call('TIME')
   local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local v = token .. '-- ' .. string.format('%.0f', fence) .. ' ' .. ARGV[5]
+  local c = string.find(mode, 'k', 1, true) and 'k' or '-'
+  local v = token .. '-' .. c .. ' ' .. string.format('%.0f', fence) .. ' ' .. ARGV[5]
   if redis.call('SET', KEYS[1], v, 'NX', 'PX', lease) then
     return {1, fence, 0}
   end
 end
 -- @lib
 local ttl, holder = tonumber(ARGV[3]), ARGV[5]
-local robust, floor = string.find(mode, 'r', 1, true), string.find(mode, 'f', 1, true)
+local function has(letter)
+  return string.find(mode, letter, 1, true) ~= nil
+end
+local robust, floor, cache, trylock = has('r'), has('f'), has('k'), has('t')
 
 local cur = redis.call('GET', K)
 if cur == UNRECOVERABLE then
   return {-1, 0, 0}
 end
 if cur and string.sub(cur, 1, 32) == token then
-  return confirm(cur, token, lease, robust)
+  return confirm(cur, token, lease, robust, cache)
 end
 if not cur then
   -- Free, but waiters queued first (the holder's lease ran out, so nobody
@@ -48,12 +58,16 @@ if not cur then
       dead, held, released = take_marker(token)
     end
     local q = head and redis.call('LLEN', Q) > 0 and 'q' or '-'
-    redis.call('SET', K, lock_value(token, q, '-', fence, holder), 'PX', lease)
-    return {1, fence, dead, held, released}
+    redis.call('SET', K, lock_value(token, q, cache and 'k' or '-', fence, holder), 'PX', lease)
+    return {1, fence, dead, held, released, q == 'q' and 1 or 0}
   end
   cur = redis.call('GET', K)
 end
-if ttl > 0 then
-  enqueue(cur, token, lease, ttl, holder)
+if trylock and not holder_caches(cur) then
+  -- A thread holds it, as far as anybody can tell: EBUSY, queue untouched.
+  ttl = 0
 end
-return {0, redis.call('PTTL', K), 0}
+if ttl > 0 then
+  enqueue(cur, token, lease, ttl, holder, trylock and 't' or 'w')
+end
+return {trylock and ttl > 0 and 2 or 0, redis.call('PTTL', K), 0}

@@ -3,9 +3,14 @@
 -- and the queue.  The fence floor (F) is kept: fences must never go back.
 -- KEYS K (see lib.lua).  Returns 1 if the lock was held or marked
 -- ENOTRECOVERABLE, 0 if there was nothing to free.
+local cur = redis.call('GET', K)
 local held = redis.call('DEL', K)
 redis.call('DEL', Q, W, H)
 -- Waiters of quorum mode wake on this; queued waiters of one server find
 -- the lock free at their next look, within half a second.
 redis.pcall('PUBLISH', K, 'released')
+-- A caching holder must not lock from its cache again.
+if cur and cur ~= UNRECOVERABLE then
+  ask_holder(cur, 'b')
+end
 return math.min(held, 1)

@@ -1,30 +1,42 @@
 -- lib.lua: functions shared by the scripts; embed-lua.sh puts this text in
 -- front of every script, so each stays one self-contained EVAL.
 --
--- Keys of one mutex (all share the {name} hash tag, so one cluster slot);
+-- Keys of one mutex (all share the {<tag>} hash tag, so one cluster slot;
+-- <tag> is 16 hex digits of the FNV-1a digest of the name, keys.c, so no
+-- brace in a name can move it);
 -- a key exists only while it has something to say, so a name that is not
 -- held, waited for or marked leaves nothing on the server:
 -- A script is given K alone and derives the others from it: they share K's
 -- hash tag, so they are in K's cluster slot, and every argument less is
 -- less to marshal on every call.
---   K  <prefix>{<name>}      the lock, PX = its lease.  Value:
+--   K  <prefix>{<tag>}<name>      the lock, PX = its lease.  Value:
 --                            "<token><q><c> <fence> <holder>" --
 --                            token: 32 hex; q: 'q' while waiters are queued
 --                            (the release must serve them), else '-'; c: 'c'
 --                            while it is only a grant not yet confirmed by
---                            its waiter, else '-'
+--                            its waiter, 'k' while its holder's process may
+--                            keep it cached after unlock (and so must be
+--                            asked to give it back on R), 'i' the same while
+--                            that process says no thread of it is in the
+--                            lock (mark.lua), else '-'
 --                            or UNRECOVERABLE, with no expiry, once a
 --                            robust holder unlocked without repairing: every
 --                            SET NX fails on it, and only break removes it
---   Q  <prefix>{<name>}:q    list: tokens of queued waiters, in arrival order
---   W  <prefix>{<name>}:w    hash: token -> "<refreshed_ms>:<lease_ms>:<holder>"
---   H  <prefix>{<name>}:h    robust mutexes: "h<token>" of the holder, kept
+--   Q  <prefix>{<tag>}<name>:q    list: tokens of queued waiters, in arrival order
+--   W  <prefix>{<tag>}<name>:w    hash: token -> "<refreshed_ms>:<lease_ms>:<holder>"
+--   H  <prefix>{<tag>}<name>:h    robust mutexes: "h<token>" of the holder, kept
 --                            for ROBUST_KEEP_MS; a holder that released
 --                            deletes it, so finding it means the holder died
---   F  <prefix>{<name>}:f    quorum mode: a floor for the next fence, while
+--   F  <prefix>{<tag>}<name>:f    quorum mode: a floor for the next fence, while
 --                            a raised fence is ahead of this server's clock
---   G  <prefix>{<name>}:g:<t> list: the grant to queued waiter t, which
+--   G  <prefix>{<tag>}<name>:g:<t> list: the grant to queued waiter t, which
 --                            waits for it with BLPOP on its own connection
+--                            ("1"), or a caching holder's answer to a trylock
+--                            that the mutex is really held ("0")
+--   R  <prefix>{<tag>}<name>:r channel (never a key): "<holder> <kind><asker>"
+--                            asks a caching holder to give the lock back --
+--                            kind 'w' a waiter, 't' a trylock (answer "0" on
+--                            its G if a thread holds it), 'b' a break
 --
 -- Fences.  A fence is this server's clock in microseconds when the lock was
 -- taken.  Acquisitions of one name happen one after another (a release or
@@ -52,7 +64,7 @@
 local GRANT_CLAIM_MS = 150
 local WAITER_STALE_MS = 500
 local K = KEYS[1]
-local Q, W, H, F = K .. ':q', K .. ':w', K .. ':h', K .. ':f'
+local Q, W, H, F, R = K .. ':q', K .. ':w', K .. ':h', K .. ':f', K .. ':r'
 local function grant_key(token)
   return K .. ':g:' .. token
 end
@@ -71,7 +83,7 @@ end
 -- K's value split: token, q, c, fence, holder; nil if it is not one of ours.
 local function parse(v)
   local token, q, c, fence, holder =
-    string.match(v, '^(' .. string.rep('%x', 32) .. ')([q-])([c-]) (%d+) (.*)$')
+    string.match(v, '^(' .. string.rep('%x', 32) .. ')([q-])([cki-]) (%d+) (.*)$')
   if not token then
     return nil
   end
@@ -151,13 +163,32 @@ local function grant_next(floor, self)
   end
 end
 
+-- Whether the lock CUR is held by a process that may keep it cached.
+local function holder_caches(cur)
+  local c = cur and string.sub(cur, 34, 34)
+  return (c == 'k' or c == 'i') and parse(cur) ~= nil
+end
+
+-- Asks the caching holder of CUR to give the lock back (cache.c): WHAT is
+-- the kind and the asker's token.  Sent again at every queue refresh, so a
+-- message lost (the holder was resubscribing) costs a refresh, not a lease.
+-- pcall: an ACL user without channel rights must still be able to lock;
+-- the holder then gives it back at its idle time or renewal.
+local function ask_holder(cur, what)
+  if holder_caches(cur) then
+    redis.pcall('PUBLISH', R, string.sub(cur, 1, 32) .. ' ' .. what)
+  end
+end
+
 -- Puts TOKEN (of HOLDER, "host:pid:tid") in the queue, or refreshes its
--- entry, for TTL ms, and marks the lock CUR (K's value) as waited for.
-local function enqueue(cur, token, lease, ttl, holder)
+-- entry, for TTL ms, marks the lock CUR (K's value) as waited for, and asks
+-- a caching holder for it (KIND: 'w' or 't', see R).
+local function enqueue(cur, token, lease, ttl, holder, kind)
   redis.call('LLEN', Q)
   redis.call('HLEN', W)
   local now = math.floor(now_us() / 1000)
-  if redis.call('HSET', W, token, now .. ':' .. lease .. ':' .. holder) == 1 then
+  local fresh = redis.call('HSET', W, token, now .. ':' .. lease .. ':' .. holder) == 1
+  if fresh then
     redis.call('RPUSH', Q, token)
   end
   for _, key in ipairs({Q, W}) do
@@ -165,21 +196,29 @@ local function enqueue(cur, token, lease, ttl, holder)
       redis.call('PEXPIRE', key, ttl)
     end
   end
-  if parse(cur) and string.sub(cur, 33, 33) ~= 'q' then
+  local waited = string.sub(cur, 33, 33) == 'q'
+  if parse(cur) and not waited then
     redis.call('SET', K, string.sub(cur, 1, 32) .. 'q' .. string.sub(cur, 34), 'KEEPTTL')
+  end
+  -- The holder is asked by the first waiter (it learnt of the others from
+  -- its acquisition or that first request), by every trylock (it wants an
+  -- answer), and again at each refresh, in case a request was lost: under
+  -- contention a message per waiter would wake every caching process.
+  if not waited or not fresh or kind == 't' then
+    ask_holder(cur, kind .. token)
   end
 end
 
 -- TOKEN finds the lock CUR already its own: granted from the queue (a
 -- reservation until now) or taken by an earlier attempt whose reply was
 -- lost.  The lease runs from this request on.  Returns acquire's reply.
-local function confirm(cur, token, lease, robust)
+local function confirm(cur, token, lease, robust, cache)
   local _, q, _, fence, holder = parse(cur)
   local dead, held, released = 0, '', ''
   if robust then
     dead, held, released = take_marker(token)
   end
-  redis.call('SET', K, lock_value(token, q, '-', fence, holder), 'PX', lease)
+  redis.call('SET', K, lock_value(token, q, cache and 'k' or '-', fence, holder), 'PX', lease)
   redis.call('DEL', grant_key(token))
-  return {1, fence, dead, held, released}
+  return {1, fence, dead, held, released, q == 'q' and 1 or 0}
 end

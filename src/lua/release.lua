@@ -14,7 +14,7 @@
 local token, mode = ARGV[1], ARGV[2]
 local cur = redis.call('GET', KEYS[1])
 -- The fast path: ours, nobody queued, a plain mutex: compare and delete.
-if mode == '' and cur and string.sub(cur, 1, 34) == token .. '--' then
+if mode == '' and cur and string.sub(cur, 1, 33) == token .. '-' then
   redis.call('DEL', KEYS[1])
   return 1
 end

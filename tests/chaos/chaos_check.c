@@ -166,6 +166,20 @@ static int by_value(const void *x, const void *y)
     return by_start(x, y);
 }
 
+/* Each thread's calls, in the order it made them. */
+static int by_thread_call(const void *x, const void *y)
+{
+    const ChaosRec *a = &sort_recs[*(const int32_t *)x], *b = &sort_recs[*(const int32_t *)y];
+
+    if (a->pid != b->pid)
+        return a->pid < b->pid ? -1 : 1;
+    if (a->thread != b->thread)
+        return a->thread < b->thread ? -1 : 1;
+    if (a->call_ns != b->call_ns)
+        return a->call_ns < b->call_ns ? -1 : 1;
+    return *(const int32_t *)x - *(const int32_t *)y;
+}
+
 static GArray *select_sorted(const Ctx *c, bool (*keep)(const ChaosRec *),
                              int (*cmp)(const void *, const void *))
 {
@@ -370,6 +384,8 @@ static void check_spurious(Ctx *c, size_t pos)
 
 static void check_ownerdead(Ctx *c)
 {
+    if (c->p->non_robust)
+        return; /* any EOWNERDEAD is a "result" violation there */
     for (size_t i = 0; i < c->holds->len; i++) {
         check_missed(c, at(c->holds, i));
         check_spurious(c, i);
@@ -423,9 +439,11 @@ static void check_hang(Ctx *c, int32_t i)
                lock_open ? "a lock call never returned" : "an unlock never returned");
 }
 
-static bool lock_rc_allowed(int op, int rc)
+static bool lock_rc_allowed(const Ctx *c, int op, int rc)
 {
-    if (rc == 0 || rc == EOWNERDEAD || rc == CHAOS_PENDING)
+    if (rc == EOWNERDEAD)
+        return !c->p->non_robust;
+    if (rc == 0 || rc == CHAOS_PENDING)
         return true;
     return (op == 'T' && rc == ETIMEDOUT) || (op == 't' && (rc == EBUSY || rc == EAGAIN));
 }
@@ -435,7 +453,9 @@ static void check_results(Ctx *c, int32_t i)
     const ChaosRec *r = &c->recs[i];
     bool unlocked = r->unlock_end_ns > 0;
 
-    if (!lock_rc_allowed(r->op, r->rc))
+    if (r->rc == EOWNERDEAD && !lock_rc_allowed(c, r->op, r->rc))
+        report(c, CV_RESULT, false, i, -1, r->rc, "EOWNERDEAD from a mutex that is not robust");
+    else if (!lock_rc_allowed(c, r->op, r->rc))
         report(c, CV_RESULT, false, i, -1, r->rc, "a lock call failed in a way it may not");
     if (!chaos_is_hold(r))
         return;
@@ -542,6 +562,64 @@ static void count_stats(Ctx *c)
     }
 }
 
+static bool any_rec(const ChaosRec *r)
+{
+    (void)r;
+    return true;
+}
+
+/* The last call THREAD of PID began before T (index in BY_THREAD), -1. */
+static int32_t last_call_before(const Ctx *c, const GArray *by_thread, int32_t pid,
+                                int32_t thread, int64_t t)
+{
+    size_t lo = 0, hi = by_thread->len;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const ChaosRec *r = &c->recs[at(by_thread, mid)];
+        bool before = r->pid != pid ? r->pid < pid
+                    : r->thread != thread ? r->thread < thread : r->call_ns < t;
+        if (before)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return -1;
+    lo--;
+    return c->recs[at(by_thread, lo)].pid == pid && c->recs[at(by_thread, lo)].thread == thread
+               ? at(by_thread, lo) : -1;
+}
+
+/* A's unlock could have handed the lock to another thread of its process
+ * that was in a lock call meanwhile (one that gave up later, say). */
+static bool local_waiter_at_unlock(const Ctx *c, const GArray *by_thread, const ChaosRec *a)
+{
+    for (int32_t t = 0; t < CHAOS_MAX_THREADS; t++) {
+        int32_t w = t == a->thread ? -1
+                  : last_call_before(c, by_thread, a->pid, t, a->unlock_end_ns);
+        if (w >= 0 && (c->recs[w].ret_ns == 0 || c->recs[w].ret_ns > a->unlock_ns))
+            return true;
+    }
+    return false;
+}
+
+/* See "cached relock" in chaos_check.h. */
+static void count_cached_relocks(Ctx *c)
+{
+    GArray *h = select_sorted(c, fenced_hold, by_start);
+    GArray *by_thread = select_sorted(c, any_rec, by_thread_call);
+
+    for (size_t i = 1; i < h->len; i++) {
+        const ChaosRec *a = &c->recs[at(h, i - 1)], *b = &c->recs[at(h, i)];
+        c->out->stats.cached_relocks += a->pid == b->pid && a->fence == b->fence &&
+                                        a->unlock_end_ns > 0 && b->call_ns > a->unlock_end_ns &&
+                                        !local_waiter_at_unlock(c, by_thread, a);
+    }
+    g_array_free(by_thread, TRUE);
+    g_array_free(h, TRUE);
+}
+
 void chaos_check(const ChaosRec *recs, size_t n, const ChaosFault *faults, size_t nfaults,
                  const ChaosParams *p, ChaosReport *out)
 {
@@ -550,6 +628,7 @@ void chaos_check(const ChaosRec *recs, size_t n, const ChaosFault *faults, size_
     c.valid = select_sorted(&c, chaos_has_interval, by_start);
     c.holds = select_sorted(&c, fenced_hold, by_fence);
     count_stats(&c);
+    count_cached_relocks(&c);
     check_overlaps(&c);
     check_fences(&c);
     check_lost_updates(&c);

@@ -34,7 +34,9 @@
  *                 Not judged when the truth is ambiguous: a server restart
  *                 in between, a fence gap (an acquisition nobody logged: a
  *                 worker killed inside lock, a failed quorum round), an
- *                 unlock that returned ENOLCK or EIO, a lost lease;
+ *                 unlock that returned ENOLCK or EIO, a lost lease; nor for
+ *                 a mutex that is not robust (non_robust), which may never
+ *                 return EOWNERDEAD at all: there it is a "result";
  *   bound         trylock took longer than try_bound, unlock longer than
  *                 unlock_bound, timedlock returned more than timed_slack
  *                 after its deadline, or ETIMEDOUT came before the deadline
@@ -43,6 +45,7 @@
  *   hang          a call that never returned (and whose process was not
  *                 killed by the driver);
  *   result        a result the API does not allow there (lock failing,
+ *                 EOWNERDEAD from a mutex that is not robust,
  *                 unlock EPERM, fence or consistent failing,
  *                 ENOTRECOVERABLE although every EOWNERDEAD was repaired);
  *   idle          (only with idle_bound set) after an unlock that returned
@@ -51,6 +54,17 @@
  *                 from the release, or from keep_ns after the end of the
  *                 last fault that may rightly keep the lock (anything but
  *                 the kill of a waiter that had not been granted it).
+ *
+ * Counted, not judged: a cached relock, a hold whose lock call began after
+ * the previous hold (by start) had returned from its unlock, in the same
+ * process and with the same fence, while no other thread of that process
+ * was in a lock call during that unlock.  Every acquisition from the
+ * server has a fence of its own (the server's clock), and an unlock hands
+ * the lease only to a thread of its process that is then waiting (which
+ * may give up right after, leaving the lease to the next local caller: so
+ * such unlocks are left out), so only a lease that outlived its unlock
+ * with no taker -- a lease kept cached -- gives one.  The suite uses it to
+ * tell that caching was exercised (and that a robust mutex never is).
  *
  * Documented limit: a single server that restarts empty forgets the lock,
  * so an overlap (or lost update) between a hold that started before an
@@ -76,6 +90,8 @@ typedef struct ChaosParams {
     int64_t early_ns;        /* ETIMEDOUT this much before the deadline is wrong */
     int64_t idle_bound_ns;   /* 0: no idle check */
     int64_t keep_ns;         /* how long after a fault the lock may be kept */
+    bool non_robust;         /* the mutex is not robust: EOWNERDEAD is never
+                                right, so it is never expected either */
 } ChaosParams;
 
 enum chaos_violation_kind {
@@ -102,6 +118,7 @@ typedef struct ChaosViolation {
 typedef struct ChaosStats {
     size_t calls, holds, valid, ownerdead, lost, rejected, stale_lost_updates;
     size_t killed_holding, unlock_enolck, unlock_eio;
+    size_t cached_relocks; /* see "cached relock" above */
 } ChaosStats;
 
 typedef struct ChaosReport {

@@ -80,11 +80,11 @@ static int holder_once(ChaosRun *run)
 /* A worker slot that holds the mutex, -1 if none did within TIMEOUT_MS. */
 static int find_holder(ChaosRun *run, unsigned int timeout_ms)
 {
-    gint64 end = nm_now_ms() + timeout_ms;
+    gint64 end = nmt_now_ms() + timeout_ms;
     int s;
 
-    while ((s = holder_once(run)) < 0 && nm_now_ms() < end)
-        nm_sleep_ms(1);
+    while ((s = holder_once(run)) < 0 && nmt_now_ms() < end)
+        nmt_sleep_ms(1);
     return s;
 }
 
@@ -147,12 +147,12 @@ static int queued_waiter_once(ChaosRun *run, bool strict, char **token)
  * first half of that time. */
 static int find_queued_waiter(ChaosRun *run, unsigned int timeout_ms, char **token)
 {
-    gint64 now = nm_now_ms(), strict_end = now + timeout_ms / 2, end = now + timeout_ms;
+    gint64 now = nmt_now_ms(), strict_end = now + timeout_ms / 2, end = now + timeout_ms;
     int s;
 
-    while ((s = queued_waiter_once(run, nm_now_ms() < strict_end, token)) < 0 &&
-           nm_now_ms() < end)
-        nm_sleep_ms(2);
+    while ((s = queued_waiter_once(run, nmt_now_ms() < strict_end, token)) < 0 &&
+           nmt_now_ms() < end)
+        nmt_sleep_ms(2);
     return s;
 }
 
@@ -165,7 +165,7 @@ static void stop_for(ChaosRun *run, int slot, uint32_t flags)
     ChaosFault *f = chaos_fault_begin(run->log, CHAOS_F_STOP, pid);
 
     kill(pid, SIGSTOP);
-    nm_sleep_ms(ms);
+    nmt_sleep_ms(ms);
     kill(pid, SIGCONT);
     chaos_fault_end(f);
     if (f)
@@ -300,7 +300,7 @@ bool chaos_inject_restart_empty(ChaosRun *run)
     ChaosFault *f = chaos_fault_begin(run->log, CHAOS_F_RESTART, 0);
 
     nm_redis_stop(run->redis);
-    nm_sleep_ms(chaos_run_between(run, 0, run->lease_ms / 2));
+    nmt_sleep_ms(chaos_run_between(run, 0, run->lease_ms / 2));
     nm_redis_restart(run->redis);
     chaos_fault_end(f);
     return true;
@@ -311,7 +311,7 @@ bool chaos_inject_blackhole(ChaosRun *run)
     ChaosFault *f = chaos_fault_begin(run->log, CHAOS_F_BLACKHOLE, 0);
 
     chaos_proxy_blackhole(run->proxy, true);
-    nm_sleep_ms(3 * run->lease_ms / 2);
+    nmt_sleep_ms(3 * run->lease_ms / 2);
     chaos_proxy_blackhole(run->proxy, false);
     chaos_fault_end(f);
     return true;
@@ -396,7 +396,7 @@ bool chaos_inject_quorum_minority(ChaosRun *run)
     int i = run->turn++ % CHAOS_QUORUM_N;
     ChaosFault *f = server_down(run, i);
 
-    nm_sleep_ms(chaos_run_between(run, 2 * run->lease_ms, 3 * run->lease_ms));
+    nmt_sleep_ms(chaos_run_between(run, 2 * run->lease_ms, 3 * run->lease_ms));
     server_up(run, i, f);
     return true;
 }
@@ -406,9 +406,9 @@ bool chaos_inject_quorum_majority(ChaosRun *run)
     int i = run->turn++ % CHAOS_QUORUM_N, j = (i + 1) % CHAOS_QUORUM_N;
     ChaosFault *fi = server_down(run, i), *fj = server_down(run, j);
 
-    nm_sleep_ms(2 * run->lease_ms);
+    nmt_sleep_ms(2 * run->lease_ms);
     server_up(run, i, fi);
-    nm_sleep_ms(3 * run->lease_ms / 2);
+    nmt_sleep_ms(3 * run->lease_ms / 2);
     server_up(run, j, fj);
     return true;
 }

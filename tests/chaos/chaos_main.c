@@ -2,8 +2,9 @@
  * chaos_main.c -- test_chaos, netmutex's fault-injection ("chaos") suite.
  *
  * Three worker processes of three threads each, and a single-threaded
- * prober, hammer one ROBUST netmutex with a 600 ms lease (lock, timedlock
- * and trylock), while the test process
+ * prober, hammer one netmutex with a 600 ms lease (lock, timedlock and
+ * trylock): a ROBUST one, or in the cached families (/chaos/cached/...) a
+ * plain one with lease caching on, while the test process
  * injects one family of faults again and again.  Every call and every hold
  * is logged to shared memory with CLOCK_MONOTONIC times: a hold is valid
  * from the lock call's return to the earliest of its unlock, its lost-lease
@@ -16,7 +17,8 @@
  *   - a later holder with a smaller fence, or the same fence in another
  *     process (same-process hand-offs share a fence by design),
  *   - a missed EOWNERDEAD (after a holder was killed) or a spurious one
- *     (after a clean release),
+ *     (after a clean release); in the cached families, any EOWNERDEAD
+ *     (the mutex is not robust),
  *   - a lost update by two valid holders,
  *   - a call past its bound (trylock: the I/O timeout + 250 ms; timedlock:
  *     its deadline + 250 ms; unlock: two dials and requests + 250 ms; all
@@ -24,7 +26,11 @@
  *     result the API does not allow,
  *   - in the baseline and the two kill families, a lock left free for 3/4
  *     of a lease while others waited, after a release (or, after a
- *     killed holder, after its lease).
+ *     killed holder, after its lease): with caching, a lease kept cached
+ *     by one process while another waits, a revocation that does not come,
+ *   - in the cached families, a lock key never marked cacheable (caching
+ *     was not on), and in the others one marked so (a robust mutex's lease
+ *     must never be cached).
  * On failure the offending holds (process, thread, start, valid end, fence,
  * results) and the fault timeline are printed to stderr; on success one
  * summary line per family is printed as a TAP comment.
@@ -46,6 +52,19 @@
  *   quorum/minority-down   3 servers, one of them stopped for 2-3 leases
  *   quorum/majority-down   3 servers, two stopped (calls must give up in
  *                          bounded time), then restarted one lease apart
+ *   cached/<family>        the single-server and proxy families above
+ *                          on a
+ *                          plain mutex with lease caching on
+ *                          and the library's default cache_idle_ms (1 s):
+ *                          cached leases are revoked, given back, lost,
+ *                          stopped, killed and cut off under every fault;
+ *                          relocks from the cache share the lease's fence
+ *                          in one process, as hand-offs do.  Their threads
+ *                          pause up to 20 ms between rounds, so that an
+ *                          unlock often finds no local waiter and the lease
+ *                          stays cached (the summary counts "cached
+ *                          relocks").  Quorum mode never caches: no cached
+ *                          quorum family.
  * plus /chaos/checker/..., the checker on hand-made logs.
  *
  * Real redis-servers only, started by the fixture (one with
@@ -54,9 +73,12 @@
  *
  * Duration: NETMUTEX_CHAOS_SECONDS is the total time spent injecting faults,
  * shared by the families by weight (default 20, which keeps `make check`
- * under a minute; CI's long phase sets e.g. 300).  A family always injects
- * at least one fault, so under valgrind or TSan, whose slowdown stretches
- * every lease and wait, it takes longer but injects fewer.
+ * under a minute; CI's long phase sets e.g. 300): a robust family 2 (its
+ * sigstop/waiter 4), a cached one 1 (2), so with the default a robust
+ * family injects for about 1 s and a cached one for about 0.5 s.  A family
+ * always injects at least one fault, so under valgrind or TSan, whose
+ * slowdown stretches every lease and wait, it takes longer but injects
+ * fewer.
  *
  * Files: chaos_log.[ch] the shared memory; chaos_worker.[ch] the workers;
  * chaos_fault.[ch] the injectors; chaos_proxy.[ch] the blackholing proxy in
@@ -77,22 +99,41 @@
 #define DEFAULT_SECONDS 20u
 #define MAX_SECONDS (24u * 3600u)
 
+/* Weights: a robust family 2, its cached sibling 1 (half the time: the
+ * same faults, on the code the two share, plus the cache's own paths). */
 static const ChaosFamily families[] = {
-    { "baseline", NULL, 100, CHAOS_SINGLE, true, 1 },
-    { "sigstop/holder", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false, 1 },
+    { "baseline", NULL, 100, CHAOS_SINGLE, true, 2, false },
+    { "sigstop/holder", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false, 2, false },
     /* Twice the time: its fault strikes only if the stopped waiter is
      * granted the lock while it sleeps, and takes two leases. */
-    { "sigstop/waiter", chaos_inject_stop_waiter, 300, CHAOS_SINGLE, false, 2 },
-    { "kill/holder", chaos_inject_kill_holder, 800, CHAOS_SINGLE, true, 1 },
-    { "kill/waiter", chaos_inject_kill_waiter, 300, CHAOS_SINGLE, true, 1 },
-    { "client-kill/normal", chaos_inject_client_kill_normal, 150, CHAOS_SINGLE, false, 1 },
-    { "client-kill/blocked", chaos_inject_client_kill_blocked, 150, CHAOS_SINGLE, false, 1 },
-    { "debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false, 1 },
-    { "restart-empty", chaos_inject_restart_empty, 400, CHAOS_SINGLE, false, 1 },
-    { "blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false, 1 },
-    { "forged-grant", chaos_inject_forged_grant, 20, CHAOS_SINGLE, false, 1 },
-    { "quorum/minority-down", chaos_inject_quorum_minority, 300, CHAOS_QUORUM, false, 1 },
-    { "quorum/majority-down", chaos_inject_quorum_majority, 300, CHAOS_QUORUM, false, 1 },
+    { "sigstop/waiter", chaos_inject_stop_waiter, 300, CHAOS_SINGLE, false, 4, false },
+    { "kill/holder", chaos_inject_kill_holder, 800, CHAOS_SINGLE, true, 2, false },
+    { "kill/waiter", chaos_inject_kill_waiter, 300, CHAOS_SINGLE, true, 2, false },
+    { "client-kill/normal", chaos_inject_client_kill_normal, 150, CHAOS_SINGLE, false, 2, false },
+    { "client-kill/blocked", chaos_inject_client_kill_blocked, 150, CHAOS_SINGLE, false, 2,
+      false },
+    { "debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false, 2, false },
+    { "restart-empty", chaos_inject_restart_empty, 400, CHAOS_SINGLE, false, 2, false },
+    { "blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false, 2, false },
+    { "forged-grant", chaos_inject_forged_grant, 20, CHAOS_SINGLE, false, 2, false },
+    { "quorum/minority-down", chaos_inject_quorum_minority, 300, CHAOS_QUORUM, false, 2, false },
+    { "quorum/majority-down", chaos_inject_quorum_majority, 300, CHAOS_QUORUM, false, 2, false },
+    { "cached/baseline", NULL, 100, CHAOS_SINGLE, true, 1, true },
+    { "cached/sigstop/holder", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false, 1, true },
+    { "cached/sigstop/waiter", chaos_inject_stop_waiter, 300, CHAOS_SINGLE, false, 2, true },
+    { "cached/kill/holder", chaos_inject_kill_holder, 800, CHAOS_SINGLE, true, 1, true },
+    { "cached/kill/waiter", chaos_inject_kill_waiter, 300, CHAOS_SINGLE, true, 1, true },
+    { "cached/client-kill/normal", chaos_inject_client_kill_normal, 150, CHAOS_SINGLE, false, 1,
+      true },
+    /* Twice its share: a cached lease is often passed on without anybody
+     * blocked, and its fault needs a waiter blocked at the moment it
+     * strikes (under TSan, 10 s found none once). */
+    { "cached/client-kill/blocked", chaos_inject_client_kill_blocked, 150, CHAOS_SINGLE, false,
+      2, true },
+    { "cached/debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false, 1, true },
+    { "cached/restart-empty", chaos_inject_restart_empty, 400, CHAOS_SINGLE, false, 1, true },
+    { "cached/blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false, 1, true },
+    { "cached/forged-grant", chaos_inject_forged_grant, 20, CHAOS_SINGLE, false, 1, true },
 };
 
 static ChaosEnv env;

@@ -22,6 +22,22 @@
  *                    newcomer has the lock within 1 s of the release, and
  *                    waiters killed one after another may each cost a
  *                    grant's short reservation (lib.lua)
+ *   think time       cached families only: up to 20 ms between a worker
+ *                    thread's rounds, so that the lock is often free with
+ *                    nobody waiting in the process that unlocked it: the
+ *                    lease then stays cached, and the next lock there takes
+ *                    it from the cache (with none, three threads per
+ *                    process always hand it off to each other instead)
+ *   cache            the cached families keep the library's default
+ *                    cache_idle_ms (1 s, longer than the lease): the idle
+ *                    give-back is only a backstop, and a shorter one would
+ *                    hand back leases the revocation under test must hand
+ *                    back (the idle bound is what catches one that does not
+ *                    come); the workers' threads lock again within
+ *                    the think time anyway, so a lease is idle-cached only
+ *                    between their rounds, or while its process is stopped
+ *                    (then its lease runs out within the 600 ms, as a held
+ *                    one does)
  *   stop bound       10 s + 4 leases for every worker to finish its last
  *                    round once told to stop; a worker still in a call then
  *                    is a hang
@@ -61,6 +77,7 @@
 #define IDLE_FLOOR_MS 1000u
 #define RECORDS_PER_SECOND 8000u
 #define PRINT_MAX 20
+#define THINK_US 20000u
 
 /* How long FAM injects faults. */
 static unsigned int family_ms(const ChaosFamily *fam, const ChaosEnv *env)
@@ -146,16 +163,16 @@ ChaosFault *chaos_run_kill(ChaosRun *run, int slot)
  * the mutex works at all); false after a generous bound. */
 static bool wait_for_activity(ChaosRun *run)
 {
-    gint64 end = nm_now_ms() + nm_ms(10000);
+    gint64 end = nmt_now_ms() + nm_ms(10000);
 
-    while (nm_now_ms() < end) {
+    while (nmt_now_ms() < end) {
         uint32_t n = chaos_log_count(run->log), holds = 0;
 
         for (uint32_t i = 0; i < n && holds < 10; i++)
             holds += run->log->recs[i].unlock_end_ns > 0;
         if (holds >= 10)
             return true;
-        nm_sleep_ms(10);
+        nmt_sleep_ms(10);
     }
     return false;
 }
@@ -199,7 +216,7 @@ static void kill_straggler(ChaosRun *run, int slot)
 
 static void stop_workers(ChaosRun *run)
 {
-    gint64 end = nm_now_ms() + nm_ms(10000) + 4 * run->lease_ms;
+    gint64 end = nmt_now_ms() + nm_ms(10000) + 4 * run->lease_ms;
     int left;
 
     chaos_store(&run->log->stop, 1);
@@ -208,8 +225,8 @@ static void stop_workers(ChaosRun *run)
         for (int s = 0; s < run->nworkers; s++)
             left += run->slot[s] >= 0 && !reaped(run, s);
         if (left)
-            nm_sleep_ms(10);
-    } while (left && nm_now_ms() < end);
+            nmt_sleep_ms(10);
+    } while (left && nmt_now_ms() < end);
     for (int s = 0; s < run->nworkers; s++)
         if (run->slot[s] >= 0)
             kill_straggler(run, s);
@@ -275,6 +292,8 @@ static void setup_workers(ChaosRun *run)
     c->long_min_ms = run->lease_ms / 3;
     c->long_max_ms = 3 * run->lease_ms / 2;
     c->threads = nm_slowdown() >= 5 ? 2 : 3;
+    c->robust = !run->fam->cached;
+    c->think_us = run->fam->cached ? THINK_US : 0;
     run->nworkers = PROCS + 1;
 }
 
@@ -309,16 +328,43 @@ static void teardown(ChaosRun *run)
 
 /* ---- the driver --------------------------------------------------------------- */
 
+/* One look at the lock key's cache flag (the character after the token
+ * and the queue flag, see the README's key schema): true when its holder's
+ * process may keep the lease cached.  Single server and proxy modes. */
+static bool cache_marked(ChaosRun *run)
+{
+    char *v = run->redis ? nm_redis_get(run->redis, 0, run->key, strlen(run->key)) : NULL;
+    bool marked = v && strlen(v) > 33 && (v[33] == 'k' || v[33] == 'i');
+
+    g_free(v);
+    run->cache_marks += marked;
+    return marked;
+}
+
+/* A cached family must run with cacheable leases: nothing in the set-up
+ * may have turned caching off.  Up to 2 s for a lease marked so. */
+static void wait_for_cache_mark(ChaosRun *run)
+{
+    gint64 end = nmt_now_ms() + nm_ms(2000);
+
+    while (!cache_marked(run) && nmt_now_ms() < end)
+        nmt_sleep_ms(1);
+}
+
 static void drive(ChaosRun *run, const ChaosEnv *env)
 {
     const ChaosFamily *fam = run->fam;
-    gint64 end = nm_now_ms() + family_ms(fam, env);
+    gint64 end = nmt_now_ms() + family_ms(fam, env);
 
+    if (fam->cached)
+        wait_for_cache_mark(run);
     do {
         if (fam->inject && fam->inject(run))
             run->injected++;
-        nm_sleep_ms(nm_ms(fam->gap_ms));
-    } while (nm_now_ms() < end);
+        /* A robust family's samples must never see one (never cached). */
+        cache_marked(run);
+        nmt_sleep_ms(nm_ms(fam->gap_ms));
+    } while (nmt_now_ms() < end);
 }
 
 /* ---- the verdict ---------------------------------------------------------------- */
@@ -340,6 +386,7 @@ static ChaosParams params(const ChaosRun *run)
         .early_ns = (int64_t)nm_ms(2) * ms,
         .idle_bound_ns = run->fam->idle_check ? idle_bound_ms(run) * ms : 0,
         .keep_ns = (int64_t)run->lease_ms * ms,
+        .non_robust = run->fam->cached,
     };
 
     return p;
@@ -379,11 +426,12 @@ static void summarize(const ChaosRun *run, const ChaosReport *rep)
 
     g_test_message("chaos %s: %zu calls, %zu holds (%zu valid, %zu EOWNERDEAD, %zu lost "
                    "leases, %zu fences rejected, %zu killed holding, unlock ENOLCK %zu / "
-                   "EIO %zu, %zu stale lost updates); %u faults injected (%u flagged); "
-                   "documented limits seen: %s",
+                   "EIO %zu, %zu stale lost updates, %zu cached relocks); %u faults "
+                   "injected (%u flagged); documented limits seen: %s",
                    run->fam->name, s->calls, s->holds, s->valid, s->ownerdead, s->lost,
                    s->rejected, s->killed_holding, s->unlock_enolck, s->unlock_eio,
-                   s->stale_lost_updates, run->injected, run->flagged, limits);
+                   s->stale_lost_updates, s->cached_relocks, run->injected, run->flagged,
+                   limits);
     g_free(limits);
 }
 
@@ -414,6 +462,25 @@ static void dump(const ChaosRun *run)
     g_free(base);
 }
 
+/* Cached families: leases were cacheable (their revocations were then
+ * exercised on every contended acquisition; relocks from the cache are
+ * counted in the summary).  Robust families: never. */
+static void check_cache_marks(const ChaosRun *run)
+{
+    if (run->fam->mode == CHAOS_QUORUM)
+        return;
+    if (run->fam->cached && run->cache_marks == 0) {
+        g_printerr("chaos %s: the lock key was never marked cacheable\n", run->fam->name);
+        g_test_message("chaos %s: caching was not on: nothing was tested", run->fam->name);
+        g_test_fail();
+    } else if (!run->fam->cached && run->cache_marks > 0) {
+        g_printerr("chaos %s: a robust mutex's lease was marked cacheable (%u samples)\n",
+                   run->fam->name, run->cache_marks);
+        g_test_message("chaos %s FAILED: robust lease cacheable", run->fam->name);
+        g_test_fail();
+    }
+}
+
 static void judge(ChaosRun *run)
 {
     ChaosParams p = params(run);
@@ -436,6 +503,7 @@ static void judge(ChaosRun *run)
         g_test_message("chaos %s FAILED: %s", run->fam->name, kinds);
         g_test_fail();
     }
+    check_cache_marks(run);
     if (run->fam->inject && run->injected == 0) {
         g_test_message("chaos %s: no fault could be injected: nothing was tested",
                        run->fam->name);

@@ -31,6 +31,8 @@ typedef struct ChaosFamily {
     ChaosMode mode;
     bool idle_check;             /* see ChaosParams.idle_bound_ns */
     unsigned int weight;         /* its share of the time (0 counts as 1) */
+    bool cached;                 /* a plain mutex with lease caching, not a
+                                    robust one (single server and proxy) */
 } ChaosFamily;
 
 /* What all families share. */
@@ -56,6 +58,8 @@ struct ChaosRun {
     unsigned int injected;                  /* faults that struck */
     unsigned int flagged;                   /* ... with CHAOS_FF_* set */
     int turn;                               /* rotates the injectors' variants */
+    unsigned int cache_marks;               /* samples of the lock key marked
+                                               cacheable ('k' or 'i') */
 };
 
 /* Runs FAM (a GLib test case's body): fails the test case on violations. */

@@ -7,7 +7,9 @@
  * process, a spurious or a missed EOWNERDEAD, a lost update, a bound
  * overrun, a hang, an idle lock), and the cases it must let pass (a cohort
  * hand-off sharing a fence, a lost lease ending an interval, an ambiguous
- * unlock, an overlap across an empty restart: a documented limit).
+ * unlock, an overlap across an empty restart: a documented limit), and
+ * for a mutex that is not robust (the cached families): any EOWNERDEAD
+ * flagged, none expected, relocks from the cache counted.
  */
 #include "ac_config.h"
 
@@ -322,6 +324,111 @@ static void test_idle_lock_flagged(void)
     expect_clean(r, 3, NULL, 0);
 }
 
+/* A plain (non-robust) mutex, as the cached families use: it must never
+ * return EOWNERDEAD, and so is never expected to. */
+static const ChaosParams plain_params = {
+    .try_bound_ns = 1000 * MS,
+    .unlock_bound_ns = 1000 * MS,
+    .timed_slack_ns = 1000 * MS,
+    .early_ns = 2 * MS,
+    .idle_bound_ns = 450 * MS,
+    .keep_ns = 600 * MS,
+    .non_robust = true,
+};
+
+static void expect_plain(const ChaosRec *recs, size_t n, const ChaosFault *faults,
+                         size_t nfaults, int kind, size_t want)
+{
+    ChaosReport rep;
+
+    memset(&rep, 0, sizeof rep);
+    chaos_check(recs, n, faults, nfaults, &plain_params, &rep);
+    for (int k = 0; k < CV_NKINDS; k++)
+        g_assert_cmpuint(rep.count[k], ==, k == kind ? want : 0);
+    chaos_report_clear(&rep);
+}
+
+static void test_non_robust_ownerdead_flagged(void)
+{
+    ChaosRec r[] = { killed_holding(1, 0, 5, 1), hold(2, 0, 600, 610, 2) };
+
+    /* After a kill, as a robust mutex should (where it passes)... */
+    r[1].rc = EOWNERDEAD;
+    expect_clean(r, 2, NULL, 0);
+    expect_plain(r, 2, NULL, 0, CV_RESULT, 1);
+    /* ...and after a clean release, where a robust one is told too. */
+    r[0] = hold(1, 0, 0, 10, 1);
+    expect_only(r, 2, NULL, 0, CV_SPURIOUS_OWNERDEAD, 1);
+    expect_plain(r, 2, NULL, 0, CV_RESULT, 1);
+}
+
+static void test_non_robust_no_ownerdead_passes(void)
+{
+    ChaosRec r[] = { killed_holding(1, 0, 5, 1), hold(2, 0, 600, 610, 2) };
+
+    /* The missed-EOWNERDEAD case of a robust mutex is right for a plain
+     * one: nothing to tell. */
+    expect_only(r, 2, NULL, 0, CV_MISSED_OWNERDEAD, 1);
+    expect_plain(r, 2, NULL, 0, CV_OVERLAP, 0);
+    /* Everything else is still judged: an overlap... */
+    r[1] = hold(2, 0, 4, 15, 2);
+    expect_plain(r, 2, NULL, 0, CV_OVERLAP, 1);
+    /* ...and a fence going backwards. */
+    r[1] = hold(2, 0, 600, 610, 0);
+    expect_plain(r, 2, NULL, 0, CV_FENCE_ORDER, 1);
+}
+
+/* The cached relocks the checker counts in a log it finds clean. */
+static size_t cached_relocks(const ChaosRec *recs, size_t n)
+{
+    ChaosReport rep;
+    size_t got;
+
+    memset(&rep, 0, sizeof rep);
+    chaos_check(recs, n, NULL, 0, &plain_params, &rep);
+    g_assert_cmpuint(chaos_report_failures(&rep), ==, 0);
+    got = rep.stats.cached_relocks;
+    chaos_report_clear(&rep);
+    return got;
+}
+
+/* Relocks from a lease kept cached share its fence in one process, as
+ * cohort hand-offs do; they are counted, and another process with that
+ * fence is still a violation. */
+static void test_cached_relocks_counted(void)
+{
+    ChaosRec r[] = {
+        hold(1, 0, 0, 10, 1),
+        hold(1, 1, 20, 30, 1),    /* called at 19 ms, after the unlock: cached */
+        hold(1, 2, 30.05, 40, 1), /* called at 29.05 ms, waiting: a hand-off */
+        hold(2, 0, 50, 60, 2),
+        /* Thread 2 was in timedlock during the first unlock, which may
+         * have handed it the lease; it gave up, leaving the lease to the
+         * next local caller with no cache at all. */
+        call(1, 'T', ETIMEDOUT, 5, 12),
+    };
+
+    r[4].thread = 2;
+    r[4].deadline_ns = at_ms(12);
+    g_assert_cmpuint(cached_relocks(r, 4), ==, 1);
+    g_assert_cmpuint(cached_relocks(r, 5), ==, 0);
+    r[3].fence = 1;
+    expect_plain(r, 4, NULL, 0, CV_FENCE_ORDER, 1);
+}
+
+/* A lease kept cached by one process while another waits is an idle lock
+ * when the revocation does not come. */
+static void test_cached_idle_flagged(void)
+{
+    ChaosRec r[] = { hold(1, 0, 0, 10, 1), hold(2, 0, 800, 810, 2) };
+
+    r[1].call_ns = at_ms(5);
+    expect_plain(r, 2, NULL, 0, CV_IDLE, 1);
+    r[1] = hold(2, 0, 300, 310, 2); /* given back in time */
+    r[1].call_ns = at_ms(5);
+    expect_plain(r, 2, NULL, 0, CV_IDLE, 0);
+}
+
 void chaos_selftest_register(void)
 {
     g_test_add_func("/chaos/checker/clean-log-passes", test_clean_log_passes);
@@ -340,4 +447,10 @@ void chaos_selftest_register(void)
     g_test_add_func("/chaos/checker/hang-flagged", test_hang_flagged);
     g_test_add_func("/chaos/checker/results-flagged", test_results_flagged);
     g_test_add_func("/chaos/checker/idle-lock-flagged", test_idle_lock_flagged);
+    g_test_add_func("/chaos/checker/non-robust-ownerdead-flagged",
+                    test_non_robust_ownerdead_flagged);
+    g_test_add_func("/chaos/checker/non-robust-no-ownerdead-passes",
+                    test_non_robust_no_ownerdead_passes);
+    g_test_add_func("/chaos/checker/cached-relocks-counted", test_cached_relocks_counted);
+    g_test_add_func("/chaos/checker/cached-idle-flagged", test_cached_idle_flagged);
 }

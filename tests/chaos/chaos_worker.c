@@ -2,8 +2,12 @@
  * chaos_worker.c -- what runs in each chaos worker process.
  *
  * The process configures netmutex (short connect and I/O timeouts, so that
- * faults resolve quickly), makes one ROBUST mutex with a short lease and a
- * lost-lease callback, and starts its threads.  Each thread loops, until
+ * faults resolve quickly), makes one mutex with a short lease and a
+ * lost-lease callback, and starts its threads.  The mutex is ROBUST, or
+ * (cfg->robust false) of the default type with lease caching on, as a
+ * ported program gets it: caching is asked for explicitly on the attribute
+ * and left at its defaults in the configuration (cache_idle_ms 0: the
+ * default), since robust mutexes are never cached.  Each thread loops, until
  * the driver sets log->stop, over one of
  *     netmutex_lock        (half of the rounds: no bound but the run's),
  *     netmutex_timedlock   (three in ten: a random deadline),
@@ -246,6 +250,7 @@ static bool one_round(WThread *t)
         sleep_us(5000);
     else
         sleep_us(random_upto(t, 1000));
+    sleep_us(random_upto(t, w->cfg->think_us));
     if (w->cfg->prober)
         sleep_us(10000 + random_upto(t, 20000));
     return true;
@@ -283,7 +288,8 @@ static int setup(Worker *w)
         rc = netmutex_attr_init(&attr);
     if (rc != 0)
         return rc;
-    rc = netmutex_attr_setrobust(&attr, NETMUTEX_ROBUST);
+    rc = c->robust ? netmutex_attr_setrobust(&attr, NETMUTEX_ROBUST)
+                   : netmutex_attr_setcache(&attr, 1);
     if (rc == 0)
         rc = netmutex_attr_setlease(&attr, c->lease_ms);
     if (rc == 0)

@@ -1,6 +1,7 @@
 /*
  * chaos_worker.h -- a chaos worker process: THREADS threads hammering one
- * ROBUST netmutex and logging every call and hold (see chaos_worker.c).
+ * netmutex (robust, or plain with lease caching) and logging every call and
+ * hold (see chaos_worker.c).
  */
 #ifndef CHAOS_WORKER_H
 #define CHAOS_WORKER_H
@@ -19,7 +20,9 @@ typedef struct ChaosWorkerCfg {
     unsigned int timed_min_ms, timed_max_ms; /* timedlock deadlines, from now */
     unsigned int rmw_us;                     /* between the read and the write */
     unsigned int hold_us;                    /* at most this much longer held */
+    unsigned int think_us;                   /* at most this much between rounds */
     int threads;                             /* at most CHAOS_MAX_THREADS */
+    bool robust;                             /* else a plain mutex, cached */
     bool prober;                             /* trylock and timedlock only,
                                                 with a pause between rounds */
     unsigned int long_one_in;                /* 1 hold in N is long (0: none) */

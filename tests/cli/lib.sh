@@ -135,7 +135,7 @@ release_hold() {
 }
 
 # waiters NAME: how many wait for NAME, as `status` reads it: the length of
-# the server's queue list (netmutex:{NAME}:q).
+# the server's queue list (netmutex:{TAG}NAME:q).
 waiters() {
     "$NM" status --json "$1" | sed -n 's/.*"waiters":\([0-9]*\).*/\1/p'
 }

@@ -51,7 +51,7 @@ check "... strict UTF-8, with the one name decoded" json_check "$weird" array <"
 
 "$NM" status "$weird" >"$tmp/status.txt"
 check "status: the name is escaped" test "$(sed -n 's/^name: *//p' "$tmp/status.txt")" = "$text"
-check "... in one line of 8" test "$(wc -l <"$tmp/status.txt")" = 8
+check "... in one line of 9" test "$(wc -l <"$tmp/status.txt")" = 9
 check "... with no raw control character or non-UTF-8 byte" no_raw "$tmp/status.txt"
 
 "$NM" list >"$tmp/list.txt"

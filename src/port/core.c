@@ -1,5 +1,5 @@
 /*
- * compat_core.c -- what a selected pthread mutex does, for both routes.
+ * core.c -- what a selected pthread mutex does, for both routes.
  *
  * A selected mutex is a netmutex plus its real pthread mutex ("local").
  * Locking takes the netmutex first, then local -- local only on the first
@@ -23,7 +23,7 @@
  * EIO (released here, the server could not be told, the key expires by
  * itself) breaks no exclusion, so it is reported once and 0 is returned.
  */
-#include "wrap.h"
+#include "core.h"
 
 #include <errno.h>
 #include <stdlib.h>

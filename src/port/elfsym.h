@@ -5,10 +5,12 @@
  * for it.  This is what lets NETMUTEX_MUTEXES name a static mutex, which
  * has no dynamic symbol for dlsym to find.  Read with elfutils' libelf,
  * once, when the selection is parsed; what the definitions mean is
- * compat_symbol.c's business.
+ * symbol.c's business.
  */
-#ifndef NM_ELFSYM_H
-#define NM_ELFSYM_H
+#ifndef NM_PORT_ELFSYM_H
+#define NM_PORT_ELFSYM_H
+
+#include <ac_config.h>
 
 #include <stddef.h>
 #include <stdint.h>
@@ -51,4 +53,4 @@ int nm_elfsym_scan(nm_elfsym_scan_t *scan);
 /* Frees what nm_elfsym_scan allocated (not the queries array). */
 void nm_elfsym_free(nm_elfsym_scan_t *scan);
 
-#endif /* NM_ELFSYM_H */
+#endif /* NM_PORT_ELFSYM_H */

@@ -1,11 +1,11 @@
 /*
- * compat_attr.c -- pthread_mutexattr_* for the source route.  Attributes
+ * attr.c -- pthread_mutexattr_* for the source route.  Attributes
  * stay real pthread ones (a network mutex reads its type and robustness
  * from the real mutex they initialized); these only turn the NULL
  * pointers that glibc would crash on into EINVAL.
  */
 #define NETMUTEX_PTHREAD_DECLARE_ONLY
-#include "wrap.h"
+#include <ac_config.h>
 
 #include <errno.h>
 

@@ -1,5 +1,5 @@
 /*
- * compat_notes.c -- the messages of the NETMUTEX_MUTEXES parse, held back
+ * notes.c -- the messages of the NETMUTEX_MUTEXES parse, held back
  * until the parse is over.
  *
  * The parse runs inside pthread_once, on the first wrapped call.  In a
@@ -9,11 +9,13 @@
  * Once the table is published, logging is safe.  Only the parse writes
  * notes, so pthread_once is all the locking they need.
  */
-#include "wrap.h"
+#include "notes.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "netmutex.h"
 
 typedef struct note {
     int level;

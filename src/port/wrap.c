@@ -5,11 +5,14 @@
  * The program's own objects call these instead of the C library; shared
  * libraries it uses, the C library itself and libnetmutex do not.  A
  * mutex that NETMUTEX_MUTEXES or netmutex_wrap_register selected is a
- * network mutex (compat_core.c); any other goes straight to
+ * network mutex (core.c); any other goes straight to
  * __real_pthread_*, after a NULL check and two loads -- plus, only when
- * some mutex is selected at all, a lock-free table probe (compat_select.c).
+ * some mutex is selected at all, a lock-free table probe (select.c).
  */
-#include "wrap.h"
+#include "real.h"   /* first: it has no .c of its own to show it compiles alone */
+
+#include "core.h"
+#include "select.h"
 
 #include <errno.h>
 

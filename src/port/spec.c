@@ -1,5 +1,5 @@
 /*
- * compat_spec.c -- one NETMUTEX_MUTEXES item taken apart:
+ * spec.c -- one NETMUTEX_MUTEXES item taken apart:
  *
  *   SYMBOL[=NAME]        a mutex variable, static or global
  *   FILE:SYMBOL[=NAME]   the static SYMBOL of source file FILE, for when
@@ -8,14 +8,17 @@
  *
  * Digits after the last colon make a line, anything else a symbol.  Only
  * the syntax is judged here; what a selector matches is for
- * compat_symbol.c and compat_select.c to find out.
+ * symbol.c and select.c to find out.
  */
-#include "wrap.h"
+#include "spec.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)

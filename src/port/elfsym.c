@@ -10,8 +10,6 @@
  * object may be interposed -- by the executable's copy, say -- so its
  * address is the one the dynamic linker binds, dlsym's.
  */
-#include <ac_config.h>
-
 #include "elfsym.h"
 
 #include <dlfcn.h>

@@ -1,11 +1,11 @@
 /*
- * compat_select.c -- which pthread mutexes are network mutexes.
+ * select.c -- which pthread mutexes are network mutexes.
  *
  * NETMUTEX_MUTEXES="sym[=name],file.c:sym[=name],file.c:LINE[=name],..."
- * is read once, on the first call that needs it (compat_spec.c takes the
+ * is read once, on the first call that needs it (spec.c takes the
  * items apart).  A SYM or FILE:SYM is looked up, for all items at once, in
  * the ELF symbol tables of the program and its loaded objects, statics
- * included (elfsym.c), and must name exactly one mutex (compat_symbol.c);
+ * included (elfsym.c), and must name exactly one mutex (symbol.c);
  * its address goes into the table below.  A FILE:LINE is where a
  * source-route PTHREAD_MUTEX_INITIALIZER stands, matched when a mutex
  * initialized there is first used (nm_select_name).  NAME defaults to the
@@ -23,7 +23,7 @@
  * at destroy) keeps its key as a tombstone so probe chains stay intact;
  * writers serialize on table_lock.
  */
-#include "wrap.h"
+#include "select.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -32,6 +32,10 @@
 #include <string.h>
 
 #include "elfsym.h"
+#include "notes.h"
+#include "real.h"
+#include "spec.h"
+#include "symbol.h"
 
 #define SLOTS NM_SELECT_SLOTS
 #define MAX_KEYS (SLOTS / 2)   /* keeps probe chains short */
@@ -227,7 +231,7 @@ static size_t read_items(nm_spec_t **specs)
     return n;
 }
 
-/* The table is published before the notes are logged: see compat_notes.c. */
+/* The table is published before the notes are logged: see notes.c. */
 static void parse_env(void)
 {
     nm_spec_t *specs;

@@ -11,7 +11,8 @@
  * mutex no FILE:LINE: only its symbol (a global) or setname selects it.
  */
 #define NETMUTEX_PTHREAD_DECLARE_ONLY
-#include "wrap.h"
+#include "core.h"
+#include "select.h"
 
 #include <errno.h>
 

@@ -1,5 +1,5 @@
 /*
- * compat_symbol.c -- which mutex a SYMBOL or FILE:SYMBOL selector means,
+ * symbol.c -- which mutex a SYMBOL or FILE:SYMBOL selector means,
  * given every definition of the symbol in the program (elfsym.c), or why
  * there is none.
  *
@@ -13,7 +13,7 @@
  * guessing would network a mutex nobody asked for.
  */
 #define NETMUTEX_PTHREAD_DECLARE_ONLY
-#include "wrap.h"
+#include "symbol.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "elfsym.h"
+#include "notes.h"
 #include "netmutex/pthread.h"
 
 #define LISTED 4   /* candidates named in a message; more are counted */

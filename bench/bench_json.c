@@ -1,0 +1,150 @@
+/*
+ * bench_json.c -- nm_bench's JSON lines ("OUTPUT" at the top of
+ * nm_bench.c says what they hold).
+ */
+#include "ac_config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <hiredis/hiredis.h>
+
+#include <netmutex.h>
+
+#include "nm_bench.h"
+#include "redis_server.h"
+
+/* ===================================================================== */
+/* JSON lines                                                             */
+/* ===================================================================== */
+
+void j_raw(jline_t *j, const char *fmt, ...)
+{
+    va_list ap;
+    if (j->len >= sizeof j->buf)
+        return;
+    va_start(ap, fmt);
+    int n = vsnprintf(j->buf + j->len, sizeof j->buf - j->len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        j->len = j->len + (size_t)n < sizeof j->buf ? j->len + (size_t)n : sizeof j->buf;
+}
+
+/* Keys are literals of this file: they need no escaping. */
+void j_key(jline_t *j, const char *key)
+{
+    j_raw(j, "%s\"%s\":", j->len > 1 ? "," : "", key);
+}
+
+void j_str(jline_t *j, const char *key, const char *s)
+{
+    j_key(j, key);
+    j_raw(j, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            j_raw(j, "\\%c", c);
+        else if (c < 0x20)
+            j_raw(j, "\\u%04x", c);
+        else
+            j_raw(j, "%c", c);
+    }
+    j_raw(j, "\"");
+}
+
+void j_int(jline_t *j, const char *key, long long v)
+{
+    j_key(j, key);
+    j_raw(j, "%lld", v);
+}
+
+/* JSON has no NaN or infinity: they become null. */
+void j_num(jline_t *j, const char *key, double v)
+{
+    j_key(j, key);
+    if (isfinite(v))
+        j_raw(j, "%.6g", v);
+    else
+        j_raw(j, "null");
+}
+
+void j_bool(jline_t *j, const char *key, int v)
+{
+    j_key(j, key);
+    j_raw(j, v ? "true" : "false");
+}
+
+void j_int_array(jline_t *j, const char *key, const uint64_t *v, size_t n)
+{
+    j_key(j, key);
+    j_raw(j, "[");
+    for (size_t i = 0; i < n; i++)
+        j_raw(j, "%s%llu", i ? "," : "", (unsigned long long)v[i]);
+    j_raw(j, "]");
+}
+
+/* A figure with its target: see "OUTPUT" at the top. */
+void j_figure(jline_t *j, const char *name, double value, double target, int sense)
+{
+    char key[96];
+    int meets = sense == AT_LEAST ? value >= target : value <= target;
+    j_num(j, name, value);
+    snprintf(key, sizeof key, "%s_target", name);
+    j_num(j, key, target);
+    if (target != 0) {
+        snprintf(key, sizeof key, "%s_vs_target", name);
+        j_num(j, key, value / target);
+    }
+    snprintf(key, sizeof key, "%s_meets_target", name);
+    j_bool(j, key, meets);
+    j->targets++;
+    j->met += meets;
+}
+
+/* Every line starts alike, so lines from different runs can be compared. */
+void j_begin(jline_t *j, const char *scenario)
+{
+    j->len = 0;
+    j->targets = j->met = 0;
+    j_raw(j, "{");
+    j_str(j, "scenario", scenario);
+    j_str(j, "server", server_kind);
+    j_num(j, "rtt_us", rtt_us);
+}
+
+void j_end(jline_t *j)
+{
+    if (j->targets)
+        j_bool(j, "meets_all_targets", j->met == j->targets);
+    j_raw(j, "}");
+    fwrite(j->buf, 1, j->len, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+}
+
+/* The line of a scenario that could not be measured.  Returns -1. */
+int report_error(const char *scenario, const char *msg)
+{
+    jline_t j;
+    j_begin(&j, scenario);
+    j_str(&j, "error", msg);
+    j_end(&j);
+    return -1;
+}

@@ -1,0 +1,326 @@
+/*
+ * bench_redis.c -- nm_bench talking to Redis without the library: the
+ * admin connection, the round trip, the server's counters, and the private
+ * servers (common/redis_server.h) it starts when no URL is given.
+ */
+#include "ac_config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <hiredis/hiredis.h>
+
+#include <netmutex.h>
+
+#include "nm_bench.h"
+#include "redis_server.h"
+
+/* ===================================================================== */
+/* talking to Redis directly: RTT and server counters                     */
+/* ===================================================================== */
+
+/* Where an admin connection goes: the first server of a netmutex URL
+ * (unix://[[user]:pass@]/path[?db=N] or redis://[[user]:pass@]host[:port][/db]). */
+typedef struct {
+    char path[256];          /* unix socket; empty for TCP */
+    char host[256];
+    int port;
+    char user[128], pass[256];
+    int db;
+} endpoint_t;
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Copies S[0..N) to OUT, decoding %XX escapes.  -1 if it does not fit. */
+static int pct_decode(const char *s, size_t n, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '%' && i + 2 < n && hex_digit(s[i + 1]) >= 0 && hex_digit(s[i + 2]) >= 0) {
+            c = (char)(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2]));
+            i += 2;
+        }
+        if (o + 1 >= cap)
+            return -1;
+        out[o++] = c;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+static int parse_url(const char *url, endpoint_t *ep)
+{
+    const char *p, *end = url + strcspn(url, ",");
+    int is_unix = strncmp(url, "unix://", 7) == 0;
+
+    memset(ep, 0, sizeof *ep);
+    ep->port = 6379;
+    if (is_unix)
+        p = url + 7;
+    else if (strncmp(url, "redis://", 8) == 0)
+        p = url + 8;
+    else
+        return -1;
+
+    /* Credentials come before the first '/' in both forms. */
+    const char *slash = memchr(p, '/', (size_t)(end - p));
+    const char *auth_end = slash ? slash : end, *at = NULL;
+    for (const char *q = p; q < auth_end; q++)
+        if (*q == '@')
+            at = q;
+    if (at) {
+        const char *colon = memchr(p, ':', (size_t)(at - p));
+        if (colon && pct_decode(p, (size_t)(colon - p), ep->user, sizeof ep->user) != 0)
+            return -1;
+        const char *pw = colon ? colon + 1 : p;
+        if (pct_decode(pw, (size_t)(at - pw), ep->pass, sizeof ep->pass) != 0)
+            return -1;
+        p = at + 1;
+    }
+
+    if (is_unix) {
+        const char *q = memchr(p, '?', (size_t)(end - p));
+        if (pct_decode(p, (size_t)((q ? q : end) - p), ep->path, sizeof ep->path) != 0)
+            return -1;
+        if (q && strncmp(q, "?db=", 4) == 0)
+            ep->db = atoi(q + 4);
+        return ep->path[0] == '/' ? 0 : -1;
+    }
+    const char *host_end;
+    if (*p == '[') {
+        host_end = memchr(p, ']', (size_t)(end - p));
+        if (!host_end)
+            return -1;
+        p++;
+    } else {
+        host_end = p + strcspn(p, ":/,");
+    }
+    if (pct_decode(p, (size_t)(host_end - p), ep->host, sizeof ep->host) != 0)
+        return -1;
+    p = host_end + (*host_end == ']');
+    if (*p == ':')
+        ep->port = atoi(p + 1);
+    const char *db = memchr(p, '/', (size_t)(end - p));
+    if (db)
+        ep->db = atoi(db + 1);
+    return ep->host[0] ? 0 : -1;
+}
+
+/* A command whose reply must not be an error; NULL after a message. */
+redisReply *admin_cmd(redisContext *c, const char *what, int argc, const char **argv)
+{
+    redisReply *r = redisCommandArgv(c, argc, argv, NULL);
+    if (!r) {
+        complain("%s: %s", what, c->errstr);
+        return NULL;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        complain("%s: %s", what, r->str);
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* The same for a command whose reply is not needed: 0, or -1. */
+int admin_do(redisContext *c, const char *what, int argc, const char **argv)
+{
+    redisReply *r = admin_cmd(c, what, argc, argv);
+    if (!r)
+        return -1;
+    freeReplyObject(r);
+    return 0;
+}
+
+/* A plain hiredis connection to server_url, authenticated and on the
+ * right database; NULL after a message. */
+redisContext *admin_connect(void)
+{
+    endpoint_t ep;
+    struct timeval tv = { 5, 0 };
+    if (parse_url(server_url, &ep) != 0) {
+        complain("cannot parse the URL %s", server_url);
+        return NULL;
+    }
+    redisContext *c = ep.path[0] ? redisConnectUnixWithTimeout(ep.path, tv)
+                                 : redisConnectWithTimeout(ep.host, ep.port, tv);
+    if (!c || c->err) {
+        complain("connecting to %s: %s", server_url, c ? c->errstr : "out of memory");
+        if (c)
+            redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, tv);
+    int ok = 1;
+    if (ep.pass[0] && ep.user[0])
+        ok = admin_do(c, "AUTH", 3, (const char *[]){ "AUTH", ep.user, ep.pass }) == 0;
+    else if (ep.pass[0])
+        ok = admin_do(c, "AUTH", 2, (const char *[]){ "AUTH", ep.pass }) == 0;
+    if (ok && ep.db) {
+        char db[16];
+        snprintf(db, sizeof db, "%d", ep.db);
+        ok = admin_do(c, "SELECT", 2, (const char *[]){ "SELECT", db }) == 0;
+    }
+    if (!ok) {
+        redisFree(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Median time of RTT_PINGS PINGs, in us; -1 after a message. */
+double measure_rtt(void)
+{
+    static double v[RTT_PINGS];
+    redisContext *c = admin_connect();
+    if (!c)
+        return -1;
+    for (int i = 0; i < RTT_PINGS; i++) {
+        int64_t t0 = now_ns();
+        redisReply *r = admin_cmd(c, "PING", 1, (const char *[]){ "PING" });
+        v[i] = (double)(now_ns() - t0) / 1e3;
+        if (!r) {
+            redisFree(c);
+            return -1;
+        }
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    return median(v, RTT_PINGS);
+}
+
+/* The server's command counters, from INFO commandstats. */
+int read_cmdstats(redisContext *c, cmdstats_t *out)
+{
+    redisReply *r = admin_cmd(c, "INFO commandstats", 2, (const char *[]){ "INFO", "commandstats" });
+    if (!r)
+        return -1;
+    memset(out, 0, sizeof *out);
+    /* Lines look like "cmdstat_evalsha:calls=12,usec=...". */
+    for (const char *line = r->str; line; line = strchr(line, '\n')) {
+        char cmd[64];
+        unsigned long long calls;
+        line += *line == '\n';
+        if (sscanf(line, "cmdstat_%63[^:]:calls=%llu", cmd, &calls) != 2)
+            continue;
+        if (strcmp(cmd, "evalsha") == 0)
+            out->evalsha = calls;
+        else if (strcmp(cmd, "pexpire") == 0)
+            out->pexpire = calls;
+    }
+    freeReplyObject(r);
+    return 0;
+}
+
+/* ===================================================================== */
+/* the private redis-server                                               */
+/* ===================================================================== */
+
+/* Server 0 serves every scenario; the quorum scenarios add servers 1 and 2
+ * (independent masters) beside it.  Each has its own directory; only the
+ * main process cleans them up (redis_server.h), at exit or on a fatal
+ * signal, and workers die with us through PR_SET_PDEATHSIG. */
+static rs_server_t servers[NSERVERS];
+
+void stop_redis(void)
+{
+    for (int i = 0; i < NSERVERS; i++)
+        rs_destroy(&servers[i]);
+}
+
+/* Starts private server I and writes its URL to URL.  0, or -1 after a
+ * message. */
+static int start_server(int i, char *url, size_t url_size)
+{
+    rs_opts_t o = { .port = opt.tcp ? RS_PICK_PORT : 0, .ready_ms = READY_TIMEOUT_MS };
+    rs_server_t *s = &servers[i];
+    int err = rs_make_dir(s, "nm_bench");
+
+    if (err) {
+        complain("a directory for redis-server in $TMPDIR: %s", strerror(err));
+        return -1;
+    }
+    err = rs_start(s, &o);
+    if (err == ECHILD) {
+        complain("%s exited before it was ready; its log:", s->exe);
+        rs_print_log(s);
+    } else if (err == ETIMEDOUT) {
+        complain("%s did not answer on %s within %d ms", s->exe, s->sock, READY_TIMEOUT_MS);
+    } else if (err) {
+        complain("starting redis-server: %s", strerror(err));
+    }
+    if (err) {
+        stop_redis();
+        return -1;
+    }
+    if (opt.tcp)
+        snprintf(url, url_size, "redis://127.0.0.1:%d", s->port);
+    else
+        snprintf(url, url_size, "unix://%s", s->sock);
+    return 0;
+}
+
+pid_t private_server_pid(void)
+{
+    return servers[0].pid;
+}
+
+/* Starts the private server and sets server_url.  0, or -1 after a message. */
+int start_redis(void)
+{
+    if (start_server(0, server_url, sizeof server_url) != 0)
+        return -1;
+    server_kind = opt.tcp ? "private-tcp" : "private-unix";
+    return 0;
+}
+
+/* The quorum scenarios' URL list: server 0 and two more private servers,
+ * started on first use.  NULL (after a message) when they cannot be had. */
+const char *quorum_url(void)
+{
+    static char list[sizeof server_url + 2 * 200];
+    char one[200];
+    if (list[0])
+        return list;
+    if (!servers[0].dir[0]) {
+        complain("quorum scenarios need the private servers (no -u / NETMUTEX_URL)");
+        return NULL;
+    }
+    snprintf(list, sizeof list, "%s", server_url);
+    for (int i = 1; i < NSERVERS; i++) {
+        if (start_server(i, one, sizeof one) != 0) {
+            list[0] = '\0';
+            return NULL;
+        }
+        strncat(list, ",", sizeof list - strlen(list) - 1);
+        strncat(list, one, sizeof list - strlen(list) - 1);
+    }
+    return list;
+}

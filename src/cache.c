@@ -1,0 +1,561 @@
+/* cache.c -- lease caching (see cache.h for the design). */
+#include "nm.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "clock.h"
+#include "lease.h"
+#include "log.h"
+#include "wake.h"
+#include "watchdog.h"
+
+/* How long a name stays listened to after its last cacheable acquisition:
+ * a name locked in a loop by several processes in turn keeps its
+ * subscription instead of subscribing at every acquisition. */
+#define LISTEN_LINGER_MS 2000
+#define CHANNEL_SUFFIX ":r"
+/* How long a cached lease stays unused before the server is told that no
+ * thread of ours is in it (netmutex_status' idle). */
+#define IDLE_MARK_MS 100
+/* How long an unlock waits for the background thread to read requests
+ * that have arrived (nm_watchdog_settle); it is the thread's next step. */
+#define SETTLE_MS 50
+
+static pthread_mutex_t sweep_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+static nm_entry_t *listed;   /* list_lock; each holds a registry reference */
+static int sweep_due;        /* atomic: a request came, sweep at once */
+
+/* The background thread sweeps at once (cache.h: it has work). */
+static void sweep_soon(void)
+{
+    __atomic_store_n(&sweep_due, 1, __ATOMIC_RELEASE);
+    nm_watchdog_poke();
+}
+
+/* ---- whether a cached lease may be used -------------------------------- */
+
+/* Under e->mu: a copy of what calls about E's lease need. */
+static int view_locked(const nm_entry_t *e, nm_lease_t *view)
+{
+    if (view->key)
+        return 0;
+    view->key = malloc(e->lease.key_len);
+    if (!view->key)
+        return ENOMEM;
+    memcpy(view->key, e->lease.key, e->lease.key_len);
+    view->key_len = e->lease.key_len;
+    memcpy(view->token, e->lease.token, sizeof view->token);
+    view->cfg = nm_config_ref(e->lease.cfg);
+    return 0;
+}
+
+
+/* Under e->mu: requests for it would reach us, nothing said the lease is
+ * gone or wanted, and the watchdog kept it renewed (half of it left at
+ * least: renewals run at a third). */
+static int usable_locked(const nm_entry_t *e)
+{
+    return e->listening && !e->revoked && !nm_watchdog_lost(&e->lease) &&
+           nm_watchdog_valid_ms(&e->lease) > (int64_t)e->lease.lease_ms / 2;
+}
+
+/* Under e->mu: moves a cached lease to *OUT and makes E busy (local
+ * lockers wait while it goes back to the server). */
+static void take_out_locked(nm_entry_t *e, nm_lease_t *out)
+{
+    *out = e->lease;
+    memset(&e->lease, 0, sizeof e->lease);
+    e->busy = 1;
+    nm_cache_released_locked(e);
+}
+
+int nm_cache_take_locked(nm_entry_t *e, int allowed, nm_lease_t *stale)
+{
+    if (!e->cached)
+        return 0;
+    e->cached = 0;
+    if (allowed && usable_locked(e)) {
+        e->busy = 1;
+        /* The server was told it is idle: tell it otherwise soon (the
+         * first lock after a pause only: hot loops never get marked). */
+        if (e->marked_idle)
+            sweep_soon();
+        return 1;
+    }
+    take_out_locked(e, stale);
+    return 0;
+}
+
+/* Under e->mu: whether E's lease may be kept cached now. */
+static int keepable_locked(const nm_entry_t *e)
+{
+    /* Not listening (yet, or any more: the subscription was refused or
+     * lost): another process could not ask for it back. */
+    return e->cacheable && e->listening && !e->revoked && !e->inconsistent &&
+           !nm_watchdog_lost(&e->lease);
+}
+
+int nm_cache_keep_locked(nm_entry_t *e)
+{
+    if (!keepable_locked(e))
+        return 0;
+    /* A request that Redis handled before this unlock may wait unread on
+     * the subscriber: have it read, so that our next lock cannot overtake
+     * a process already queued.  The calling thread still owns E, so
+     * nothing else changes it meanwhile but such a request. */
+    pthread_mutex_unlock(&e->mu);
+    nm_watchdog_settle(nm_now_ms() + SETTLE_MS);
+    pthread_mutex_lock(&e->mu);
+    if (!keepable_locked(e))
+        return 0;
+    e->cached = 1;
+    e->busy = 0;
+    e->idle_since = nm_now_ms();
+    /* The thread may sleep past the time to mark this one idle or give it
+     * back (it looked when nothing was cached): have it look in time.  In
+     * a loop of locks and unlocks that wakes it once per IDLE_MARK_MS. */
+    nm_watchdog_look_by(e->idle_since +
+                        NM_MIN(IDLE_MARK_MS, (int64_t)e->lease.cfg->cache_idle_ms));
+    return 1;
+}
+
+void nm_cache_give_back(nm_lease_t *l, int64_t deadline)
+{
+    nm_watchdog_untrack(l);
+    int err = nm_lease_release_by(l, 0, deadline);
+    if (err)
+        netmutex_log(NETMUTEX_LOG_DEBUG, "giving back a cached lease: %s", netmutex_strerror(err));
+}
+
+void nm_cache_acquired_locked(nm_entry_t *e)
+{
+    e->cacheable = e->lease.cache;
+    /* Handed over from the queue with more waiters behind: they asked the
+     * previous holder, not us. */
+    if (e->cacheable && (e->lease.waited || strcmp(e->asked, e->lease.token) == 0))
+        e->revoked = 1;
+    e->asked[0] = '\0';
+}
+
+void nm_cache_released_locked(nm_entry_t *e)
+{
+    e->cacheable = e->cached = e->revoked = e->marked_idle = 0;
+    e->answer[0] = '\0';
+}
+
+/* Under e->mu: OUT, taken out of E's cache, goes back by the background
+ * thread or a destroy, not by a thread that wants the lock (wait_local_turn
+ * lets a trylock wait for it). */
+static void returning_locked(nm_entry_t *e, const nm_lease_t *out)
+{
+    e->returning_until = nm_now_ms() + (int64_t)out->cfg->io_timeout_ms;
+}
+
+/* E's lease, taken out of the cache: back to the server, and E free. */
+static void give_back_taken(nm_entry_t *e, nm_lease_t *out)
+{
+    nm_cache_give_back(out, NM_FOREVER);
+    pthread_mutex_lock(&e->mu);
+    e->busy = 0;
+    e->returning_until = 0;
+    /* Every waiter: a trylock waiting for the give-back is one of them. */
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+void nm_cache_drop(nm_entry_t *e)
+{
+    nm_lease_t out = { 0 };
+    pthread_mutex_lock(&e->mu);
+    nm_cache_take_locked(e, 0, &out);
+    if (out.key)
+        returning_locked(e, &out);
+    pthread_mutex_unlock(&e->mu);
+    if (out.key)
+        give_back_taken(e, &out);
+}
+
+void nm_cache_broken(nm_entry_t *e)
+{
+    pthread_mutex_lock(&e->mu);
+    if (e->cacheable)
+        e->revoked = 1;
+    pthread_mutex_unlock(&e->mu);
+    nm_cache_drop(e);
+}
+
+/* ---- requests from other processes ------------------------------------- */
+
+/* Under e->mu: the lease of token HOLDER is wanted (KIND 'w' by a waiter,
+ * 't' by trylock ASKER, 'b' broken).  Returns whether the sweep has work. */
+static int asked_locked(nm_entry_t *e, const char *holder, char kind, const char *asker)
+{
+    if (!e->lease.key) {
+        /* Being acquired: the request may be for the lease on its way. */
+        memcpy(e->asked, holder, NM_TOKEN_LEN);
+        e->asked[NM_TOKEN_LEN] = '\0';
+        return 0;
+    }
+    if (!e->cacheable || memcmp(holder, e->lease.token, NM_TOKEN_LEN) != 0)
+        return 0;
+    e->revoked = 1;
+    if (kind == 't' && asker && e->held) {
+        memcpy(e->answer, asker, NM_TOKEN_LEN);
+        e->answer[NM_TOKEN_LEN] = '\0';
+    }
+    return e->cached || e->answer[0];
+}
+
+/* "<holder> <kind>[<asker>]" (lib.lua, R). */
+static void on_message(nm_entry_t *e, const char *msg, size_t len)
+{
+    if (len < NM_TOKEN_LEN + 2 || msg[NM_TOKEN_LEN] != ' ')
+        return;
+    const char *asker = len == 2 * NM_TOKEN_LEN + 2 ? msg + NM_TOKEN_LEN + 2 : NULL;
+    pthread_mutex_lock(&e->mu);
+    int due = asked_locked(e, msg, msg[NM_TOKEN_LEN + 1], asker);
+    pthread_mutex_unlock(&e->mu);
+    if (due)
+        sweep_soon();
+}
+
+/* The subscription took: requests published from now on reach us.  One
+ * published before, for the lease E holds now, was missed: so E starts
+ * listening only once the server said whether anybody is queued for that
+ * lease (a lease acquired later learns it from its own acquisition). */
+static void on_subscribed(nm_entry_t *e)
+{
+    nm_lease_t view = { 0 };
+    int wanted = 1;
+    pthread_mutex_lock(&e->mu);
+    int check = e->cacheable && view_locked(e, &view) == 0;
+    if (!check)
+        e->listening = 1;
+    pthread_mutex_unlock(&e->mu);
+    if (!check)
+        return;
+    if (nm_lease_wanted(&view, &wanted) != 0)
+        wanted = 1; /* not known: give it back rather than keep it */
+    pthread_mutex_lock(&e->mu);
+    int due = wanted && asked_locked(e, view.token, 'w', NULL);
+    e->listening = 1;
+    pthread_mutex_unlock(&e->mu);
+    nm_lease_forget(&view);
+    if (due)
+        sweep_soon();
+}
+
+/* The channel's events (wake.h).  A dropped subscription may miss requests
+ * from now on, and a server restart (which drops it) may have taken the
+ * lease with it: give it back and acquire anew. */
+static void on_event(void *arg, nm_wake_event_t ev, const char *msg, size_t len)
+{
+    nm_entry_t *e = arg;
+    int due = 0;
+    if (ev == NM_WAKE_MESSAGE) {
+        on_message(e, msg, len);
+        return;
+    }
+    if (ev == NM_WAKE_SUBSCRIBED) {
+        on_subscribed(e);
+        return;
+    }
+    pthread_mutex_lock(&e->mu);
+    e->listening = 0;
+    if (e->cacheable) {
+        e->revoked = 1;
+        due = e->cached;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (due)
+        sweep_soon();
+}
+
+void nm_cache_wanted(void *arg, const char *token)
+{
+    nm_entry_t *e = arg;
+    pthread_mutex_lock(&e->mu);
+    int due = asked_locked(e, token, 'w', NULL);
+    pthread_mutex_unlock(&e->mu);
+    if (due)
+        sweep_soon();
+}
+
+/* ---- the list of names listened to ------------------------------------- */
+
+static void exit_flush(void)
+{
+    nm_cache_flush();
+}
+
+static void install_exit_flush(void)
+{
+    /* Registered after the watchdog's own exit handler (it starts before
+     * any lease exists), so it runs first, while renewals still go on. */
+    atexit(exit_flush);
+}
+
+static nm_chan_t *listen_for_requests(nm_entry_t *e, const nm_lease_t *l)
+{
+    size_t len = l->key_len + strlen(CHANNEL_SUFFIX);
+    char *channel = malloc(len + 1);
+    if (!channel)
+        return NULL;
+    memcpy(channel, l->key, l->key_len);
+    strcpy(channel + l->key_len, CHANNEL_SUFFIX);
+    nm_chan_t *ch = nm_wake_subscribe(channel, len, on_event, e);
+    free(channel);
+    return ch;
+}
+
+int nm_cache_attach(nm_entry_t *e, const nm_lease_t *l)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, install_exit_flush);
+    pthread_mutex_lock(&list_lock);
+    e->cache_used = nm_now_ms();
+    int was_listed = e->cache_listed;
+    pthread_mutex_unlock(&list_lock);
+    if (was_listed)
+        return 0;
+
+    nm_chan_t *ch = listen_for_requests(e, l);
+    if (!ch)
+        return ENOMEM;
+    nm_registry_ref(e);
+    pthread_mutex_lock(&list_lock);
+    if (!e->cache_listed) {
+        e->cache_listed = 1;
+        e->revoke_ch = ch;
+        e->cache_next = listed;
+        listed = e;
+        ch = NULL;
+    }
+    pthread_mutex_unlock(&list_lock);
+    if (ch) { /* another thread listed it meanwhile */
+        nm_wake_unsubscribe(ch);
+        nm_registry_put(e);
+    }
+    return 0;
+}
+
+/* The listed entries, each kept alive by the list's reference for as long
+ * as the caller holds sweep_lock (only unlist() drops it). */
+static nm_entry_t **snapshot(size_t *n)
+{
+    size_t cap = 0;
+    nm_entry_t **out = NULL;
+    pthread_mutex_lock(&list_lock);
+    for (nm_entry_t *e = listed; e; e = e->cache_next)
+        cap++;
+    out = cap ? malloc(cap * sizeof *out) : NULL;
+    *n = 0;
+    for (nm_entry_t *e = listed; out && e; e = e->cache_next)
+        out[(*n)++] = e;
+    pthread_mutex_unlock(&list_lock);
+    return out;
+}
+
+/* Which listed names unlist() stops listening for. */
+enum unlist_what {
+    UNLIST_LINGERED, /* no cacheable lease for LISTEN_LINGER_MS */
+    UNLIST_UNUSED,   /* no cacheable lease now */
+    UNLIST_ALL
+};
+
+/* Under sweep_lock: takes E off the list if WHAT says so, and stops
+ * listening for it. */
+static void unlist(nm_entry_t *e, int64_t now, enum unlist_what what)
+{
+    pthread_mutex_lock(&e->mu);
+    int in_use = e->cacheable || e->cached;
+    pthread_mutex_unlock(&e->mu);
+    if (in_use && what != UNLIST_ALL)
+        return;
+    nm_chan_t *ch = NULL;
+    pthread_mutex_lock(&list_lock);
+    if (what != UNLIST_LINGERED || now - e->cache_used >= LISTEN_LINGER_MS) {
+        nm_entry_t **p = &listed;
+        while (*p != e)
+            p = &(*p)->cache_next;
+        *p = e->cache_next;
+        e->cache_listed = 0;
+        ch = e->revoke_ch;
+        e->revoke_ch = NULL;
+    }
+    pthread_mutex_unlock(&list_lock);
+    if (!ch)
+        return;
+    nm_wake_unsubscribe(ch);
+    pthread_mutex_lock(&e->mu);
+    e->listening = 0;
+    pthread_mutex_unlock(&e->mu);
+    nm_registry_put(e);
+}
+
+/* ---- giving back ----------------------------------------------------------- */
+
+/* Under e->mu: whether E's cached lease is to go back now (ALL: flush);
+ * else lowers *NEXT to when it will be. */
+static int due_locked(const nm_entry_t *e, int64_t now, int all, int64_t *next)
+{
+    if (!e->cached)
+        return 0;
+    int64_t idle_until = e->idle_since + e->lease.cfg->cache_idle_ms;
+    if (all || now >= idle_until || !usable_locked(e))
+        return 1;
+    *next = NM_MIN(*next, idle_until);
+    return 0;
+}
+
+/* What a sweep does for one entry once its mutex is released. */
+typedef struct sweep_work {
+    nm_lease_t out;                 /* taken out of the cache: give it back */
+    nm_lease_t view;                /* the lease's configuration, lock key and
+                                       token, for the calls below */
+    char asker[NM_TOKEN_LEN + 1];   /* a trylock to tell it is held */
+    int mark;                       /* -1 nothing; 1 say idle, 0 say held */
+} sweep_work_t;
+
+/* Under e->mu: whether the server should be told that the lease is idle
+ * (1), held again (0), or nothing (-1); lowers *NEXT to when it will be. */
+static int mark_due_locked(nm_entry_t *e, int64_t now, int64_t *next)
+{
+    if (e->cached && !e->marked_idle) {
+        if (now < e->idle_since + IDLE_MARK_MS) {
+            *next = NM_MIN(*next, e->idle_since + IDLE_MARK_MS);
+            return -1;
+        }
+        return e->marked_idle = 1;
+    }
+    if (!e->cached && e->marked_idle && e->lease.key) {
+        e->marked_idle = 0;
+        return 0;
+    }
+    return -1;
+}
+
+/* Under e->mu: what the sweep has to do for E. */
+static void plan_locked(nm_entry_t *e, int64_t now, int all, int64_t *next, sweep_work_t *w)
+{
+    if (due_locked(e, now, all, next)) {
+        take_out_locked(e, &w->out);
+        returning_locked(e, &w->out);
+        return;
+    }
+    w->mark = mark_due_locked(e, now, next);
+    if (e->answer[0] && e->held)
+        memcpy(w->asker, e->answer, sizeof w->asker);
+    e->answer[0] = '\0';
+    if ((w->mark >= 0 || w->asker[0]) && view_locked(e, &w->view) != 0) {
+        w->mark = -1;
+        w->asker[0] = '\0';
+    }
+}
+
+static void do_work(nm_entry_t *e, sweep_work_t *w)
+{
+    int err = 0;
+    if (w->asker[0])
+        err = nm_lease_answer_held(&w->view, w->asker);
+    if (w->mark >= 0 && !err)
+        err = nm_lease_mark_idle(&w->view, w->mark);
+    if (err)
+        netmutex_log(NETMUTEX_LOG_DEBUG, "telling about a cached lease: %s",
+                     netmutex_strerror(err));
+    if (w->view.key)
+        nm_lease_forget(&w->view);
+    if (w->out.key)
+        give_back_taken(e, &w->out);
+}
+
+/* Gives back E's cached lease if it is due, answers a waiting trylock and
+ * tells the server whether the lease is idle.  Returns when E is next due. */
+static int64_t sweep_one(nm_entry_t *e, int64_t now, int all)
+{
+    sweep_work_t w = { .mark = -1 };
+    int64_t next = NM_FOREVER;
+
+    pthread_mutex_lock(&e->mu);
+    plan_locked(e, now, all, &next, &w);
+    pthread_mutex_unlock(&e->mu);
+    do_work(e, &w);
+    return next;
+}
+
+/* Under sweep_lock: sweep_one() of every listed entry (ALL: every cached
+ * lease goes back), then unlist() as WHAT says. */
+static int64_t sweep_all(int64_t now, int all, enum unlist_what what)
+{
+    size_t n;
+    int64_t next = NM_FOREVER;
+    nm_entry_t **entries = snapshot(&n);
+    for (size_t i = 0; i < n; i++) {
+        next = NM_MIN(next, sweep_one(entries[i], now, all));
+        unlist(entries[i], now, what);
+    }
+    free(entries);
+    return next;
+}
+
+int64_t nm_cache_sweep(int64_t now)
+{
+    __atomic_store_n(&sweep_due, 0, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&sweep_lock);
+    int64_t next = sweep_all(now, 0, UNLIST_LINGERED);
+    pthread_mutex_unlock(&sweep_lock);
+    /* Listed names are looked at again within the linger, to unlist them. */
+    pthread_mutex_lock(&list_lock);
+    if (listed)
+        next = NM_MIN(next, now + LISTEN_LINGER_MS);
+    pthread_mutex_unlock(&list_lock);
+    return __atomic_load_n(&sweep_due, __ATOMIC_ACQUIRE) ? now : next;
+}
+
+/* The names given back stop being listened to as well: the next
+ * configuration may name other servers, and its subscriber should not
+ * dial them for names nobody uses. */
+void nm_cache_flush(void)
+{
+    pthread_mutex_lock(&sweep_lock);
+    sweep_all(nm_now_ms(), 1, UNLIST_UNUSED);
+    pthread_mutex_unlock(&sweep_lock);
+}
+
+void nm_cache_forget(void)
+{
+    pthread_mutex_lock(&sweep_lock);
+    sweep_all(nm_now_ms(), 1, UNLIST_ALL);
+    pthread_mutex_unlock(&sweep_lock);
+}
+
+/* ---- fork -------------------------------------------------------------- */
+
+void nm_cache_before_fork(void)
+{
+    pthread_mutex_lock(&sweep_lock);
+    pthread_mutex_lock(&list_lock);
+}
+
+void nm_cache_after_fork_parent(void)
+{
+    pthread_mutex_unlock(&list_lock);
+    pthread_mutex_unlock(&sweep_lock);
+}
+
+/* The child caches nothing: the leases are the parent's (the registry
+ * clears each entry's state), and so are the subscriptions (wake.c drops
+ * them).  The list's references are kept, never dropped: the entries stay
+ * in the registry, which is all they cost. */
+void nm_cache_after_fork_child(void)
+{
+    listed = NULL;
+    sweep_due = 0;
+    pthread_mutex_unlock(&list_lock);
+    pthread_mutex_unlock(&sweep_lock);
+}

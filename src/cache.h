@@ -1,0 +1,105 @@
+/*
+ * cache.h -- lease caching: a process keeps a lease after its last local
+ * unlock, until another process wants the name.
+ *
+ * Hot mutexes of ported programs are locked and unlocked thousands of times
+ * a second, mostly by one process at a time.  So, as distributed lock
+ * managers have long done, an unlock leaves the Redis lease in place
+ * (renewed by the watchdog like a held one) and the next local lock takes it
+ * with no round trip.  Another process that wants the name asks for it: its
+ * acquire script publishes "<holder token> <kind><asker token>" on the
+ * name's channel <key>:r when the lock key says its holder caches (lib.lua),
+ * and this process gives the lease back at once if no thread holds it, at
+ * the next unlock if one does.  The asking process is queued in Redis as
+ * any waiter, so the release hands it the lock and FIFO order holds.
+ *
+ * Messages can be missed (pub/sub is at most once; the subscription takes a
+ * moment to start), so there are backstops: a renewal that finds waiters
+ * queued counts as a request (renew.lua answers 2), a dropped subscriber
+ * connection counts as a request, and a cached lease nobody used for
+ * cache_idle_ms is given back.  A lease is kept only while the process
+ * listens for requests: from the moment the subscription is confirmed and
+ * the server said whether anybody queued for the lease held then (a
+ * request published before was missed) until the subscription is lost (a
+ * server that refuses SUBSCRIBE to the user, say, means no caching, not a
+ * holder that cannot be asked).
+ *
+ * A cached lease is taken by a local lock only while the watchdog's clock
+ * says at least half of it is left and nothing said it is gone: a lease
+ * lost while cached is given back and acquired anew, never used.
+ *
+ * Never cached: robust mutexes (EOWNERDEAD must tell a death while a thread
+ * held the mutex from one while it was only cached, which would need a
+ * message per local lock), mutexes without autorenew, fair mutexes and
+ * quorum mode.
+ *
+ * Locks: every function named _locked runs under the entry's mutex.  The
+ * cache's own locks: sweep_lock, taken first of all, serializes the walks
+ * that give leases back (the watchdog's sweep, flush); the list lock is a
+ * leaf.
+ */
+#ifndef NM_CACHE_H
+#define NM_CACHE_H
+
+#include <stdint.h>
+
+#include "registry.h"
+
+/* In lock, under e->mu: if E's lease is cached, takes it out of the cache
+ * (E becomes busy).  Returns 1 if the calling thread may hold it at once
+ * (ALLOWED: its handle may use a cached lease); 0 otherwise, and then a
+ * cached lease that cannot be used is moved to *STALE, to be given back
+ * with nm_cache_give_back() after e->mu is released. */
+int nm_cache_take_locked(nm_entry_t *e, int allowed, nm_lease_t *stale);
+
+/* In unlock, under e->mu, once no local thread holds E: keeps the lease
+ * cached if it may be (1: E is idle and not busy now) or 0.  It releases
+ * e->mu for a moment to let the background thread read requests that have
+ * arrived (the caller still owns E). */
+int nm_cache_keep_locked(nm_entry_t *e);
+
+/* Gives back a lease taken out of the cache, by DEADLINE (NM_FOREVER: no
+ * bound but the I/O timeout); one not given back in time expires. */
+void nm_cache_give_back(nm_lease_t *l, int64_t deadline);
+
+/* After a network acquisition of cacheable lease L of E, before it is
+ * tracked: listens for requests on its channel.  0, or an error: then the
+ * lease must not be cached (the caller clears l->cache). */
+int nm_cache_attach(nm_entry_t *e, const nm_lease_t *l);
+
+/* Under e->mu, once E holds a freshly acquired lease: its caching state,
+ * and a request that came while it was being acquired. */
+void nm_cache_acquired_locked(nm_entry_t *e);
+
+/* Under e->mu, when E's lease goes back to the server. */
+void nm_cache_released_locked(nm_entry_t *e);
+
+/* Gives back E's cached lease now, if it has one (netmutex_destroy). */
+void nm_cache_drop(nm_entry_t *e);
+
+/* E's lease was broken by this process (netmutex_break): never keep it. */
+void nm_cache_broken(nm_entry_t *e);
+
+/* The watchdog's wanted callback (nm_watch_opts_t): a renewal of ARG's
+ * lease TOKEN found waiters. */
+void nm_cache_wanted(void *arg, const char *token);
+
+/* The background thread's pass: gives back the cached leases that are
+ * asked for, idle for too long or no longer usable, answers trylocks, and
+ * stops listening for names no longer used.  Returns when it is next due. */
+int64_t nm_cache_sweep(int64_t now);
+
+/* Gives back every cached lease now (exit, netmutex_configure(),
+ * netmutex_shutdown()). */
+void nm_cache_flush(void);
+
+/* netmutex_shutdown(), after the flush, with the watchdog stopped: stops
+ * listening for every name. */
+void nm_cache_forget(void);
+
+/* pthread_atfork hooks: the child has nothing cached. */
+void nm_cache_before_fork(void);
+void nm_cache_after_fork_parent(void);
+void nm_cache_after_fork_child(void);
+
+#endif /* NM_CACHE_H */

@@ -1,0 +1,106 @@
+/*
+ * cluster.h -- Redis Cluster: the slot map, and sending a key's request to
+ * the node that serves its slot.
+ *
+ * A configuration talks to a cluster when its URL is
+ * redis-cluster://[[user]:password@]host:port[,host:port...] (seeds), or
+ * when its one redis:// or unix:// URL reaches a node with cluster_enabled:1
+ * in INFO cluster: the first dial of that server asks (nm_cluster_probe),
+ * before any request of ours goes out, so no request is ever sent in the
+ * wrong mode.  Everything else in the library then stays in single-server
+ * mode: one "server", whose requests this file routes by the key's slot.
+ *
+ * The slot map (CLUSTER SLOTS) is shared by the threads of a configuration;
+ * each thread reaches a node through its own cached connection (conn.h).
+ * A MOVED answer updates the slot at once and has the whole map read
+ * again; an ASK answer sends the one request on, after ASKING, to the node
+ * named; a node that cannot be reached has the map read again before the
+ * next request (a failover may have promoted a replica).
+ *
+ * Quorum mode (several URLs) with a cluster is refused: EINVAL at
+ * netmutex_configure for a redis-cluster:// URL in a list, EINVAL from the
+ * first request for a listed redis:// URL that turns out to be a node.
+ */
+#ifndef NM_CLUSTER_H
+#define NM_CLUSTER_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "script.h"
+
+typedef struct nm_cluster nm_cluster_t;
+
+/* ---- configuration (config.c) ---- */
+
+/* Parses URL when it is of the redis-cluster:// form: *SERVERS gets the
+ * first seed alone (*N = 1) and *OUT the cluster state with every seed.
+ * ENOENT: not that form (parse it as usual); EINVAL (said in the log) for
+ * a malformed one, or one in a list with other URLs; ENOMEM. */
+int nm_cluster_parse_url(const char *url, nm_server_t **servers, size_t *n,
+                         nm_cluster_t **out);
+
+/* The state of a configuration with one plain URL, which may turn out to
+ * reach a cluster: *OUT, or NULL for a quorum configuration.  0, ENOMEM. */
+int nm_cluster_attach(const nm_server_t *servers, size_t n, nm_cluster_t **out);
+
+void nm_cluster_free(nm_cluster_t *cl);
+
+/* ---- detection (conn.c) ---- */
+
+/* After dialing SRV of CFG: learns whether it is a cluster node (once per
+ * configuration).  0, EINVAL (a node in a quorum list), or the errors of
+ * nm_call. */
+int nm_cluster_probe(redisContext *c, const nm_config_t *cfg, const nm_server_t *srv,
+                     int64_t deadline);
+
+/* Whether CFG talks to a cluster: known once its server was dialed. */
+int nm_cluster_on(const nm_config_t *cfg);
+
+/* The same, learned first when it is not known yet: server 0 is dialed
+ * (nm_conn_get) if it never was.  0 with *ON set, or the dial's error. */
+int nm_cluster_mode(nm_config_t *cfg, int64_t deadline, int *on);
+
+/* For the people watching: node HOST:PORT of CFG answered (ERR 0) or not
+ * (CAUSE in words).  Said once per outage, as nm_conn_report does. */
+void nm_cluster_report(const nm_config_t *cfg, const char *host, int port, int err,
+                       const char *cause);
+
+/* ---- requests ---- */
+
+/* Runs script ID (as nm_script_run) on the node of KEY's slot, following
+ * redirections.  *SENT tells whether a failed call may have reached a
+ * server.  0, or the errors of nm_script_run (NM_ECONN also when the
+ * redirections do not settle). */
+int nm_cluster_script(nm_config_t *cfg, const char *key, size_t key_len, nm_script_t id,
+                      int nkeys, int nargs, const char **argv, const size_t *lens,
+                      int64_t deadline, redisReply **out, int *sent);
+
+/* The same for one command (as nm_call) about KEY. */
+int nm_cluster_command(nm_config_t *cfg, const char *key, size_t key_len, int argc,
+                       const char **argv, const size_t *lens, int64_t deadline,
+                       redisReply **out, int *sent);
+
+/* One renewal for nm_cluster_renew. */
+typedef struct nm_renewal {
+    const char *key;
+    size_t key_len;
+    const char *token;
+    const char *lease;
+    int result; /* out: renew.lua's answer (1 renewed, 2 renewed and
+                   waited for, 0 not ours any more), -1 not known */
+} nm_renewal_t;
+
+/* The watchdog's round: renews the N leases of ITEMS, grouped per node and
+ * per slot (a script's keys must share a slot), one pipeline per node, all
+ * nodes at once, by UNTIL.  *SENT_AT is when the requests left. */
+void nm_cluster_renew(nm_config_t *cfg, nm_renewal_t *items, size_t n, int64_t until,
+                      int64_t *sent_at);
+
+/* pthread_atfork hooks, called by mutex.c in the library's lock order. */
+void nm_cluster_before_fork(void);
+void nm_cluster_after_fork(void);
+
+#endif /* NM_CLUSTER_H */

@@ -1,0 +1,125 @@
+/*
+ * cluster_route.c -- one request about a key, sent to the node that serves
+ * the key's slot, following MOVED and ASK (cluster.h).
+ */
+#include "nm.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "cluster_state.h"
+#include "conn.h"
+#include "reply.h"
+
+#define MAX_HOPS 5
+/* Internal to this file: the node could not be dialed, nothing was sent. */
+#define NM_EUNDIALED EHOSTUNREACH
+
+/* What to send, once the connection is chosen. */
+typedef struct request {
+    int script;          /* else a command */
+    nm_script_t id;
+    int nkeys, nargs;
+    const char **argv;
+    const size_t *lens;
+} request_t;
+
+static int send_request(redisContext *c, const request_t *q, int64_t deadline,
+                        redisReply **out)
+{
+    if (q->script)
+        return nm_script_run(c, q->id, q->nkeys, q->nargs, q->argv, q->lens, deadline, out);
+    return nm_call(c, q->nargs, q->argv, q->lens, deadline, out);
+}
+
+/* ASK: the one next request is for the importing node, announced so. */
+static int asking(redisContext *c, int64_t deadline)
+{
+    const char *argv[1] = { "ASKING" };
+    redisReply *r;
+    int err = nm_call(c, 1, argv, NULL, deadline, &r);
+    if (!err) {
+        err = nm_reply_expect_status(r, "OK");
+        freeReplyObject(r);
+    }
+    return err;
+}
+
+/* NODE could not be dialed (nothing was sent): whether the map, read again
+ * at once, now names another node for KEY (in *NODE).  A master that died
+ * is replaced by its replica, and the map says so well before the caller's
+ * next attempt would read it. */
+static int moved_on(nm_config_t *cfg, const char *key, size_t len, int64_t deadline,
+                    nm_node_addr_t *node)
+{
+    nm_node_addr_t now;
+    if (nm_cluster_refresh(cfg, deadline) != 0 ||
+        nm_cluster_node_of(cfg, key, len, deadline, &now) != 0 ||
+        (now.port == node->port && strcmp(now.host, node->host) == 0))
+        return 0;
+    *node = now;
+    return 1;
+}
+
+/* Q on NODE (after ASKING when ASK is set): a broken connection is dropped
+ * and has the map read again. */
+static int send_to(nm_config_t *cfg, const nm_node_addr_t *node, int ask, const request_t *q,
+                   int64_t deadline, redisReply **out, int *sent)
+{
+    redisContext *c;
+    int err = nm_conn_get_node(cfg, node->host, node->port, deadline, &c);
+    if (!err) {
+        *sent = 1;
+        err = ask ? asking(c, deadline) : 0;
+        if (!err)
+            err = send_request(c, q, deadline, out);
+    } else if (err == NM_ECONN) {
+        return NM_EUNDIALED;
+    }
+    if (err == NM_ECONN) {
+        nm_conn_drop_node(node->host, node->port);
+        nm_cluster_mark_stale(cfg);
+    }
+    return err;
+}
+
+static int route(nm_config_t *cfg, const char *key, size_t len, const request_t *q,
+                 int64_t deadline, redisReply **out, int *sent)
+{
+    nm_node_addr_t node;
+    int ask = 0, err = NM_ECONN;
+    *sent = 0;
+    for (int hop = 0; hop < MAX_HOPS; hop++) {
+        if (!ask && (err = nm_cluster_node_of(cfg, key, len, deadline, &node)) != 0)
+            return err;
+        err = send_to(cfg, &node, ask, q, deadline, out, sent);
+        if (err == NM_EUNDIALED && !ask && moved_on(cfg, key, len, deadline, &node))
+            continue; /* nothing was sent: the slot's new node is asked */
+        if (err == NM_EUNDIALED) {
+            nm_cluster_mark_stale(cfg);
+            return NM_ECONN;
+        }
+        if (err != NM_EREDIRECT)
+            return err;
+        ask = nm_cluster_redirected(cfg, &node);
+        if (ask < 0)
+            return EPROTO;
+    }
+    return NM_ECONN; /* the slot keeps moving: try again later */
+}
+
+int nm_cluster_script(nm_config_t *cfg, const char *key, size_t key_len, nm_script_t id,
+                      int nkeys, int nargs, const char **argv, const size_t *lens,
+                      int64_t deadline, redisReply **out, int *sent)
+{
+    request_t q = { 1, id, nkeys, nargs, argv, lens };
+    return route(cfg, key, key_len, &q, deadline, out, sent);
+}
+
+int nm_cluster_command(nm_config_t *cfg, const char *key, size_t key_len, int argc,
+                       const char **argv, const size_t *lens, int64_t deadline,
+                       redisReply **out, int *sent)
+{
+    request_t q = { 0, NM_SCRIPT_COUNT, 0, argc, argv, lens };
+    return route(cfg, key, key_len, &q, deadline, out, sent);
+}

@@ -1,0 +1,62 @@
+/*
+ * cluster_state.h -- the state behind cluster.h, shared by its files
+ * (cluster.c: the map and routing, cluster_url.c: the URL form,
+ * cluster_renew.c: the watchdog's renewals).  Nothing else includes it.
+ */
+#ifndef NM_CLUSTER_STATE_H
+#define NM_CLUSTER_STATE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "cluster.h"
+#include "slot.h"
+
+#define NM_CL_HOST_MAX 256
+#define NM_CL_NO_NODE 0xffff
+#define NM_CL_SEEDS_MAX 16
+
+enum { NM_CL_UNKNOWN, NM_CL_OFF, NM_CL_ON };
+
+typedef struct nm_node_addr {
+    char host[NM_CL_HOST_MAX];
+    int port;
+} nm_node_addr_t;
+
+struct nm_cluster {
+    int state;                /* atomic: NM_CL_* */
+    nm_server_t *seeds;       /* redis-cluster:// only: every seed */
+    size_t nseeds;
+    /* nm_cluster_lock() guards what follows */
+    nm_node_addr_t *nodes;    /* the masters of the map */
+    size_t nnodes;
+    uint16_t slot_node[NM_SLOTS]; /* index into nodes, or NM_CL_NO_NODE */
+    int stale;                /* read the map again before the next use */
+    int64_t refreshed_at;
+    nm_node_addr_t *down;     /* nodes reported unusable, for the log */
+    size_t ndown;
+};
+
+/* One lock for the cluster state of every configuration: it is held for a
+ * few loads and stores only, never while another lock is taken, and around
+ * fork() (pthread_atfork), so a child never inherits it held. */
+void nm_cluster_lock(void);
+void nm_cluster_unlock(void);
+
+/* KEY's master, the map read first when it is stale or empty.  0 or
+ * NM_ECONN (no node serves the slot, or none told us the map). */
+int nm_cluster_node_of(nm_config_t *cfg, const char *key, size_t len, int64_t deadline,
+                       nm_node_addr_t *out);
+
+/* Reads the map now, whenever it was last read.  0 or NM_ECONN. */
+int nm_cluster_refresh(nm_config_t *cfg, int64_t deadline);
+
+/* A node failed us (NM_ECONN): the map is read again before next use. */
+void nm_cluster_mark_stale(nm_config_t *cfg);
+
+/* Follows the redirection in the last error reply: MOVED fixes the slot
+ * in the map (and returns 0), ASK returns 1 with the node to ask in *TO.
+ * -1 if the text is not a redirection we understand. */
+int nm_cluster_redirected(nm_config_t *cfg, nm_node_addr_t *to);
+
+#endif /* NM_CLUSTER_STATE_H */

@@ -1,0 +1,72 @@
+/*
+ * sentinel.h -- finding the master through Redis Sentinel, for URLs of the
+ * form (Lettuce's):
+ *
+ *   redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]
+ *                    [?sentinel_user=U&sentinel_password=P]#MASTERNAME
+ *
+ * Such a URL is one server of the configuration whose address is not known
+ * in advance.  Dialing it asks the sentinels in turn for MASTERNAME's
+ * address (SENTINEL get-master-addr-by-name), each within its share of the
+ * time left, so a silent sentinel costs only its share; it then dials that
+ * address with the URL's user, password and db and confirms with ROLE that
+ * the node is a master (a sentinel that has not heard of a failover yet
+ * names a demoted one).  The credentials before the '@' belong to the data
+ * nodes; the sentinels get the query's, or none.
+ *
+ * Following failovers.  A connection is dropped and re-dialed (so the
+ * sentinels are asked again) when it fails, when a write is refused with
+ * READONLY (reply.c) and when ROLE says replica.  That alone is not enough:
+ * after SENTINEL FAILOVER the old master takes writes until the sentinels
+ * reconfigure it, which can take seconds, and a process that keeps its
+ * connections there would go on granting locks the new master never sees.
+ * So a connection in use is also checked against the master the sentinels
+ * name now, asked again at most every NM_SENTINEL_RECHECK_MS (less often
+ * while none of them answers).
+ */
+#ifndef NM_SENTINEL_H
+#define NM_SENTINEL_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#define NM_SENTINEL_SCHEME "redis-sentinel://"
+#define NM_SENTINEL_PORT 26379
+#define NM_SENTINEL_NODES_MAX 16
+#define NM_SENTINEL_RECHECK_MS 250
+
+typedef struct nm_sentinel nm_sentinel_t;
+
+/* Whether URL is a redis-sentinel:// URL (the whole of it is one server). */
+int nm_sentinel_is_url(const char *url);
+
+/* Parses the redis-sentinel:// URL into one server, *SERVERS (*N = 1).
+ * EINVAL (the reason is kept for nm_sentinel_bad_url), ENOMEM. */
+int nm_sentinel_parse(const char *url, nm_server_t **servers, size_t *n);
+
+/* Logs why URL, refused by nm_sentinel_parse in this thread, is wrong,
+ * with its passwords masked; FROM_API says where it came from.  EINVAL. */
+int nm_sentinel_bad_url(const char *url, int from_api);
+
+void nm_sentinel_free(nm_sentinel_t *st);
+
+/* SRV as a URL for messages, passwords masked. */
+void nm_sentinel_describe(const nm_server_t *srv, char *buf, size_t size);
+
+/* Dials SRV's master by UNTIL (monotonic ms): connected, authenticated,
+ * confirmed a master.  0 with *OUT; NM_ECONN (no sentinel answered, the
+ * master did not, or none named a master), EACCES (credentials refused),
+ * EPROTO, ENOMEM; CAUSE says why in words. */
+int nm_sentinel_dial(const nm_server_t *srv, int64_t until, redisContext **out, char *cause,
+                     size_t size);
+
+/* Whether C, dialed for SRV, no longer leads to the master the sentinels
+ * name (asking them again, within DEADLINE, when the last answer is older
+ * than NM_SENTINEL_RECHECK_MS).  0 for any other kind of server. */
+int nm_sentinel_moved(const nm_config_t *cfg, const nm_server_t *srv, const redisContext *c,
+                      int64_t deadline);
+
+#endif /* NM_SENTINEL_H */

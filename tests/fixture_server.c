@@ -1,0 +1,397 @@
+/*
+ * fixture_server.c -- see fixture.h: the private redis-server of a test
+ * program and raw commands to it for assertions.
+ *
+ * The server is started by common/redis_server.c with fork+exec, not
+ * GSubprocess: GLib's child-watch thread would make every test program
+ * multi-threaded before its first fork(), which ThreadSanitizer does not
+ * support.  The child asks the kernel to kill it when the test program
+ * dies (PR_SET_PDEATHSIG), so an aborted test never leaves a redis-server
+ * behind.
+ */
+#include "ac_config.h"
+
+#include "fixture.h"
+#include "fixture_int.h"
+#include "keytag.h"
+#include "redis_server.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+/* ===================================================================== */
+/* the private redis-server                                               */
+/* ===================================================================== */
+
+struct NmRedis {
+    rs_server_t srv;   /* directory, socket, log, port, pid */
+    const char *dir;   /* srv.dir */
+    const char *sock;  /* srv.sock */
+    char *pass;
+    char **first;      /* before the usual arguments (a sentinel's) */
+    char **extra;      /* after them: the caller's, DEBUG, cluster mode */
+    bool paused;
+};
+
+/* The server dies with us anyway (PDEATHSIG); a failed g_error, a fatal
+ * check (SIGTRAP, SIGABRT), a harness timeout or Ctrl-C (SIGTERM, SIGINT)
+ * also removes its directory (redis_server.h). */
+static void catch_fatal_once(void)
+{
+    static bool done;
+
+    if (!done)
+        rs_catch_fatal(NULL, 0, NULL);
+    done = true;
+}
+
+/* What goes after the usual arguments, for the life of R. */
+static char **extra_args(const NmRedis *r, const NmRedisOpts *opts)
+{
+    GPtrArray *a = g_ptr_array_new();
+
+#define ARG(s) g_ptr_array_add(a, g_strdup(s))
+    ARG("--databases");
+    ARG("16");
+    /* Redis 7 refuses DEBUG unless told otherwise; older servers do not
+     * know the option, so it is only passed when a test asks for it. */
+    if (opts && opts->debug_command) {
+        ARG("--enable-debug-command");
+        ARG("yes");
+    }
+    for (const char *const *e = opts ? opts->extra_args : NULL; e && *e; e++)
+        ARG(*e);
+    if (opts && opts->cluster_node_timeout_ms) {
+        ARG("--cluster-enabled");
+        ARG("yes");
+        ARG("--cluster-config-file");
+        g_ptr_array_add(a, g_build_filename(r->dir, "nodes.conf", NULL));
+        ARG("--cluster-node-timeout");
+        g_ptr_array_add(a, g_strdup_printf("%u", opts->cluster_node_timeout_ms));
+        /* A replica (re)joining syncs at once, not after the default 5 s
+         * wait for more replicas: a failover waits for that sync. */
+        ARG("--repl-diskless-sync-delay");
+        ARG("0");
+    }
+#undef ARG
+    g_ptr_array_add(a, NULL);
+    return (char **)g_ptr_array_free(a, FALSE);
+}
+
+static char *redis_log_tail(const NmRedis *r)
+{
+    char *text = NULL;
+
+    if (!g_file_get_contents(r->srv.log, &text, NULL, NULL))
+        return g_strdup("(no log)");
+    return text;
+}
+
+/* Starts the server on PORT (RS_PICK_PORT: a fresh free one). */
+static void start_redis(NmRedis *r, int port)
+{
+    rs_opts_t o = {
+        .port = port,
+        .pass = r->pass,
+        .first = (const char *const *)r->first,
+        .extra = (const char *const *)r->extra,
+        .ready_ms = nm_ms(NM_PROMPT_MS),
+    };
+    int err = rs_start(&r->srv, &o);
+    char *log;
+
+    r->paused = false;
+    if (err == 0)
+        return;
+    if (err == ENOENT)
+        g_error("redis-server not found (REDIS_SERVER=%s)", g_getenv("REDIS_SERVER"));
+    log = redis_log_tail(r);
+    if (err == ETIMEDOUT)
+        g_error("redis-server did not answer PING in time; log:\n%s", log);
+    g_error("redis-server (%s) exited during start-up (%s); log:\n%s", r->srv.exe,
+            nm_errname(err), log);
+}
+
+NmRedis *nm_redis_start(const NmRedisOpts *opts)
+{
+    NmRedis *r = g_new0(NmRedis, 1);
+    bool tcp = opts && (opts->tcp || opts->cluster_node_timeout_ms);
+    int err;
+
+    catch_fatal_once();
+    err = rs_make_dir(&r->srv, "netmutex-test");
+    if (err)
+        g_error("a directory for redis-server: %s", g_strerror(err));
+    r->dir = r->srv.dir;
+    r->sock = r->srv.sock;
+    r->pass = opts && opts->requirepass ? g_strdup(opts->requirepass) : NULL;
+    r->extra = extra_args(r, opts);
+    if (opts && opts->sentinel_conf) {
+        /* A sentinel: the configuration file must come first. */
+        char *conf = g_build_filename(r->dir, "sentinel.conf", NULL);
+        g_assert_true(g_file_set_contents(conf, opts->sentinel_conf, -1, NULL));
+        r->first = g_new0(char *, 3);
+        r->first[0] = conf;
+        r->first[1] = g_strdup("--sentinel");
+    }
+    start_redis(r, tcp ? RS_PICK_PORT : 0);
+    return r;
+}
+
+void nm_redis_stop(NmRedis *r)
+{
+    rs_stop(&r->srv, nm_ms(NM_PROMPT_MS));
+    r->paused = false;
+}
+
+void nm_redis_restart(NmRedis *r)
+{
+    g_assert_cmpint(r->srv.pid, ==, 0);
+    start_redis(r, r->srv.port);
+}
+
+void nm_redis_pause(NmRedis *r)
+{
+    g_assert_cmpint(r->srv.pid, >, 0);
+    g_assert_cmpint(kill(r->srv.pid, SIGSTOP), ==, 0);
+    r->paused = true;
+}
+
+void nm_redis_resume(NmRedis *r)
+{
+    g_assert_cmpint(r->srv.pid, >, 0);
+    g_assert_cmpint(kill(r->srv.pid, SIGCONT), ==, 0);
+    r->paused = false;
+}
+
+void nm_redis_free(NmRedis *r)
+{
+    if (!r)
+        return;
+    rs_destroy(&r->srv);
+    g_free(r->pass);
+    g_strfreev(r->first);
+    g_strfreev(r->extra);
+    g_free(r);
+}
+
+const char *nm_redis_dir(NmRedis *r) { return r->dir; }
+const char *nm_redis_socket(NmRedis *r) { return r->sock; }
+int nm_redis_port(NmRedis *r) { return r->srv.port; }
+
+char *nm_redis_url(NmRedis *r)
+{
+    if (r->pass)
+        return g_strdup_printf("unix://:%s@%s", r->pass, r->sock);
+    return g_strdup_printf("unix://%s", r->sock);
+}
+
+char *nm_redis_tcp_url(NmRedis *r, int db)
+{
+    char *auth = r->pass ? g_strdup_printf(":%s@", r->pass) : g_strdup("");
+    char *path = db >= 0 ? g_strdup_printf("/%d", db) : g_strdup("");
+    char *url;
+
+    g_assert_cmpint(r->srv.port, >, 0);
+    url = g_strdup_printf("redis://%s127.0.0.1:%d%s", auth, r->srv.port, path);
+    g_free(auth);
+    g_free(path);
+    return url;
+}
+
+void nm_configure_with(NmRedis *r, netmutex_config_t cfg)
+{
+    char *url = nm_redis_url(r);
+
+    cfg.url = url;
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    g_free(url);
+}
+
+void nm_configure_timeouts(NmRedis *r, unsigned int connect_ms, unsigned int io_ms)
+{
+    netmutex_config_t cfg = {
+        .connect_timeout_ms = connect_ms,
+        .io_timeout_ms = io_ms,
+    };
+
+    nm_configure_with(r, cfg);
+}
+
+void nm_configure(NmRedis *r)
+{
+    nm_configure_timeouts(r, 0, 0);
+}
+
+static struct timeval tv_ms(unsigned int ms)
+{
+    struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+    return tv;
+}
+
+static void expect_ok_reply(redisContext *c, redisReply *reply, const char *what)
+{
+    if (!reply)
+        g_error("raw %s: no reply (%s)", what, c->errstr);
+    if (reply->type == REDIS_REPLY_ERROR)
+        g_error("raw %s: %s", what, reply->str);
+    freeReplyObject(reply);
+}
+
+redisContext *nm_redis_connect(NmRedis *r, int db)
+{
+    redisContext *c = redisConnectUnixWithTimeout(r->sock, tv_ms(nm_ms(5000)));
+
+    if (!c || c->err)
+        g_error("raw connection to %s: %s", r->sock, c ? c->errstr : "out of memory");
+    redisSetTimeout(c, tv_ms(nm_ms(10000)));
+    if (r->pass)
+        expect_ok_reply(c, redisCommand(c, "AUTH %s", r->pass), "AUTH");
+    if (db != 0)
+        expect_ok_reply(c, redisCommand(c, "SELECT %d", db), "SELECT");
+    return c;
+}
+
+static redisReply *vcmd(NmRedis *r, const char *fmt, va_list ap)
+{
+    redisContext *c = nm_redis_connect(r, 0);
+    redisReply *reply = redisvCommand(c, fmt, ap);
+
+    if (!reply)
+        g_error("raw command '%s': %s", fmt, c->errstr);
+    redisFree(c);
+    return reply;
+}
+
+redisReply *nm_redis_cmd(NmRedis *r, const char *fmt, ...)
+{
+    va_list ap;
+    redisReply *reply;
+
+    va_start(ap, fmt);
+    reply = vcmd(r, fmt, ap);
+    va_end(ap);
+    return reply;
+}
+
+void nm_redis_ok(NmRedis *r, const char *fmt, ...)
+{
+    va_list ap;
+    redisReply *reply;
+
+    va_start(ap, fmt);
+    reply = vcmd(r, fmt, ap);
+    va_end(ap);
+    if (reply->type == REDIS_REPLY_ERROR)
+        g_error("raw command '%s' failed: %s", fmt, reply->str);
+    freeReplyObject(reply);
+}
+
+char *nm_redis_get(NmRedis *r, int db, const char *key, size_t keylen)
+{
+    redisContext *c = nm_redis_connect(r, db);
+    const char *argv[] = { "GET", key };
+    const size_t lens[] = { 3, keylen };
+    redisReply *reply = redisCommandArgv(c, 2, argv, lens);
+    char *value = NULL;
+
+    if (!reply)
+        g_error("raw GET: %s", c->errstr);
+    if (reply->type == REDIS_REPLY_STRING)
+        value = g_strndup(reply->str, reply->len);
+    else if (reply->type != REDIS_REPLY_NIL)
+        g_error("raw GET: unexpected reply type %d", reply->type);
+    freeReplyObject(reply);
+    redisFree(c);
+    return value;
+}
+
+static long long int_reply(redisReply *reply, const char *what)
+{
+    long long v;
+
+    if (reply->type == REDIS_REPLY_INTEGER)
+        v = reply->integer;
+    else if (reply->type == REDIS_REPLY_STRING)
+        v = g_ascii_strtoll(reply->str, NULL, 10);
+    else if (reply->type == REDIS_REPLY_NIL)
+        v = 0;
+    else
+        g_error("%s: unexpected reply type %d", what, reply->type);
+    freeReplyObject(reply);
+    return v;
+}
+
+long long nm_redis_pttl(NmRedis *r, const char *key)
+{
+    return int_reply(nm_redis_cmd(r, "PTTL %s", key), "PTTL");
+}
+
+long long nm_redis_fence(NmRedis *r, const char *lock_key)
+{
+    char *value = nm_redis_get(r, 0, lock_key, strlen(lock_key));
+    long long fence = 0;
+
+    /* "<token><q><c> <fence> <holder>" (src/lua/lib.lua) */
+    if (value && strlen(value) > 35)
+        fence = g_ascii_strtoll(value + 35, NULL, 10);
+    g_free(value);
+    return fence;
+}
+
+char *nm_key_of(const char *prefix, const char *name, const char *suffix)
+{
+    char tag[NM_TEST_TAG_LEN + 1];
+    nm_test_key_tag(name, strlen(name), tag);
+    return g_strdup_printf("%s{%s}%s%s", prefix, tag, name, suffix);
+}
+
+char *nm_lock_key(const char *name)
+{
+    return nm_key_of("netmutex:", name, "");
+}
+
+char *nm_token_of(NmRedis *r, const char *name)
+{
+    char *key = nm_lock_key(name);
+    char *value = nm_redis_get(r, 0, key, strlen(key));
+    char *token = value ? g_strndup(value, 32) : NULL;
+
+    g_free(value);
+    g_free(key);
+    return token;
+}
+
+long long nm_queue_len(NmRedis *r, const char *name)
+{
+    char *key = nm_key_of("netmutex:", name, ":q");
+    redisReply *reply = nm_redis_cmd(r, "LLEN %s", key);
+    g_free(key);
+    long long n = reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
+
+    freeReplyObject(reply);
+    return n;
+}
+
+bool nm_wait_queue_len(NmRedis *r, const char *name, long long n, unsigned int timeout_ms)
+{
+    gint64 end = nmt_now_ms() + timeout_ms;
+
+    while (nm_queue_len(r, name) != n) {
+        if (nmt_now_ms() > end)
+            return false;
+        nmt_sleep_ms(2);
+    }
+    return true;
+}

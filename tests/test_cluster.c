@@ -1,0 +1,786 @@
+/*
+ * test_cluster.c -- netmutex on a real Redis Cluster (tests/topo_cluster.h:
+ * 3 masters, 3 replicas, shared by every case).
+ *
+ * Covered: CRC16 and the hash tag rule against known values and against
+ * CLUSTER KEYSLOT; every key of a name in one slot, braces in the name
+ * included; the redis-cluster:// form and a plain redis:// URL that turns
+ * out to reach a node; the hand-off to a queued waiter (its BLPOP on the
+ * node of the slot); status and break; quorum mode with a node refused;
+ * many names spread over all masters with exact cross-process counters and
+ * per-name increasing fences; a manual failover while processes lock; a
+ * slot migrated while a lock is held (ASK, then MOVED).
+ */
+#include "ac_config.h"
+
+#include "fixture.h"
+#include "keytag.h"
+#include "slot.h"
+#include "topo_cluster.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static NmTopo *topo;
+static char *cli_tool; /* NETMUTEX_CLI, read before nm_test_init clears it */
+
+#define PROMPT_MS nm_ms(30000)
+
+static void configure_url(const char *url, unsigned int lease_ms)
+{
+    netmutex_config_t cfg = { .url = url, .lease_ms = lease_ms };
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+}
+
+static void configure_cluster(unsigned int lease_ms)
+{
+    char *url = nm_topo_url(topo);
+    configure_url(url, lease_ms);
+    g_free(url);
+}
+
+/* The slot of NAME's lock key, by the server. */
+static long long slot_of_name(const char *name)
+{
+    char *key = nm_lock_key(name);
+    long long slot = nm_topo_keyslot(topo, key, strlen(key));
+    g_free(key);
+    return slot;
+}
+
+/* ---- slots ------------------------------------------------------------------ */
+
+static void test_crc16_known_values(void)
+{
+    /* CRC-16/XMODEM's check value, and slots the Redis documentation gives. */
+    g_assert_cmpuint(nm_crc16("123456789", 9), ==, 0x31c3);
+    g_assert_cmpuint(nm_slot_of("foo", 3), ==, 12182);
+    g_assert_cmpuint(nm_slot_of("bar", 3), ==, 5061);
+    g_assert_cmpuint(nm_slot_of("{user1000}.following", 20), ==,
+                     nm_slot_of("{user1000}.followers", 20));
+    /* An empty tag, or no closing brace, hashes the whole key. */
+    g_assert_cmpuint(nm_slot_of("{}x", 3), ==, nm_crc16("{}x", 3) % 16384);
+    g_assert_cmpuint(nm_slot_of("a{b", 3), ==, nm_crc16("a{b", 3) % 16384);
+    g_assert_cmpuint(nm_slot_of("a{b}c{d}", 8), ==, nm_crc16("b", 1) % 16384);
+}
+
+static void test_crc16_matches_server(void)
+{
+    static const char *const keys[] = { "", "x", "{", "}", "{}", "}{", "{a}", "a{}b{c}",
+                                        "{a}{b}", "}x", "{a}b", "a}{b", "\xff\x00{\x01}" };
+    GRand *rand = g_rand_new_with_seed(15);
+
+    for (gsize i = 0; i < G_N_ELEMENTS(keys); i++) {
+        size_t len = i == G_N_ELEMENTS(keys) - 1 ? 6 : strlen(keys[i]);
+        g_assert_cmpint(nm_slot_of(keys[i], len), ==, nm_topo_keyslot(topo, keys[i], len));
+    }
+    for (int i = 0; i < 300; i++) {
+        char key[40];
+        size_t len = (size_t)g_rand_int_range(rand, 1, sizeof key);
+        for (size_t k = 0; k < len; k++)
+            key[k] = "ab{}\x00\xff:z"[g_rand_int_range(rand, 0, 8)];
+        g_assert_cmpint(nm_slot_of(key, len), ==, nm_topo_keyslot(topo, key, len));
+    }
+    g_rand_free(rand);
+}
+
+/* Every key a name can have is in the lock key's slot, whatever its bytes. */
+static void test_brace_names_one_slot(void)
+{
+    static const char *const brace[] = { "}x", "{a}b", "a}{b", "{", "}", "{}", "x{y}z" };
+    static const char *const suffixes[] = { ":q", ":w", ":h", ":f",
+                                            ":g:0123456789abcdef0123456789abcdef" };
+    long long slots[G_N_ELEMENTS(brace)];
+
+    for (gsize n = 0; n < G_N_ELEMENTS(brace); n++) {
+        slots[n] = slot_of_name(brace[n]);
+        for (gsize s = 0; s < G_N_ELEMENTS(suffixes); s++) {
+            char *key = nm_key_of("netmutex:", brace[n], suffixes[s]);
+            g_assert_cmpint(nm_topo_keyslot(topo, key, strlen(key)), ==, slots[n]);
+            g_free(key);
+        }
+    }
+    /* The tag follows the name, not its braces: "}x" and "{a}b" used to hash
+     * "x"-ish fragments; now distinct names land apart (as a digest
+     * spreads them). */
+    g_assert_cmpint(slots[1], !=, slots[2]);
+}
+
+/* ---- locking on the cluster ------------------------------------------------- */
+
+/* NAME locked here is held on the master of its slot; another process
+ * (configured with URL) queues for it and is handed the lock at unlock: its
+ * BLPOP went to that node.  Then status, break and the lost hold. */
+static void check_lock_handoff(const char *url, const char *name)
+{
+    netmutex_t a;
+    netmutex_status_t st;
+    char *key = nm_lock_key(name);
+    NmRedis *master = nm_topo_master_of(topo, slot_of_name(name));
+    NmRemote *waiter = nm_remote_start_url(url, NULL, name, NETMUTEX_NORMAL, 0);
+
+    nm_assert_rc(netmutex_init(&a, name, NULL), 0);
+    nm_assert_rc(netmutex_lock(&a), 0);
+    char *value = nm_redis_get(master, 0, key, strlen(key));
+    g_assert_true(value && strlen(value) > 32);
+    nm_assert_rc(netmutex_status(name, &st), 0);
+    g_assert_true(st.held);
+    nm_remote_send(waiter, 'l');
+    g_assert_true(nm_wait_queue_len(master, name, 1, PROMPT_MS));
+    g_assert_false(nm_remote_poll(waiter, 100));
+    nm_assert_rc(netmutex_unlock(&a), 0);
+    nm_assert_rc(nm_remote_result(waiter), 0);
+    nm_assert_rc(netmutex_trylock(&a), EBUSY);
+    nm_assert_rc(nm_remote(waiter, 'u'), 0);
+    nm_assert_rc(netmutex_trylock(&a), 0);
+    nm_assert_rc(netmutex_break(name), 0);
+    nm_assert_rc(netmutex_status(name, &st), 0);
+    g_assert_false(st.held);
+    nm_assert_rc(netmutex_unlock(&a), ENOLCK);
+    nm_assert_rc(netmutex_destroy(&a), 0);
+    nm_remote_stop(waiter);
+    g_free(value);
+    g_free(key);
+}
+
+static void test_lock_cluster_url(void)
+{
+    static const char *const brace[] = { "}x", "{a}b", "a}{b", "plain" };
+    char *url = nm_topo_url(topo);
+    configure_url(url, 0);
+    for (gsize i = 0; i < G_N_ELEMENTS(brace); i++) {
+        char *name = nm_test_name(brace[i]);
+        check_lock_handoff(url, name);
+        g_free(name);
+    }
+    nm_assert_rc(netmutex_shutdown(), 0);
+    g_free(url);
+}
+
+/* A redis:// URL of one node (a replica, even) finds the whole cluster. */
+static void test_plain_url_detects_cluster(void)
+{
+    for (int node = 0; node < NM_TOPO_NODES; node += 5) {
+        char *url = nm_topo_node_url(topo, node);
+        configure_url(url, 0);
+        for (int i = 0; i < 6; i++) {
+            char *suffix = g_strdup_printf("n%d-%d", node, i);
+            char *name = nm_test_name(suffix);
+            check_lock_handoff(url, name);
+            g_free(name);
+            g_free(suffix);
+        }
+        nm_assert_rc(netmutex_shutdown(), 0);
+        g_free(url);
+    }
+}
+
+static void test_quorum_with_cluster_refused(void)
+{
+    char *a = nm_topo_node_url(topo, 0), *b = nm_topo_node_url(topo, 1);
+    char *cluster = nm_topo_url(topo);
+    char *mixed = g_strdup_printf("%s,%s", a, cluster);
+    char *list = g_strdup_printf("%s,%s,%s", a, b, a);
+    netmutex_config_t cfg = { .url = mixed };
+    netmutex_t m;
+
+    nm_assert_rc(netmutex_configure(&cfg), EINVAL);
+    cfg.url = list;
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    nm_assert_rc(netmutex_init(&m, "quorum-of-nodes", NULL), 0);
+    nm_assert_rc(netmutex_trylock(&m), EINVAL);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_assert_rc(netmutex_shutdown(), 0);
+    g_free(a);
+    g_free(b);
+    g_free(cluster);
+    g_free(mixed);
+    g_free(list);
+}
+
+/* ---- many names, many processes ----------------------------------------------- */
+
+#define NAMES 12
+#define PROCS 3
+#define THREADS 3
+
+/* What the protected resources remember, in memory shared with the
+ * workers: per name a counter, the last fence and the pid that wrote it. */
+typedef struct Resource {
+    long long counter, fence, pid;
+} Resource;
+
+typedef struct Shared {
+    Resource res[NAMES];
+    long long done;       /* critical sections completed (all workers) */
+    long long lost;       /* lost-lease callbacks */
+    long long enolck;     /* unlock answered ENOLCK */
+    long long failures;   /* anything else unexpected */
+    int stop;             /* the parent says: finish */
+} Shared;
+
+static Shared *shared;
+static char *names[NAMES];
+static int iterations; /* per thread; 0: until shared->stop */
+static unsigned int lease_ms;
+
+static void on_lost(const char *name, void *arg)
+{
+    (void)name;
+    (void)arg;
+    __atomic_add_fetch(&shared->lost, 1, __ATOMIC_SEQ_CST);
+}
+
+static void fail(const char *what, int rc)
+{
+    g_printerr("%s: %s\n", what, nm_errname(rc));
+    __atomic_add_fetch(&shared->failures, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Critical section on resource I: read, dawdle, write back plus one; the
+ * fence must never go back, and must grow when the process changes. */
+static void touch(netmutex_t *m, int i)
+{
+    Resource *r = &shared->res[i];
+    uint64_t fence;
+    int rc = netmutex_fence(m, &fence);
+    if (rc)
+        return fail("fence", rc);
+    long long c = r->counter;
+    if ((long long)fence < r->fence || (r->pid != getpid() && (long long)fence == r->fence)) {
+        g_printerr("%s: fence went from %lld (pid %lld) to %llu (pid %d)\n", names[i],
+                   r->fence, r->pid, (unsigned long long)fence, (int)getpid());
+        __atomic_add_fetch(&shared->failures, 1, __ATOMIC_SEQ_CST);
+    }
+    r->fence = (long long)fence;
+    r->pid = getpid();
+    g_usleep(200);
+    r->counter = c + 1;
+}
+
+static void *worker_thread(void *p)
+{
+    int t = GPOINTER_TO_INT(p);
+    netmutex_t m[NAMES];
+    for (int i = 0; i < NAMES; i++)
+        if (netmutex_init(&m[i], names[i], NULL) != 0)
+            fail("init", EINVAL);
+    for (int k = 0; iterations ? k < iterations : !__atomic_load_n(&shared->stop, __ATOMIC_SEQ_CST);
+         k++) {
+        int i = (k * 5 + t) % NAMES, rc = netmutex_lock(&m[i]);
+        if (rc) {
+            fail("lock", rc);
+            continue;
+        }
+        touch(&m[i], i);
+        rc = netmutex_unlock(&m[i]);
+        if (rc == ENOLCK)
+            __atomic_add_fetch(&shared->enolck, 1, __ATOMIC_SEQ_CST);
+        else if (rc)
+            fail("unlock", rc);
+        __atomic_add_fetch(&shared->done, 1, __ATOMIC_SEQ_CST);
+    }
+    for (int i = 0; i < NAMES; i++)
+        netmutex_destroy(&m[i]);
+    return NULL;
+}
+
+static int worker_process(void *p)
+{
+    (void)p;
+    char *url = nm_topo_url(topo);
+    netmutex_config_t cfg = { .url = url, .lease_ms = lease_ms, .on_lost = on_lost };
+    pthread_t t[THREADS];
+    if (netmutex_configure(&cfg) != 0)
+        return 10;
+    for (int i = 0; i < THREADS; i++)
+        pthread_create(&t[i], NULL, worker_thread, GINT_TO_POINTER(i));
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    netmutex_shutdown();
+    g_free(url);
+    return 0;
+}
+
+/* NAMES names, at least 3 on every master. */
+static void pick_names(const char *prefix)
+{
+    GHashTable *per = g_hash_table_new(NULL, NULL);
+    int n = 0;
+    for (int k = 0; n < NAMES; k++) {
+        char *suffix = g_strdup_printf("%s-%d", prefix, k);
+        char *name = nm_test_name(suffix);
+        NmRedis *master = nm_topo_master_of(topo, slot_of_name(name));
+        int have = GPOINTER_TO_INT(g_hash_table_lookup(per, master));
+        if (have < NAMES / 3) {
+            g_hash_table_insert(per, master, GINT_TO_POINTER(have + 1));
+            names[n++] = name;
+        } else {
+            g_free(name);
+        }
+        g_free(suffix);
+    }
+    g_assert_cmpuint(g_hash_table_size(per), ==, 3);
+    g_hash_table_destroy(per);
+}
+
+static void free_names(void)
+{
+    for (int i = 0; i < NAMES; i++)
+        g_clear_pointer(&names[i], g_free);
+}
+
+static void start_workers(pid_t *pids)
+{
+    memset(shared, 0, sizeof *shared);
+    for (int i = 0; i < PROCS; i++)
+        pids[i] = nm_fork_run(worker_process, NULL);
+}
+
+static long long counted(void)
+{
+    long long sum = 0;
+    for (int i = 0; i < NAMES; i++)
+        sum += shared->res[i].counter;
+    return sum;
+}
+
+/* Every section counted once, no fence went back, no call failed but
+ * unlock with ENOLCK: a release whose reply was lost in the switch and that
+ * finds its key gone when repeated says so (README: unlock). */
+static void check_outcome(long long expected)
+{
+    g_test_message("done %lld, lost %lld, ENOLCK %lld", shared->done, shared->lost,
+                   shared->enolck);
+    g_assert_cmpint(shared->failures, ==, 0);
+    g_assert_cmpint(counted(), ==, expected);
+}
+
+static void test_counters_all_masters(void)
+{
+    pid_t pids[PROCS];
+    pick_names("count");
+    iterations = 40;
+    lease_ms = 0;
+    start_workers(pids);
+    for (int i = 0; i < PROCS; i++)
+        nm_child_wait_ok(pids[i], nm_ms(120000));
+    check_outcome((long long)PROCS * THREADS * iterations);
+    for (int i = 0; i < NAMES; i++)
+        g_assert_cmpint(shared->res[i].counter, >, 0);
+    free_names();
+}
+
+/* ---- failover ------------------------------------------------------------------- */
+
+/* The replica of MASTER (by ROLE). */
+static NmRedis *replica_of(NmRedis *master)
+{
+    for (int i = 0; i < NM_TOPO_NODES; i++) {
+        redisReply *r = nm_redis_cmd(topo->node[i], "ROLE");
+        bool mine = r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
+                    strcmp(r->element[0]->str, "slave") == 0 &&
+                    r->element[2]->integer == nm_redis_port(master);
+        freeReplyObject(r);
+        if (mine)
+            return topo->node[i];
+    }
+    g_error("no replica of port %d", nm_redis_port(master));
+    return NULL;
+}
+
+/* CLUSTER FAILOVER on REPLICA until it is master.  A node that just
+ * changed roles is not yet known as a replica everywhere, and its master
+ * may ignore the request (the manual failover times out after 5 s): then
+ * it is asked again. */
+static void promote(NmRedis *replica)
+{
+    for (int attempt = 0; attempt < 4 && !nm_topo_is_master(replica); attempt++) {
+        gint64 end = nmt_now_ms() + nm_ms(6000);
+        nm_redis_ok(replica, "CLUSTER FAILOVER");
+        while (!nm_topo_is_master(replica) && nmt_now_ms() < end)
+            nmt_sleep_ms(5);
+    }
+    g_assert_true(nm_topo_is_master(replica));
+}
+
+static bool wait_done(long long n, unsigned int timeout_ms)
+{
+    gint64 end = nmt_now_ms() + timeout_ms;
+    while (__atomic_load_n(&shared->done, __ATOMIC_SEQ_CST) < n && nmt_now_ms() < end)
+        nmt_sleep_ms(10);
+    return __atomic_load_n(&shared->done, __ATOMIC_SEQ_CST) >= n;
+}
+
+/* A master is failed over (CLUSTER FAILOVER on its replica: the replica
+ * catches up, then takes over) while processes lock names on every master.
+ * The workers go on within seconds, the counters stay exact, and any lease
+ * lost on the way is reported. */
+static void test_failover_while_locking(void)
+{
+    pid_t pids[PROCS];
+    g_assert_true(nm_topo_wait_ok(topo, PROMPT_MS)); /* replicas in sync */
+    pick_names("failover");
+    iterations = 0;
+    lease_ms = nm_ms(2000);
+    start_workers(pids);
+    g_assert_true(wait_done(60, PROMPT_MS));
+
+    NmRedis *master = nm_topo_master_of(topo, slot_of_name(names[0]));
+    NmRedis *replica = replica_of(master);
+    promote(replica);
+    long long at_failover = __atomic_load_n(&shared->done, __ATOMIC_SEQ_CST);
+    gint64 t0 = nmt_now_ms();
+    /* Every name is used about as often, so 3 x NAMES more sections cover
+     * the failed-over master's names too. */
+    g_assert_true(wait_done(at_failover + 3 * NAMES, nm_ms(15000)));
+    g_test_message("resumed: %d more sections within %lld ms of the switch", 3 * NAMES,
+                   (long long)(nmt_now_ms() - t0));
+    g_assert_true(nm_topo_wait_ok(topo, PROMPT_MS));
+
+    __atomic_store_n(&shared->stop, 1, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < PROCS; i++)
+        nm_child_wait_ok(pids[i], PROMPT_MS);
+    check_outcome(shared->done);
+    free_names();
+}
+
+/* DEL KEY on R as soon as R serves its slot: what DEL answered. */
+static long long del_when_served(NmRedis *r, const char *key)
+{
+    gint64 end = nmt_now_ms() + PROMPT_MS;
+    for (;;) {
+        redisReply *reply = nm_redis_cmd(r, "DEL %s", key);
+        long long n = reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
+        freeReplyObject(reply);
+        if (n >= 0 || nmt_now_ms() > end)
+            return n;
+        nmt_sleep_ms(1);
+    }
+}
+
+/* The new master lacks a held lease (as a replica promoted before it caught
+ * up would; here the key is deleted there once it took over): the
+ * watchdog's renewal, redirected there, finds the key gone and reports the
+ * loss, and unlock says ENOLCK.  The lease outlasts the switch (the old
+ * master holds requests back while its replica catches up and is elected,
+ * a few hundred ms, up to the 5 s a manual failover may take before it
+ * gives up and is asked again): only the deletion may cost it. */
+static void test_failover_lost_lease_reported(void)
+{
+    char *name = nm_test_name("lost"), *key = nm_lock_key(name);
+    netmutex_t m;
+    netmutex_attr_t attr;
+    NmLost lost;
+    uint64_t left;
+
+    g_assert_true(nm_topo_wait_ok(topo, PROMPT_MS)); /* replicas in sync */
+    configure_cluster(nm_ms(10000));
+    nm_lost_init(&lost);
+    nm_assert_rc(netmutex_attr_init(&attr), 0);
+    nm_assert_rc(netmutex_attr_setlostfn(&attr, nm_lost_record, &lost), 0);
+    nm_assert_rc(netmutex_init(&m, name, &attr), 0);
+    nm_assert_rc(netmutex_lock(&m), 0);
+    NmRedis *master = nm_topo_master_of(topo, slot_of_name(name));
+    NmRedis *replica = replica_of(master);
+    promote(replica);
+    g_assert_cmpint(del_when_served(replica, key), ==, 1);
+    g_assert_cmpint(nm_lost_wait(&lost, nm_ms(20000)), ==, 1);
+    g_assert_cmpstr(lost.name, ==, name);
+    nm_assert_rc(netmutex_validity(&m, &left), ENOLCK);
+    nm_assert_rc(netmutex_unlock(&m), ENOLCK);
+    g_assert_true(nm_topo_wait_ok(topo, PROMPT_MS));
+    nm_assert_rc(netmutex_trylock(&m), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_assert_rc(netmutex_attr_destroy(&attr), 0);
+    nm_assert_rc(netmutex_shutdown(), 0);
+    nm_lost_clear(&lost);
+    g_free(key);
+    g_free(name);
+}
+
+/* A master dies with a lock held on it (the write reached its replica:
+ * WAIT).  The cluster promotes the replica after the node timeout; the
+ * holder's renewals and its unlock, refused by the dead node, read the map
+ * again and reach the promoted replica: the lease is kept, the unlock
+ * succeeds, and the name can be locked again.  The old master is then
+ * restarted and rejoins as a replica. */
+static void test_master_killed(void)
+{
+    char *name = nm_test_name("killed");
+    netmutex_t m;
+    netmutex_attr_t attr;
+    NmLost lost;
+
+    g_assert_true(nm_topo_wait_ok(topo, PROMPT_MS));
+    configure_cluster(nm_ms(10000));
+    nm_lost_init(&lost);
+    nm_assert_rc(netmutex_attr_init(&attr), 0);
+    nm_assert_rc(netmutex_attr_setlostfn(&attr, nm_lost_record, &lost), 0);
+    nm_assert_rc(netmutex_init(&m, name, &attr), 0);
+    nm_assert_rc(netmutex_lock(&m), 0);
+    long long slot = slot_of_name(name);
+    NmRedis *master = nm_topo_master_of(topo, slot);
+    NmRedis *replica = replica_of(master);
+    redisReply *r = nm_redis_cmd(master, "WAIT 1 %u", nm_ms(5000));
+    g_assert_cmpint(r->integer, ==, 1);
+    freeReplyObject(r);
+
+    nm_redis_stop(master);
+    gint64 t0 = nmt_now_ms(), end = t0 + PROMPT_MS;
+    while (!nm_topo_is_master(replica) && nmt_now_ms() < end)
+        nmt_sleep_ms(20);
+    g_assert_true(nm_topo_is_master(replica));
+    g_test_message("replica promoted %lld ms after the master died",
+                   (long long)(nmt_now_ms() - t0));
+    /* The failover is done once every live node tells the new map. */
+    for (int i = 0; i < NM_TOPO_NODES; i++)
+        while (topo->node[i] != master && nmt_now_ms() < end &&
+               nm_topo_master_port(topo->node[i], slot) != nm_redis_port(replica))
+            nmt_sleep_ms(10);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    g_assert_cmpint(nm_lost_calls(&lost), ==, 0);
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_assert_rc(netmutex_attr_destroy(&attr), 0);
+    nm_assert_rc(netmutex_shutdown(), 0);
+
+    nm_redis_restart(master);
+    g_assert_true(nm_topo_wait_ok(topo, PROMPT_MS));
+    nm_lost_clear(&lost);
+    g_free(name);
+}
+
+/* ---- slot migration -------------------------------------------------------------- */
+
+static char *node_id(NmRedis *r)
+{
+    redisReply *reply = nm_redis_cmd(r, "CLUSTER MYID");
+    char *id = g_strdup(reply->str);
+    freeReplyObject(reply);
+    return id;
+}
+
+/* Two names whose keys share a slot. */
+static void two_names_one_slot(char **a, char **b)
+{
+    GHashTable *seen = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    for (int k = 0;; k++) {
+        char *suffix = g_strdup_printf("mig-%d", k);
+        char *name = nm_test_name(suffix), *key = nm_lock_key(name);
+        gpointer slot = GUINT_TO_POINTER(nm_slot_of(key, strlen(key)) + 1);
+        g_free(suffix);
+        g_free(key);
+        char *other = g_hash_table_lookup(seen, slot);
+        if (other) {
+            *a = g_strdup(other);
+            *b = name;
+            break;
+        }
+        g_hash_table_insert(seen, slot, name);
+    }
+    g_hash_table_destroy(seen);
+}
+
+/* EXISTS KEY on R, after ASKING (R may only be importing its slot). */
+static long long exists_asking(NmRedis *r, const char *key)
+{
+    redisContext *c = nm_redis_connect(r, 0);
+    redisReply *reply = redisCommand(c, "ASKING");
+    freeReplyObject(reply);
+    reply = redisCommand(c, "EXISTS %s", key);
+    long long n = reply && reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
+    freeReplyObject(reply);
+    redisFree(c);
+    return n;
+}
+
+/* Moves the keys of SLOT from FROM to TO (MIGRATE), then the slot itself. */
+static void finish_migration(long long slot, NmRedis *from, NmRedis *to, const char *to_id)
+{
+    redisReply *keys = nm_redis_cmd(from, "CLUSTER GETKEYSINSLOT %lld 100", slot);
+    g_assert_cmpint(keys->type, ==, REDIS_REPLY_ARRAY);
+    for (size_t i = 0; i < keys->elements; i++)
+        nm_redis_ok(from, "MIGRATE 127.0.0.1 %d %s 0 5000", nm_redis_port(to),
+                    keys->element[i]->str);
+    freeReplyObject(keys);
+    for (int i = 0; i < NM_TOPO_NODES; i++)
+        if (nm_topo_is_master(topo->node[i]))
+            nm_redis_ok(topo->node[i], "CLUSTER SETSLOT %lld NODE %s", slot, to_id);
+}
+
+/* A held lock's slot is migrated to another master: a new name of that
+ * slot is served by the importing node meanwhile (ASK), the held lease is
+ * renewed on its new node after the move (MOVED) and never reported lost,
+ * and its unlock finds it there. */
+static void test_slot_migration(void)
+{
+    char *held_name, *fresh_name;
+    netmutex_t held, fresh;
+    netmutex_attr_t attr;
+    NmLost lost;
+    uint64_t left;
+
+    two_names_one_slot(&held_name, &fresh_name);
+    long long slot = slot_of_name(held_name);
+    NmRedis *from = nm_topo_master_of(topo, slot), *to = NULL;
+    for (int i = 0; i < NM_TOPO_NODES && !to; i++)
+        if (topo->node[i] != from && nm_topo_is_master(topo->node[i]))
+            to = topo->node[i];
+    char *from_id = node_id(from), *to_id = node_id(to);
+    char *fresh_key = nm_lock_key(fresh_name), *held_key = nm_lock_key(held_name);
+
+    configure_cluster(nm_ms(600));
+    nm_lost_init(&lost);
+    nm_assert_rc(netmutex_attr_init(&attr), 0);
+    nm_assert_rc(netmutex_attr_setlostfn(&attr, nm_lost_record, &lost), 0);
+    /* Not cached: an unlock deletes the key, which is checked below. */
+    nm_assert_rc(netmutex_attr_setcache(&attr, 0), 0);
+    nm_assert_rc(netmutex_init(&held, held_name, &attr), 0);
+    nm_assert_rc(netmutex_init(&fresh, fresh_name, &attr), 0);
+    nm_assert_rc(netmutex_lock(&held), 0);
+
+    nm_redis_ok(to, "CLUSTER SETSLOT %lld IMPORTING %s", slot, from_id);
+    nm_redis_ok(from, "CLUSTER SETSLOT %lld MIGRATING %s", slot, to_id);
+    nm_assert_rc(netmutex_trylock(&fresh), 0); /* not on FROM: ASK */
+    g_assert_cmpint(exists_asking(to, fresh_key), ==, 1);
+    nm_assert_rc(netmutex_unlock(&fresh), 0);
+    nmt_sleep_ms(nm_ms(700)); /* renewals of HELD still on FROM */
+
+    finish_migration(slot, from, to, to_id);
+    nmt_sleep_ms(nm_ms(1500)); /* renewals now meet MOVED */
+    g_assert_cmpint(nm_lost_calls(&lost), ==, 0);
+    nm_assert_rc(netmutex_validity(&held, &left), 0);
+    g_assert_cmpuint(left, >, 0);
+    g_assert_cmpint(exists_asking(to, held_key), ==, 1);
+    nm_assert_rc(netmutex_unlock(&held), 0);
+    g_assert_cmpint(exists_asking(to, held_key), ==, 0);
+    nm_assert_rc(netmutex_trylock(&fresh), 0);
+    nm_assert_rc(netmutex_unlock(&fresh), 0);
+
+    nm_assert_rc(netmutex_destroy(&held), 0);
+    nm_assert_rc(netmutex_destroy(&fresh), 0);
+    nm_assert_rc(netmutex_attr_destroy(&attr), 0);
+    nm_assert_rc(netmutex_shutdown(), 0);
+    nm_lost_clear(&lost);
+    g_free(from_id);
+    g_free(to_id);
+    g_free(fresh_key);
+    g_free(held_key);
+    g_free(held_name);
+    g_free(fresh_name);
+}
+
+/* ---- the command line tool ------------------------------------------------------- */
+
+/* Runs netmutex(1) with ARGS under NETMUTEX_URL=URL: its exit status, its
+ * standard output in *OUT (if not NULL; kept off the TAP stream anyway). */
+static int run_cli(const char *url, const char *const *args, char **out)
+{
+    char *ignored = NULL;
+    const char *tool = cli_tool;
+    GPtrArray *argv = g_ptr_array_new();
+    char **env = g_environ_setenv(g_get_environ(), "NETMUTEX_URL", url, TRUE);
+    GError *error = NULL;
+    int status;
+
+    g_assert_nonnull(tool);
+    g_ptr_array_add(argv, (char *)tool);
+    for (int i = 0; args[i]; i++)
+        g_ptr_array_add(argv, (char *)args[i]);
+    g_ptr_array_add(argv, NULL);
+    g_spawn_sync(NULL, (char **)argv->pdata, env, G_SPAWN_DEFAULT, NULL, NULL,
+                 out ? out : &ignored, NULL, &status, &error);
+    g_assert_no_error(error);
+    g_free(ignored);
+    g_ptr_array_free(argv, TRUE);
+    g_strfreev(env);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* netmutex(1) on the cluster, by its redis-cluster:// URL and by a plain
+ * URL of one node: list finds the locks of every master, status, -n and
+ * break see the lock on its node, and a command runs under a free one. */
+static void test_cli(void)
+{
+    char *cluster = nm_topo_url(topo), *plain = nm_topo_node_url(topo, 4);
+    const char *const urls[] = { cluster, plain };
+    netmutex_t m[NAMES];
+    netmutex_attr_t attr;
+
+    pick_names("cli");
+    configure_url(cluster, 0);
+    /* Not cached: unlock frees the names, for list to find none. */
+    nm_assert_rc(netmutex_attr_init(&attr), 0);
+    nm_assert_rc(netmutex_attr_setcache(&attr, 0), 0);
+    for (int i = 0; i < NAMES; i++) {
+        nm_assert_rc(netmutex_init(&m[i], names[i], &attr), 0);
+        nm_assert_rc(netmutex_lock(&m[i]), 0);
+    }
+    for (gsize u = 0; u < G_N_ELEMENTS(urls); u++) {
+        char *out = NULL;
+        g_assert_cmpint(run_cli(urls[u], (const char *[]){ "list", "--json", NULL }, &out), ==, 0);
+        for (int i = 0; i < NAMES; i++) {
+            char *quoted = g_strdup_printf("\"name\":\"%s\"", names[i]);
+            g_assert_nonnull(strstr(out, quoted));
+            g_free(quoted);
+        }
+        g_free(out);
+        g_assert_cmpint(run_cli(urls[u], (const char *[]){ "status", names[1], NULL }, NULL), ==, 0);
+        g_assert_cmpint(run_cli(urls[u], (const char *[]){ "-n", names[2], "true", NULL }, NULL), ==,
+                        1);
+        g_assert_cmpint(run_cli(urls[u], (const char *[]){ "cli-free", "true", NULL }, NULL), ==, 0);
+    }
+    g_assert_cmpint(run_cli(plain, (const char *[]){ "break", names[3], NULL }, NULL), ==, 0);
+    nm_assert_rc(netmutex_unlock(&m[3]), ENOLCK);
+    for (int i = 0; i < NAMES; i++) {
+        if (i != 3)
+            nm_assert_rc(netmutex_unlock(&m[i]), 0);
+        nm_assert_rc(netmutex_destroy(&m[i]), 0);
+    }
+    g_assert_cmpint(run_cli(cluster, (const char *[]){ "list", NULL }, NULL), ==, 1);
+    nm_assert_rc(netmutex_attr_destroy(&attr), 0);
+    nm_assert_rc(netmutex_shutdown(), 0);
+    free_names();
+    g_free(cluster);
+    g_free(plain);
+}
+
+int main(int argc, char **argv)
+{
+    int rc;
+
+    cli_tool = g_strdup(g_getenv("NETMUTEX_CLI"));
+    nm_test_init(&argc, &argv);
+    shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+                  0);
+    g_assert_true(shared != MAP_FAILED);
+    topo = nm_topo_start();
+
+    g_test_add_func("/cluster/slot/crc16-known-values", test_crc16_known_values);
+    g_test_add_func("/cluster/slot/crc16-matches-cluster-keyslot", test_crc16_matches_server);
+    g_test_add_func("/cluster/keys/brace-names-one-slot", test_brace_names_one_slot);
+    g_test_add_func("/cluster/lock/cluster-url-handoff-status-break", test_lock_cluster_url);
+    g_test_add_func("/cluster/lock/plain-url-detects-cluster", test_plain_url_detects_cluster);
+    g_test_add_func("/cluster/config/quorum-with-cluster-einval",
+                    test_quorum_with_cluster_refused);
+    g_test_add_func("/cluster/xproc/counters-on-all-masters", test_counters_all_masters);
+    g_test_add_func("/cluster/failover/manual-failover-while-locking",
+                    test_failover_while_locking);
+    g_test_add_func("/cluster/failover/lost-lease-reported", test_failover_lost_lease_reported);
+    g_test_add_func("/cluster/failover/master-killed", test_master_killed);
+    g_test_add_func("/cluster/migration/ask-then-moved-held-lock", test_slot_migration);
+    g_test_add_func("/cluster/cli/list-status-break", test_cli);
+
+    rc = g_test_run();
+    nm_topo_free(topo);
+    munmap(shared, sizeof *shared);
+    g_free(cli_tool);
+    return rc;
+}

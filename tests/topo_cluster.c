@@ -1,0 +1,180 @@
+/* topo_cluster.c -- a 3 + 3 node Redis Cluster for the tests. */
+#include "ac_config.h"
+
+#include "topo_cluster.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Short, so a killed master is failed over quickly; CLUSTER FAILOVER does
+ * not wait for it. */
+#define NODE_TIMEOUT_MS 1000u
+
+static char *redis_cli(void)
+{
+    const char *server = g_getenv("REDIS_SERVER");
+    char *path = NULL;
+    if (server && *server) {
+        char *dir = g_path_get_dirname(server);
+        path = g_build_filename(dir, "redis-cli", NULL);
+        g_free(dir);
+        if (!g_file_test(path, G_FILE_TEST_IS_EXECUTABLE))
+            g_clear_pointer(&path, g_free);
+    }
+    if (!path)
+        path = g_find_program_in_path("redis-cli");
+    if (!path)
+        g_error("redis-cli not found: it creates the test cluster");
+    return path;
+}
+
+static void create(NmTopo *t)
+{
+    GPtrArray *argv = g_ptr_array_new_with_free_func(g_free);
+    char *out = NULL, *err = NULL;
+    GError *error = NULL;
+    int status;
+
+    g_ptr_array_add(argv, redis_cli());
+    g_ptr_array_add(argv, g_strdup("--cluster"));
+    g_ptr_array_add(argv, g_strdup("create"));
+    for (int i = 0; i < NM_TOPO_NODES; i++)
+        g_ptr_array_add(argv, g_strdup_printf("127.0.0.1:%d", nm_redis_port(t->node[i])));
+    g_ptr_array_add(argv, g_strdup("--cluster-replicas"));
+    g_ptr_array_add(argv, g_strdup("1"));
+    g_ptr_array_add(argv, g_strdup("--cluster-yes"));
+    g_ptr_array_add(argv, NULL);
+    g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
+                 &status, &error);
+    g_assert_no_error(error);
+    if (!g_spawn_check_wait_status(status, NULL))
+        g_error("redis-cli --cluster create failed:\n%s\n%s", out, err);
+    g_free(out);
+    g_free(err);
+    g_ptr_array_free(argv, TRUE);
+}
+
+NmTopo *nm_topo_start(void)
+{
+    NmTopo *t = g_new0(NmTopo, 1);
+    NmRedisOpts opts = { .cluster_node_timeout_ms = nm_ms(NODE_TIMEOUT_MS) };
+
+    for (int i = 0; i < NM_TOPO_NODES; i++)
+        t->node[i] = nm_redis_start(&opts);
+    create(t);
+    if (!nm_topo_wait_ok(t, nm_ms(30000)))
+        g_error("the test cluster did not settle");
+    return t;
+}
+
+void nm_topo_free(NmTopo *t)
+{
+    if (!t)
+        return;
+    for (int i = 0; i < NM_TOPO_NODES; i++)
+        nm_redis_free(t->node[i]);
+    g_free(t);
+}
+
+char *nm_topo_url(NmTopo *t)
+{
+    GString *s = g_string_new("redis-cluster://");
+    for (int i = 0; i < NM_TOPO_NODES; i++)
+        g_string_append_printf(s, "%s127.0.0.1:%d", i ? "," : "", nm_redis_port(t->node[i]));
+    return g_string_free(s, FALSE);
+}
+
+char *nm_topo_node_url(NmTopo *t, int i)
+{
+    return nm_redis_tcp_url(t->node[i], -1);
+}
+
+long long nm_topo_keyslot(NmTopo *t, const char *key, size_t len)
+{
+    redisContext *c = nm_redis_connect(t->node[0], 0);
+    redisReply *r = redisCommand(c, "CLUSTER KEYSLOT %b", key, len);
+    g_assert_nonnull(r);
+    g_assert_cmpint(r->type, ==, REDIS_REPLY_INTEGER);
+    long long slot = r->integer;
+    freeReplyObject(r);
+    redisFree(c);
+    return slot;
+}
+
+int nm_topo_master_port(NmRedis *r, long long slot)
+{
+    redisReply *reply = nm_redis_cmd(r, "CLUSTER SLOTS");
+    int port = 0;
+    for (size_t i = 0; reply->type == REDIS_REPLY_ARRAY && i < reply->elements; i++) {
+        redisReply *e = reply->element[i];
+        if (e->element[0]->integer <= slot && slot <= e->element[1]->integer)
+            port = (int)e->element[2]->element[1]->integer;
+    }
+    freeReplyObject(reply);
+    return port;
+}
+
+NmRedis *nm_topo_master_of(NmTopo *t, long long slot)
+{
+    int port = nm_topo_master_port(t->node[0], slot);
+    for (int i = 0; i < NM_TOPO_NODES; i++)
+        if (nm_redis_port(t->node[i]) == port)
+            return t->node[i];
+    g_error("no master for slot %lld", slot);
+    return NULL;
+}
+
+bool nm_topo_is_master(NmRedis *r)
+{
+    redisReply *reply = nm_redis_cmd(r, "ROLE");
+    bool master = reply->type == REDIS_REPLY_ARRAY && reply->elements > 0 &&
+                  strcmp(reply->element[0]->str, "master") == 0;
+    freeReplyObject(reply);
+    return master;
+}
+
+static bool state_ok(NmRedis *r)
+{
+    redisReply *reply = nm_redis_cmd(r, "CLUSTER INFO");
+    bool ok = reply->type == REDIS_REPLY_STRING && strstr(reply->str, "cluster_state:ok");
+    freeReplyObject(reply);
+    return ok;
+}
+
+/* A master, or a replica whose link to its master is up (synced). */
+static bool in_sync(NmRedis *r)
+{
+    redisReply *reply = nm_redis_cmd(r, "INFO replication");
+    bool ok = reply->type == REDIS_REPLY_STRING &&
+              (strstr(reply->str, "role:master") || strstr(reply->str, "master_link_status:up"));
+    freeReplyObject(reply);
+    return ok;
+}
+
+/* Every node ok and in sync, and all name the same master for a few
+ * sample slots. */
+static bool settled(NmTopo *t)
+{
+    static const long long samples[] = { 0, 5000, 5461, 10000, 10923, 16383 };
+    for (int i = 0; i < NM_TOPO_NODES; i++)
+        if (!state_ok(t->node[i]) || !in_sync(t->node[i]))
+            return false;
+    for (gsize s = 0; s < G_N_ELEMENTS(samples); s++) {
+        int port = nm_topo_master_port(t->node[0], samples[s]);
+        for (int i = 1; i < NM_TOPO_NODES; i++)
+            if (port == 0 || nm_topo_master_port(t->node[i], samples[s]) != port)
+                return false;
+    }
+    return true;
+}
+
+bool nm_topo_wait_ok(NmTopo *t, unsigned int timeout_ms)
+{
+    gint64 end = nmt_now_ms() + timeout_ms;
+    while (!settled(t)) {
+        if (nmt_now_ms() > end)
+            return false;
+        nmt_sleep_ms(50);
+    }
+    return true;
+}

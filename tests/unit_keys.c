@@ -1,0 +1,166 @@
+/*
+ * unit_keys.c -- the Redis keys of a mutex (src/keys.c), without a server:
+ * the {<16-hex FNV-1a>} hash tag against published FNV-1a values and the
+ * README's example, the layout of the lock key and of a waiter's grant
+ * list, binary names, and the one-slot promise of Redis Cluster mode.
+ */
+#include "ac_config.h"
+
+#include <glib.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nm.h"
+#include "keys.h"
+#include "slot.h"
+
+static const char token[] = "0123456789abcdef0123456789abcdef";
+
+static void expect_tag(const char *name, size_t len, const char *want)
+{
+    char tag[NM_KEY_TAG_LEN + 1];
+    memset(tag, 'X', sizeof tag);
+    nm_keys_tag(name, len, tag);
+    g_assert_cmpstr(tag, ==, want);
+}
+
+/* 64-bit FNV-1a's published values, and README "Redis key schema". */
+static void test_tag_known(void)
+{
+    expect_tag("", 0, "cbf29ce484222325");
+    expect_tag("a", 1, "af63dc4c8601ec8c");
+    expect_tag("foobar", 6, "85944171f73967e8");
+    expect_tag("jobs", 4, "41b90dde29446fdd");
+    /* Bytes, not C strings: a NUL and a high byte count as themselves. */
+    expect_tag("a\0b", 3, "e5d29919042666b2");
+    expect_tag("\xff", 1, "af64724c8602eb6e");
+    expect_tag("{a}b", 4, "0a97035b72570bc2");
+}
+
+static nm_config_t config_with_prefix(const char *prefix)
+{
+    nm_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.prefix = (char *)prefix;
+    cfg.prefix_len = strlen(prefix);
+    return cfg;
+}
+
+/* README: the name "jobs" has the lock key netmutex:{41b90dde29446fdd}jobs. */
+static void test_build_readme_example(void)
+{
+    nm_config_t cfg = config_with_prefix("netmutex:");
+    char *keys;
+    size_t len, glen;
+
+    g_assert_cmpint(nm_keys_build(&cfg, "jobs", 4, token, &keys, &len), ==, 0);
+    g_assert_cmpuint(len, ==, strlen("netmutex:{41b90dde29446fdd}jobs"));
+    g_assert_cmpstr(keys, ==, "netmutex:{41b90dde29446fdd}jobs");
+    const char *grant = nm_keys_grant(keys, len, &glen);
+    g_assert_cmpuint(glen, ==, len + 3 + NM_TOKEN_LEN);
+    g_assert_cmpmem(grant, glen, "netmutex:{41b90dde29446fdd}jobs:g:"
+                    "0123456789abcdef0123456789abcdef", glen);
+    free(keys);
+}
+
+/* Without a token the lock key alone is built, still NUL-terminated. */
+static void test_build_without_token(void)
+{
+    nm_config_t cfg = config_with_prefix("app/");
+    char *keys;
+    size_t len;
+
+    g_assert_cmpint(nm_keys_build(&cfg, "x", 1, NULL, &keys, &len), ==, 0);
+    g_assert_cmpuint(len, ==, strlen(keys));
+    g_assert_true(g_str_has_prefix(keys, "app/{"));
+    g_assert_true(g_str_has_suffix(keys, "}x"));
+    free(keys);
+}
+
+/* An empty prefix and an empty name are still well-formed keys. */
+static void test_build_empty(void)
+{
+    nm_config_t cfg = config_with_prefix("");
+    char *keys;
+    size_t len;
+
+    g_assert_cmpint(nm_keys_build(&cfg, "", 0, token, &keys, &len), ==, 0);
+    g_assert_cmpstr(keys, ==, "{cbf29ce484222325}");
+    g_assert_cmpuint(len, ==, NM_KEY_TAG_LEN + 2);
+    free(keys);
+}
+
+/* Any byte of a name is kept as it is, and every key of it shares the
+ * slot of the tag alone, braces and NULs in the name included. */
+static void test_build_binary_one_slot(void)
+{
+    static const char *const names[] = { "}x", "{a}b", "{", "}", "a{b}c", "{}", "a\0{z}" };
+    static const size_t lens[] = { 2, 4, 1, 1, 5, 2, 5 };
+    nm_config_t cfg = config_with_prefix("netmutex:");
+
+    for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+        char *keys, tag[NM_KEY_TAG_LEN + 1];
+        size_t len, glen;
+        g_assert_cmpint(nm_keys_build(&cfg, names[i], lens[i], token, &keys, &len), ==, 0);
+        nm_keys_tag(names[i], lens[i], tag);
+        g_assert_cmpuint(len, ==, cfg.prefix_len + NM_KEY_TAG_LEN + 2 + lens[i]);
+        g_assert_cmpmem(keys + len - lens[i], lens[i], names[i], lens[i]);
+        unsigned int slot = nm_crc16(tag, NM_KEY_TAG_LEN) % NM_SLOTS;
+        g_assert_cmpuint(nm_slot_of(keys, len), ==, slot);
+        const char *grant = nm_keys_grant(keys, len, &glen);
+        g_assert_cmpmem(grant, len, keys, len);
+        g_assert_cmpuint(nm_slot_of(grant, glen), ==, slot);
+        free(keys);
+    }
+}
+
+/* nm_keys_grant_for builds the same grant list from a lock key alone. */
+static void test_grant_for(void)
+{
+    nm_config_t cfg = config_with_prefix("netmutex:");
+    char *keys, *g;
+    size_t len, glen, glen2;
+
+    g_assert_cmpint(nm_keys_build(&cfg, "q\0r", 3, token, &keys, &len), ==, 0);
+    const char *grant = nm_keys_grant(keys, len, &glen);
+    g = nm_keys_grant_for(keys, len, token, &glen2);
+    g_assert_nonnull(g);
+    g_assert_cmpmem(g, glen2, grant, glen);
+    free(g);
+    free(keys);
+}
+
+/* The longest prefix the configuration accepts with a long name. */
+static void test_build_long(void)
+{
+    char prefix[NM_PREFIX_MAX + 1];
+    memset(prefix, 'p', NM_PREFIX_MAX);
+    prefix[NM_PREFIX_MAX] = '\0';
+    nm_config_t cfg = config_with_prefix(prefix);
+    size_t name_len = 100000;
+    char *name = g_malloc(name_len), *keys;
+    size_t len, glen;
+    memset(name, 'n', name_len);
+
+    g_assert_cmpint(nm_keys_build(&cfg, name, name_len, token, &keys, &len), ==, 0);
+    g_assert_cmpuint(len, ==, NM_PREFIX_MAX + NM_KEY_TAG_LEN + 2 + name_len);
+    g_assert_cmpint(keys[len], ==, '\0');
+    const char *grant = nm_keys_grant(keys, len, &glen);
+    g_assert_cmpmem(grant + len, 3 + NM_TOKEN_LEN, ":g:" "0123456789abcdef0123456789abcdef",
+                    3 + NM_TOKEN_LEN);
+    free(keys);
+    g_free(name);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/unit/keys/tag/known", test_tag_known);
+    g_test_add_func("/unit/keys/build/readme-example", test_build_readme_example);
+    g_test_add_func("/unit/keys/build/without-token", test_build_without_token);
+    g_test_add_func("/unit/keys/build/empty", test_build_empty);
+    g_test_add_func("/unit/keys/build/binary-one-slot", test_build_binary_one_slot);
+    g_test_add_func("/unit/keys/build/long", test_build_long);
+    g_test_add_func("/unit/keys/grant-for", test_grant_for);
+    return g_test_run();
+}

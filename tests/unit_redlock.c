@@ -1,0 +1,385 @@
+/*
+ * unit_redlock.c -- counting the votes of quorum mode (src/redlock.c,
+ * nm_votes_* of src/quorum.c), without a server: the votes are built by
+ * hand as quorum.c fills them.  Covered: a grant needs N/2 + 1 servers
+ * and a validity left (lease - elapsed - drift); the fence is the highest
+ * granted and a disagreement asks for a raise; a split vote backs off a
+ * short random while, a plain busy one for the longest lease in the way;
+ * ENOTRECOVERABLE; which error stands for too few answers; a dead previous
+ * holder counts only if no server saw that token released; malformed
+ * answers count as none; release/renew and break counting.
+ */
+#include "ac_config.h"
+
+#include <errno.h>
+#include <glib.h>
+#include <string.h>
+
+#include "nm.h"
+#include "clock.h"
+#include "redlock.h"
+#include "unit_replies.h"
+
+typedef struct world {
+    nm_config_t cfg;
+    nm_lease_t lease;
+    nm_votes_t votes;
+} world_t;
+
+/* N servers, a lease of LEASE_MS, the default drift (0.01, 2 ms); the
+ * requests left at SENT_AGO ms ago. */
+static void world_init(world_t *w, size_t n, unsigned int lease_ms, int64_t sent_ago)
+{
+    memset(w, 0, sizeof *w);
+    w->cfg.nservers = n;
+    w->cfg.quorum = n / 2 + 1;
+    w->cfg.drift_factor = 0.01;
+    w->cfg.drift_ms = 2;
+    w->lease.cfg = &w->cfg;
+    w->lease.lease_ms = lease_ms;
+    w->votes.n = n;
+    w->votes.sent_at = nm_now_ms() - sent_ago;
+}
+
+/* Server I answered acquire.lua with {RESULT, FENCE_OR_PTTL, DEAD[, HELD,
+ * RELEASED]} (HELD NULL: the short form). */
+static void ballot(world_t *w, size_t i, long long result, long long fence_or_pttl,
+                   long long dead, const char *held, const char *released)
+{
+    if (held)
+        w->votes.reply[i] = ur_array(5, ur_int(result), ur_int(fence_or_pttl), ur_int(dead),
+                                     ur_str(REDIS_REPLY_STRING, held),
+                                     ur_str(REDIS_REPLY_STRING, released));
+    else
+        w->votes.reply[i] = ur_array(3, ur_int(result), ur_int(fence_or_pttl), ur_int(dead));
+}
+
+static void grant(world_t *w, size_t i, long long fence)
+{
+    ballot(w, i, 1, fence, 0, NULL, NULL);
+}
+
+static void busy(world_t *w, size_t i, long long pttl)
+{
+    ballot(w, i, 0, pttl, 0, NULL, NULL);
+}
+
+static void failed(world_t *w, size_t i, int err)
+{
+    w->votes.err[i] = err;
+}
+
+static int granted(world_t *w, long long *raise_to, long long *pttl)
+{
+    *raise_to = -7;
+    *pttl = -7;
+    return nm_redlock_granted(&w->lease, &w->votes, raise_to, pttl);
+}
+
+static void test_drift(void)
+{
+    nm_config_t cfg = { .drift_factor = 0.01, .drift_ms = 2 };
+    g_assert_cmpint(nm_redlock_drift(&cfg, 1000), ==, 12);
+    g_assert_cmpint(nm_redlock_drift(&cfg, 30000), ==, 302);
+    g_assert_cmpint(nm_redlock_drift(&cfg, 10), ==, 2);
+    cfg.drift_factor = 0.25;
+    cfg.drift_ms = 60000;
+    g_assert_cmpint(nm_redlock_drift(&cfg, NETMUTEX_LEASE_MAX_MS), ==,
+                    NETMUTEX_LEASE_MAX_MS / 4 + 60000);
+}
+
+/* All grant with one fence: no raise needed. */
+static void test_granted_unanimous(void)
+{
+    world_t w;
+    long long raise, pttl;
+    world_init(&w, 3, 30000, 0);
+    for (size_t i = 0; i < 3; i++)
+        grant(&w, i, 100);
+    g_assert_cmpint(granted(&w, &raise, &pttl), ==, 0);
+    g_assert_cmpint(w.lease.fence, ==, 100);
+    g_assert_cmpint(raise, ==, 0);
+    g_assert_cmpint(w.lease.owner_died, ==, 0);
+    g_assert_cmpint(w.lease.sent_at, ==, w.votes.sent_at);
+    g_assert_cmpuint(nm_votes_answered(&w.votes), ==, 3);
+    nm_votes_clear(&w.votes);
+    g_assert_cmpuint(w.votes.n, ==, 0);
+}
+
+/* 3 of 5, two unreachable; the fences differ: the highest, raised to. */
+static void test_granted_majority_fences(void)
+{
+    world_t w;
+    long long raise, pttl;
+    world_init(&w, 5, 30000, 0);
+    failed(&w, 0, NM_ECONN);
+    grant(&w, 1, 180);
+    grant(&w, 2, 250);
+    failed(&w, 3, NM_ECONN);
+    grant(&w, 4, 100);
+    g_assert_cmpuint(nm_votes_answered(&w.votes), ==, 3);
+    g_assert_cmpint(granted(&w, &raise, &pttl), ==, 0);
+    g_assert_cmpint(w.lease.fence, ==, 250);
+    g_assert_cmpint(raise, ==, 250);
+    nm_votes_clear(&w.votes);
+}
+
+/* A grant whose validity ran out (lease - elapsed - drift <= 0) is no
+ * grant: lease 1000 ms, drift 12 ms, 988 ms since the requests left. */
+static void test_granted_validity(void)
+{
+    world_t w;
+    long long raise, pttl;
+    world_init(&w, 3, 1000, 988);
+    for (size_t i = 0; i < 3; i++)
+        grant(&w, i, 5);
+    g_assert_cmpint(granted(&w, &raise, &pttl), ==, EBUSY);
+    g_assert_cmpint(w.lease.fence, ==, 0);
+    g_assert_cmpint(pttl, >=, 1);
+    nm_votes_clear(&w.votes);
+
+    /* Half the lease gone: still valid (the margin is generous). */
+    world_init(&w, 3, 1000, 500);
+    for (size_t i = 0; i < 3; i++)
+        grant(&w, i, 5);
+    g_assert_cmpint(granted(&w, &raise, &pttl), ==, 0);
+    nm_votes_clear(&w.votes);
+}
+
+/* A split vote backs off a random 1..8 ms, the bound doubling with every
+ * split in a row up to 256 ms. */
+static void test_split_backoff(void)
+{
+    static const long long bound[] = { 8, 16, 32, 64, 128, 256, 256, 256 };
+    world_t w;
+    long long raise, pttl;
+    world_init(&w, 5, 30000, 0);
+    grant(&w, 0, 1);
+    grant(&w, 1, 1);
+    busy(&w, 2, 50);
+    busy(&w, 3, 900);
+    busy(&w, 4, 10);
+    for (unsigned int k = 0; k < G_N_ELEMENTS(bound); k++) {
+        for (int draw = 0; draw < 50; draw++) {
+            w.lease.splits = k;
+            g_assert_cmpint(granted(&w, &raise, &pttl), ==, EBUSY);
+            g_assert_cmpint(pttl, >=, 1);
+            g_assert_cmpint(pttl, <=, bound[k]);
+            g_assert_cmpuint(w.lease.splits, ==, k + 1);
+        }
+    }
+    nm_votes_clear(&w.votes);
+}
+
+/* Nobody granted: wait for the longest lease that stands in the way. */
+static void test_busy_longest(void)
+{
+    world_t w;
+    long long raise, pttl;
+    world_init(&w, 3, 30000, 0);
+    busy(&w, 0, 50);
+    busy(&w, 1, 900);
+    busy(&w, 2, 10);
+    g_assert_cmpint(granted(&w, &raise, &pttl), ==, EBUSY);
+    g_assert_cmpint(pttl, ==, 900);
+    g_assert_cmpuint(w.lease.splits, ==, 0);
+    nm_votes_clear(&w.votes);
+}
+
+static void test_unrecoverable(void)
+{
+    world_t w;
+    long long raise, pttl;
+    world_init(&w, 3, 30000, 0);
+    ballot(&w, 0, -1, 0, 0, NULL, NULL);
+    ballot(&w, 1, -1, 0, 0, NULL, NULL);
+    grant(&w, 2, 9);
+    g_assert_cmpint(granted(&w, &raise, &pttl), ==, ENOTRECOVERABLE);
+    nm_votes_clear(&w.votes);
+
+    /* One unrecoverable server of three is a minority: busy. */
+    world_init(&w, 3, 30000, 0);
+    ballot(&w, 0, -1, 0, 0, NULL, NULL);
+    busy(&w, 1, 70);
+    busy(&w, 2, 20);
+    g_assert_cmpint(granted(&w, &raise, &pttl), ==, EBUSY);
+    g_assert_cmpint(pttl, ==, 70);
+    nm_votes_clear(&w.votes);
+}
+
+/* Fewer than a quorum answered: which error says so. */
+static void test_too_few(void)
+{
+    static const struct {
+        int errs[3];
+        int want;
+    } cases[] = {
+        { { NM_ECONN, NM_ECONN, 0 }, NM_ECONN },
+        { { EPROTO, NM_ECONN, 0 }, EPROTO },
+        { { EACCES, EPROTO, 0 }, EACCES },
+        { { EPROTO, EACCES, 0 }, EACCES },
+        { { NM_ECONN, EINVAL, 0 }, EINVAL }, /* a cluster node in the list */
+        { { EACCES, EINVAL, 0 }, EINVAL },
+    };
+    for (size_t c = 0; c < G_N_ELEMENTS(cases); c++) {
+        world_t w;
+        long long raise, pttl;
+        world_init(&w, 3, 30000, 0);
+        failed(&w, 0, cases[c].errs[0]);
+        failed(&w, 1, cases[c].errs[1]);
+        grant(&w, 2, 3);
+        g_test_message("case %zu", c);
+        g_assert_cmpint(nm_votes_failure(&w.votes), ==, cases[c].want);
+        g_assert_cmpint(granted(&w, &raise, &pttl), ==, cases[c].want);
+        nm_votes_clear(&w.votes);
+    }
+}
+
+/* The previous holder died only if no server saw its token released. */
+static void test_owner_died(void)
+{
+    world_t w;
+    long long raise, pttl;
+    world_init(&w, 3, 30000, 0);
+    ballot(&w, 0, 1, 7, 1, "tokA", "");
+    ballot(&w, 1, 1, 7, 0, "", "");
+    ballot(&w, 2, 1, 7, 0, "", "");
+    g_assert_cmpint(granted(&w, &raise, &pttl), ==, 0);
+    g_assert_cmpint(w.lease.owner_died, ==, 1);
+    nm_votes_clear(&w.votes);
+
+    /* Server 2, busy even, saw tokA released: the release missed server 0. */
+    world_init(&w, 3, 30000, 0);
+    ballot(&w, 0, 1, 7, 1, "tokA", "");
+    ballot(&w, 1, 1, 7, 0, "", "");
+    ballot(&w, 2, 0, 40, 0, "tokB", "tokA");
+    g_assert_cmpint(granted(&w, &raise, &pttl), ==, 0);
+    g_assert_cmpint(w.lease.owner_died, ==, 0);
+    nm_votes_clear(&w.votes);
+
+    /* Another token's release, or an empty one, proves nothing. */
+    world_init(&w, 3, 30000, 0);
+    ballot(&w, 0, 1, 7, 1, "tokA", "");
+    ballot(&w, 1, 1, 7, 0, "", "tokAA");
+    ballot(&w, 2, 1, 7, 1, "", "");
+    g_assert_cmpint(granted(&w, &raise, &pttl), ==, 0);
+    g_assert_cmpint(w.lease.owner_died, ==, 1);
+    nm_votes_clear(&w.votes);
+
+    /* A dead holder on a server that did not grant does not count. */
+    world_init(&w, 3, 30000, 0);
+    ballot(&w, 0, 0, 40, 1, "tokA", "");
+    grant(&w, 1, 7);
+    grant(&w, 2, 7);
+    g_assert_cmpint(granted(&w, &raise, &pttl), ==, 0);
+    g_assert_cmpint(w.lease.owner_died, ==, 0);
+    nm_votes_clear(&w.votes);
+}
+
+/* Answers of the wrong shape count as no answer. */
+static void test_malformed(void)
+{
+    world_t w;
+    long long raise, pttl;
+    world_init(&w, 3, 30000, 0);
+    grant(&w, 0, 4);
+    grant(&w, 1, 4);
+    w.votes.reply[2] = ur_str(REDIS_REPLY_STRING, "1");
+    g_assert_cmpint(granted(&w, &raise, &pttl), ==, 0);
+    nm_votes_clear(&w.votes);
+
+    world_init(&w, 3, 30000, 0);
+    grant(&w, 0, 4);
+    w.votes.reply[1] = ur_array(2, ur_int(1), ur_int(4)); /* too short */
+    w.votes.reply[2] = ur_array(3, ur_int(1), ur_str(REDIS_REPLY_STRING, "4"), ur_int(0));
+    int err = granted(&w, &raise, &pttl);
+    g_assert_true(err != 0 && err != EBUSY && err != ENOTRECOVERABLE);
+    g_assert_cmpint(w.lease.fence, ==, 0);
+    nm_votes_clear(&w.votes);
+}
+
+/* release.lua / renew.lua / fence.lua: 1, 2 or {1, ...} is done. */
+static void test_done(void)
+{
+    world_t w;
+    world_init(&w, 5, 30000, 0);
+    w.votes.reply[0] = ur_int(1);
+    w.votes.reply[1] = ur_int(2);
+    w.votes.reply[2] = ur_array(2, ur_int(1), ur_int(99));
+    w.votes.reply[3] = ur_int(0);
+    w.votes.reply[4] = ur_array(1, ur_int(0));
+    g_assert_cmpint(nm_redlock_done(&w.cfg, &w.votes), ==, 0);
+    nm_votes_clear(&w.votes);
+
+    /* Everyone answered, too few did it. */
+    world_init(&w, 5, 30000, 0);
+    w.votes.reply[0] = ur_int(1);
+    w.votes.reply[1] = ur_int(2);
+    w.votes.reply[2] = ur_int(0);
+    w.votes.reply[3] = ur_int(3);
+    w.votes.reply[4] = ur_str(REDIS_REPLY_STRING, "1");
+    g_assert_cmpint(nm_redlock_done(&w.cfg, &w.votes), ==, ENOLCK);
+    nm_votes_clear(&w.votes);
+
+    /* An empty array is not done either. */
+    world_init(&w, 3, 30000, 0);
+    w.votes.reply[0] = ur_int(1);
+    w.votes.reply[1] = ur_array(0);
+    w.votes.reply[2] = ur_int(0);
+    g_assert_cmpint(nm_redlock_done(&w.cfg, &w.votes), ==, ENOLCK);
+    nm_votes_clear(&w.votes);
+
+    /* Two did it, but only two answered: not known. */
+    world_init(&w, 5, 30000, 0);
+    w.votes.reply[0] = ur_int(1);
+    w.votes.reply[1] = ur_int(1);
+    for (size_t i = 2; i < 5; i++)
+        failed(&w, i, NM_ECONN);
+    g_assert_cmpint(nm_redlock_done(&w.cfg, &w.votes), ==, EIO);
+    nm_votes_clear(&w.votes);
+}
+
+/* break.lua: 1 where it was held. */
+static void test_broken(void)
+{
+    world_t w;
+    world_init(&w, 3, 30000, 0);
+    w.votes.reply[0] = ur_int(0);
+    w.votes.reply[1] = ur_int(1);
+    failed(&w, 2, NM_ECONN);
+    g_assert_cmpint(nm_redlock_broken(&w.cfg, &w.votes), ==, 0);
+    nm_votes_clear(&w.votes);
+
+    world_init(&w, 3, 30000, 0);
+    w.votes.reply[0] = ur_int(0);
+    w.votes.reply[1] = ur_int(0);
+    w.votes.reply[2] = ur_int(0);
+    g_assert_cmpint(nm_redlock_broken(&w.cfg, &w.votes), ==, ENOENT);
+    nm_votes_clear(&w.votes);
+
+    /* Held where it was reached, but a quorum was not reached. */
+    world_init(&w, 3, 30000, 0);
+    w.votes.reply[0] = ur_int(1);
+    failed(&w, 1, NM_ECONN);
+    failed(&w, 2, EACCES);
+    g_assert_cmpint(nm_redlock_broken(&w.cfg, &w.votes), ==, EAGAIN);
+    nm_votes_clear(&w.votes);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/unit/redlock/drift", test_drift);
+    g_test_add_func("/unit/redlock/granted/unanimous", test_granted_unanimous);
+    g_test_add_func("/unit/redlock/granted/majority-fences", test_granted_majority_fences);
+    g_test_add_func("/unit/redlock/granted/validity", test_granted_validity);
+    g_test_add_func("/unit/redlock/granted/owner-died", test_owner_died);
+    g_test_add_func("/unit/redlock/granted/malformed", test_malformed);
+    g_test_add_func("/unit/redlock/busy/split-backoff", test_split_backoff);
+    g_test_add_func("/unit/redlock/busy/longest", test_busy_longest);
+    g_test_add_func("/unit/redlock/unrecoverable", test_unrecoverable);
+    g_test_add_func("/unit/redlock/too-few", test_too_few);
+    g_test_add_func("/unit/redlock/done", test_done);
+    g_test_add_func("/unit/redlock/broken", test_broken);
+    return g_test_run();
+}
