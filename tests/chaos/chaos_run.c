@@ -75,6 +75,11 @@
 #define TIMEOUT_MS 300u
 #define SLACK_MS 250u
 #define IDLE_FLOOR_MS 1000u
+/* A family whose fault needs a rare moment (a waiter blocked in BLPOP just
+ * when the injector looks) may not strike within a short share of the time
+ * under a slowdown: it goes on for up to this long (scaled) until it has
+ * struck once, and fails only if it still has not. */
+#define STRIKE_GRACE_MS 10000u
 #define RECORDS_PER_SECOND 8000u
 #define PRINT_MAX 20
 #define THINK_US 20000u
@@ -266,7 +271,8 @@ static uint32_t log_capacity(const ChaosFamily *fam, const ChaosEnv *env,
                              unsigned int lease_ms)
 {
     /* The family may overrun its time by a fault and the stop phase. */
-    double seconds = (family_ms(fam, env) + 8.0 * lease_ms + nm_ms(10000)) / 1000.0;
+    double seconds =
+        (family_ms(fam, env) + nm_ms(STRIKE_GRACE_MS) + 8.0 * lease_ms + nm_ms(10000)) / 1000.0;
 
     return (uint32_t)(RECORDS_PER_SECOND * seconds);
 }
@@ -351,6 +357,17 @@ static void wait_for_cache_mark(ChaosRun *run)
         nmt_sleep_ms(1);
 }
 
+/* Whether the family goes on injecting: until its time is up, and past it
+ * (up to the grace) while no fault has struck yet. */
+static bool keep_driving(const ChaosRun *run, gint64 end)
+{
+    gint64 now = nmt_now_ms();
+
+    if (now < end)
+        return true;
+    return run->fam->inject && run->injected == 0 && now < end + nm_ms(STRIKE_GRACE_MS);
+}
+
 static void drive(ChaosRun *run, const ChaosEnv *env)
 {
     const ChaosFamily *fam = run->fam;
@@ -364,7 +381,7 @@ static void drive(ChaosRun *run, const ChaosEnv *env)
         /* A robust family's samples must never see one (never cached). */
         cache_marked(run);
         nmt_sleep_ms(nm_ms(fam->gap_ms));
-    } while (nmt_now_ms() < end);
+    } while (keep_driving(run, end));
 }
 
 /* ---- the verdict ---------------------------------------------------------------- */
