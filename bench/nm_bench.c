@@ -168,7 +168,12 @@
  *                      commandstats: if the cache works, only renewals and
  *                      the marks a lease gets when it goes idle during a
  *                      pthread slice and busy again, two per round) and
- *                      "same_fence_throughout".
+ *                      "same_fence_throughout".  A third side measures
+ *                      what caching a robust mutex exactly would cost at
+ *                      least: the same cycle plus a marker SET written to
+ *                      the server at each lock and each unlock, replies
+ *                      read 256 at a time ("marked_cycles_per_s",
+ *                      "marked_ns_per_cycle"); the three sides take turns.
  *   cache_revoke       2 processes take one name from each other in turn,
  *                      each time while the other holds the lease cached
  *                      and idle.  A sample is the time from the call of
