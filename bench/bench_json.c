@@ -148,3 +148,17 @@ int report_error(const char *scenario, const char *msg)
     j_end(&j);
     return -1;
 }
+
+/* The same for a two-process scenario: the first process's error, else
+ * the second's (as "<call>: <errno name> (process N)"), else FALLBACK. */
+int report_pair_error(const char *scenario, const int err[2], const char *const what[2],
+                      const char *fallback)
+{
+    char msg[96];
+    for (int p = 0; p < 2; p++)
+        if (err[p]) {
+            snprintf(msg, sizeof msg, "%s: %s (process %d)", what[p], errname(err[p]), p);
+            return report_error(scenario, msg);
+        }
+    return report_error(scenario, fallback);
+}

@@ -92,6 +92,8 @@ void j_figure(jline_t *j, const char *name, double value, double target, int sen
 void j_begin(jline_t *j, const char *scenario);
 void j_end(jline_t *j);
 int report_error(const char *scenario, const char *msg);   /* returns -1 */
+int report_pair_error(const char *scenario, const int err[2], const char *const what[2],
+                      const char *fallback);   /* returns -1 */
 
 /* ---- a plain hiredis connection to the server ------------------------- */
 

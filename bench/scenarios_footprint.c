@@ -823,14 +823,9 @@ static int handoff_report(const scenario_t *sc, const hboard_t *b, double durati
 /* The first error either process recorded, as the scenario's line. */
 static int handoff_error(const scenario_t *sc, const hboard_t *b, const char *fallback)
 {
-    char msg[96];
-    for (int p = 0; p < 2; p++)
-        if (b->side[p].err) {
-            snprintf(msg, sizeof msg, "%s: %s (process %d)", b->side[p].what,
-                     errname(b->side[p].err), p);
-            return report_error(sc->name, msg);
-        }
-    return report_error(sc->name, fallback);
+    int err[2] = { b->side[0].err, b->side[1].err };
+    const char *what[2] = { b->side[0].what, b->side[1].what };
+    return report_pair_error(sc->name, err, what, fallback);
 }
 
 /* The floor under any hand-off through Redis to a process that sleeps
