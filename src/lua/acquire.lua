@@ -21,10 +21,16 @@ local token, lease, mode = ARGV[1], ARGV[2], ARGV[4]
 -- spelled out: the prelude comes after this.)  A newcomer may so overtake
 -- queued waiters only while the lock is free, which, with waiters, happens
 -- only when a holder or a granted waiter died.
-if not string.find(mode, '[wrf]') then
+-- The usual mode, '', is told by one comparison: a pattern match costs the
+-- server a few per cent of the whole cycle.
+local fast, c = mode == '', '-'
+if not fast then
+  fast = not string.find(mode, '[wrf]')
+  c = string.find(mode, 'k', 1, true) and 'k' or '-'
+end
+if fast then
   local t = redis.call('TIME')
   local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local c = string.find(mode, 'k', 1, true) and 'k' or '-'
   local v = token .. '-' .. c .. ' ' .. string.format('%.0f', fence) .. ' ' .. ARGV[5]
   if redis.call('SET', KEYS[1], v, 'NX', 'PX', lease) then
     return {1, fence, 0}
