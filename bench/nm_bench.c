@@ -43,7 +43,13 @@
  * SCENARIOS (-s picks some, default all, always in this order; -d is the
  * measured time of each, default 5 s):
  *   uncontended        1 process x 1 thread, one name, lock+unlock in a loop.
- *                      "cycles_per_s"; target 0.9 x rtt_bound_per_s.
+ *                      "cycles_per_s"; target 0.9 x rtt_bound_per_s.  Right
+ *                      after, for as long, server_cpu's reference lock (two
+ *                      EVALSHA per cycle on a blocking hiredis connection,
+ *                      not pinned): "reference_cycles_per_s",
+ *                      "reference_ratio_to_rtt_bound" (what any
+ *                      script-based lock reaches here) and
+ *                      "ratio_to_reference".
  *   server_cpu         What a cycle costs the server.  One worker process
  *                      locks and unlocks one name; the reference is the
  *                      commands a plain SET-NX lock sends, run by the main

@@ -198,6 +198,7 @@ int sc_quorum_contended_procs(const scenario_t *sc);
 
 /* scenarios_footprint.c */
 int sc_server_cpu(const scenario_t *sc);
+double reference_cycles_per_s(const char *scenario, double seconds);
 int sc_handoff(const scenario_t *sc);
 int sc_residue(const scenario_t *sc);
 

@@ -377,6 +377,29 @@ static int ref_open(ref_lock_t *l, const char *scenario)
     return -1;
 }
 
+/* The reference's uncontended rate: its cycles per second over SECONDS,
+ * on a connection of its own, as the client of any SET-NX lock would run
+ * it (not pinned); -1 if it failed.  For uncontended's comparison. */
+double reference_cycles_per_s(const char *scenario, double seconds)
+{
+    ref_lock_t l;
+    uint64_t n = 0;
+    int64_t t0, end, t;
+    if (ref_open(&l, scenario) != 0)
+        return -1;
+    t0 = now_ns();
+    end = t0 + (int64_t)(seconds * 1e9);
+    do {
+        if (ref_cycle(&l) != 0) {
+            redisFree(l.c);
+            return -1;
+        }
+        n++;
+    } while ((t = now_ns()) < end);
+    redisFree(l.c);
+    return (double)n / ((double)(t - t0) / 1e9);
+}
+
 /* ---- one CPU for the server and the clients ------------------------------ */
 
 /* With the server and its client on different cores, every request also
