@@ -4,7 +4,12 @@
  * keys must share a slot, and the groups per node, each node's groups
  * going out in one pipeline on the watchdog thread's own connection to it;
  * every node is asked at once and poll() collects the answers, so a round
- * costs one round trip whatever the number of nodes.
+ * costs one round trip whatever the number of nodes.  A group answered by
+ * a redirection (ASK: its slot is being migrated and the key has moved;
+ * MOVED: the map is behind) is renewed again in the same round, lease by
+ * lease, each request following the redirection as any other does
+ * (cluster_route.c): a migration that takes longer than a lease must not
+ * let the leases on its slot run out.
  */
 #include "nm.h"
 
@@ -155,6 +160,37 @@ static void take_answers(const plan_t *p, const node_job_t *job, redisReply **ou
     }
 }
 
+/* GRP, answered by a redirection: its leases one by one, by UNTIL. */
+static void renew_redirected(nm_config_t *cfg, const plan_t *p, const group_t *grp,
+                             int64_t until)
+{
+    for (size_t i = 0; i < grp->n; i++) {
+        nm_renewal_t *it = &p->items[p->order[grp->from + i]];
+        const char *argv[3] = { it->key, it->token, it->lease };
+        size_t lens[3] = { it->key_len, NM_TOKEN_LEN, strlen(it->lease) };
+        redisReply *r;
+        long long v;
+        int sent;
+        if (nm_cluster_script(cfg, it->key, it->key_len, NM_SCRIPT_RENEW, 1, 3, argv, lens,
+                              until, &r, &sent) != 0)
+            continue; /* not known this round */
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+            nm_reply_integer(r->element[0], &v) == 0)
+            it->result = v == 1 || v == 2 ? (int)v : 0;
+        freeReplyObject(r);
+    }
+}
+
+/* A node that answered some groups with a redirection (its error is
+ * NM_EREDIRECT, those groups' answers NULL): they are sent again. */
+static void follow_redirects(nm_config_t *cfg, const plan_t *p, const node_job_t *job,
+                             redisReply **out, size_t got, int64_t until)
+{
+    for (size_t g = 0; g < got; g++)
+        if (!out[g])
+            renew_redirected(cfg, p, &job->groups[g], until);
+}
+
 /* After a node's answers: what its failure, if any, asks for. */
 static void settle(nm_config_t *cfg, const node_job_t *job, redisContext *c, int err,
                    int64_t until)
@@ -182,10 +218,12 @@ static void run_jobs(nm_config_t *cfg, const plan_t *p, size_t from, size_t n, i
     nm_fan_run(&f, until);
     for (size_t i = 0; i < n; i++) {
         const node_job_t *job = &p->jobs[from + i];
-        if (f.out[i])
-            take_answers(p, job, f.out[i], f.got[i]);
         if (f.ctx[i])
             settle(cfg, job, f.ctx[i], f.err[i], until);
+        if (f.out[i] && f.err[i] == NM_EREDIRECT)
+            follow_redirects(cfg, p, job, f.out[i], f.got[i], until);
+        if (f.out[i])
+            take_answers(p, job, f.out[i], f.got[i]);
         free(f.out[i]);
     }
 }

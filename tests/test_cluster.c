@@ -615,6 +615,16 @@ static void finish_migration(long long slot, NmRedis *from, NmRedis *to, const c
             nm_redis_ok(topo->node[i], "CLUSTER SETSLOT %lld NODE %s", slot, to_id);
 }
 
+/* A master other than FROM. */
+static NmRedis *other_master(NmRedis *from)
+{
+    for (int i = 0; i < NM_TOPO_NODES; i++)
+        if (topo->node[i] != from && nm_topo_is_master(topo->node[i]))
+            return topo->node[i];
+    g_assert_not_reached();
+    return NULL;
+}
+
 /* A held lock's slot is migrated to another master: a new name of that
  * slot is served by the importing node meanwhile (ASK), the held lease is
  * renewed on its new node after the move (MOVED) and never reported lost,
@@ -629,10 +639,7 @@ static void test_slot_migration(void)
 
     two_names_one_slot(&held_name, &fresh_name);
     long long slot = slot_of_name(held_name);
-    NmRedis *from = nm_topo_master_of(topo, slot), *to = NULL;
-    for (int i = 0; i < NM_TOPO_NODES && !to; i++)
-        if (topo->node[i] != from && nm_topo_is_master(topo->node[i]))
-            to = topo->node[i];
+    NmRedis *from = nm_topo_master_of(topo, slot), *to = other_master(from);
     char *from_id = node_id(from), *to_id = node_id(to);
     char *fresh_key = nm_lock_key(fresh_name), *held_key = nm_lock_key(held_name);
 
@@ -675,6 +682,53 @@ static void test_slot_migration(void)
     g_free(held_key);
     g_free(held_name);
     g_free(fresh_name);
+}
+
+/* A held lease's key is moved while its slot stays MIGRATING for longer
+ * than three leases: every renewal meets ASK, follows it to the importing
+ * node and renews the key there, so the lease is neither lost nor reported
+ * lost, and the unlock after the migration finds it. */
+static void test_migration_renewal_follows_ask(void)
+{
+    char *name = nm_test_name("ask-renew"), *key = nm_lock_key(name);
+    long long slot = slot_of_name(name);
+    NmRedis *from = nm_topo_master_of(topo, slot), *to = other_master(from);
+    char *from_id = node_id(from), *to_id = node_id(to);
+    netmutex_t m;
+    netmutex_attr_t attr;
+    NmLost lost;
+    uint64_t left;
+
+    configure_cluster(nm_ms(600));
+    nm_lost_init(&lost);
+    nm_assert_rc(netmutex_attr_init(&attr), 0);
+    nm_assert_rc(netmutex_attr_setlostfn(&attr, nm_lost_record, &lost), 0);
+    nm_assert_rc(netmutex_attr_setcache(&attr, 0), 0);
+    nm_assert_rc(netmutex_init(&m, name, &attr), 0);
+    nm_assert_rc(netmutex_lock(&m), 0);
+
+    nm_redis_ok(to, "CLUSTER SETSLOT %lld IMPORTING %s", slot, from_id);
+    nm_redis_ok(from, "CLUSTER SETSLOT %lld MIGRATING %s", slot, to_id);
+    nm_redis_ok(from, "MIGRATE 127.0.0.1 %d %s 0 5000", nm_redis_port(to), key);
+    nmt_sleep_ms(nm_ms(2000)); /* over three 600 ms leases, all ASK */
+    g_assert_cmpint(nm_lost_calls(&lost), ==, 0);
+    nm_assert_rc(netmutex_validity(&m, &left), 0);
+    g_assert_cmpuint(left, >, 0);
+    g_assert_cmpint(exists_asking(to, key), ==, 1);
+
+    finish_migration(slot, from, to, to_id);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    g_assert_cmpint(exists_asking(to, key), ==, 0);
+    g_assert_cmpint(nm_lost_calls(&lost), ==, 0);
+
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_assert_rc(netmutex_attr_destroy(&attr), 0);
+    nm_assert_rc(netmutex_shutdown(), 0);
+    nm_lost_clear(&lost);
+    g_free(from_id);
+    g_free(to_id);
+    g_free(key);
+    g_free(name);
 }
 
 /* ---- the command line tool ------------------------------------------------------- */
@@ -776,6 +830,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cluster/failover/lost-lease-reported", test_failover_lost_lease_reported);
     g_test_add_func("/cluster/failover/master-killed", test_master_killed);
     g_test_add_func("/cluster/migration/ask-then-moved-held-lock", test_slot_migration);
+    g_test_add_func("/cluster/migration/renewal-follows-ask", test_migration_renewal_follows_ask);
     g_test_add_func("/cluster/cli/list-status-break", test_cli);
 
     rc = g_test_run();
