@@ -365,13 +365,19 @@ int nm_remote_fence(NmRemote *rem, uint64_t *fence)
     return rc;
 }
 
-void nm_remote_stop(NmRemote *rem)
+/* Sends the child its last command (CMD: it leaves its loop), and reaps it. */
+static void remote_finish(NmRemote *rem, char cmd)
 {
-    nm_remote_send(rem, 'q');
+    nm_remote_send(rem, cmd);
     close(rem->to_child);
     close(rem->from_child);
     nm_child_wait_ok(rem->pid, nm_ms(NM_PROMPT_MS));
     g_free(rem);
+}
+
+void nm_remote_stop(NmRemote *rem)
+{
+    remote_finish(rem, 'q');
 }
 
 pid_t nm_remote_pid(NmRemote *rem)
@@ -381,11 +387,7 @@ pid_t nm_remote_pid(NmRemote *rem)
 
 void nm_remote_exit(NmRemote *rem)
 {
-    nm_remote_send(rem, 'x');
-    close(rem->to_child);
-    close(rem->from_child);
-    nm_child_wait_ok(rem->pid, nm_ms(NM_PROMPT_MS));
-    g_free(rem);
+    remote_finish(rem, 'x');
 }
 
 void nm_remote_kill(NmRemote *rem)

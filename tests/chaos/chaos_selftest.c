@@ -325,24 +325,23 @@ static void test_idle_lock_flagged(void)
 }
 
 /* A plain (non-robust) mutex, as the cached families use: it must never
- * return EOWNERDEAD, and so is never expected to. */
-static const ChaosParams plain_params = {
-    .try_bound_ns = 1000 * MS,
-    .unlock_bound_ns = 1000 * MS,
-    .timed_slack_ns = 1000 * MS,
-    .early_ns = 2 * MS,
-    .idle_bound_ns = 450 * MS,
-    .keep_ns = 600 * MS,
-    .non_robust = true,
-};
+ * return EOWNERDEAD, and so is never expected to.  Otherwise as PARAMS. */
+static ChaosParams plain_params(void)
+{
+    ChaosParams p = params;
+
+    p.non_robust = true;
+    return p;
+}
 
 static void expect_plain(const ChaosRec *recs, size_t n, const ChaosFault *faults,
                          size_t nfaults, int kind, size_t want)
 {
+    ChaosParams p = plain_params();
     ChaosReport rep;
 
     memset(&rep, 0, sizeof rep);
-    chaos_check(recs, n, faults, nfaults, &plain_params, &rep);
+    chaos_check(recs, n, faults, nfaults, &p, &rep);
     for (int k = 0; k < CV_NKINDS; k++)
         g_assert_cmpuint(rep.count[k], ==, k == kind ? want : 0);
     chaos_report_clear(&rep);
@@ -381,11 +380,12 @@ static void test_non_robust_no_ownerdead_passes(void)
 /* The cached relocks the checker counts in a log it finds clean. */
 static size_t cached_relocks(const ChaosRec *recs, size_t n)
 {
+    ChaosParams p = plain_params();
     ChaosReport rep;
     size_t got;
 
     memset(&rep, 0, sizeof rep);
-    chaos_check(recs, n, NULL, 0, &plain_params, &rep);
+    chaos_check(recs, n, NULL, 0, &p, &rep);
     g_assert_cmpuint(chaos_report_failures(&rep), ==, 0);
     got = rep.stats.cached_relocks;
     chaos_report_clear(&rep);
