@@ -195,14 +195,13 @@ redisContext *admin_connect(void)
     return c;
 }
 
-/* Median time of RTT_PINGS PINGs, in us; -1 after a message. */
-double measure_rtt(void)
+/* Times N PINGs into V (in us, in order); 0, or -1 after a message. */
+int time_pings(double *v, int n)
 {
-    static double v[RTT_PINGS];
     redisContext *c = admin_connect();
     if (!c)
         return -1;
-    for (int i = 0; i < RTT_PINGS; i++) {
+    for (int i = 0; i < n; i++) {
         int64_t t0 = now_ns();
         redisReply *r = admin_cmd(c, "PING", 1, (const char *[]){ "PING" });
         v[i] = (double)(now_ns() - t0) / 1e3;
@@ -213,7 +212,14 @@ double measure_rtt(void)
         freeReplyObject(r);
     }
     redisFree(c);
-    return median(v, RTT_PINGS);
+    return 0;
+}
+
+/* Median time of RTT_PINGS PINGs, in us; -1 after a message. */
+double measure_rtt(void)
+{
+    static double v[RTT_PINGS];
+    return time_pings(v, RTT_PINGS) == 0 ? median(v, RTT_PINGS) : -1;
 }
 
 /* The server's command counters, from INFO commandstats. */

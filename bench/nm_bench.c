@@ -224,22 +224,38 @@
  * (bench_proxy.c): a process that listens on a port of 127.0.0.1 for each
  * private server (server 0; in quorum mode all three, each behind its own
  * port) and holds every chunk of bytes back US in each direction.  Right
- * before each of them the bench times 2,000 PINGs through the proxy, and
- * their median is that scenario's "rtt_us" (the machine's load drifts);
- * their lines add "delay_us", "loopback_rtt_us" (the round trip measured
- * at the start) and "proxy_realtime" (the proxy got SCHED_FIFO; without it,
- * a loaded machine makes its delays late).  delayed_handoff's target is
- * "handoff_p50_us" <= 2 x rtt_us + 100 us (the waiter is a sleeping
- * process: waking it is not a round trip), and its handoff_p50_rtt has no
- * target.  Then one line, "rtt_targets", sets the three round-trip
- * targets on the delayed link beside this run's loopback figures (a table
- * of the same goes to stderr):
+ * before each of them the bench times 2,000 PINGs through the proxy; their
+ * median is the scenario's "rtt_us" (the machine's load drifts).  Their
+ * lines add "delay_us", "loopback_rtt_us" (the round trip measured at the
+ * start) and "proxy_realtime" (the proxy got SCHED_FIFO; without it, a
+ * loaded machine makes its delays late).
+ *   delayed_uncontended  uncontended in 4 slices of -d/4 seconds, 500
+ *                      PINGs through the proxy before each slice and after
+ *                      the last: "rtt_us" is the median of those 2,500
+ *                      ("rtt_turn_min_us", "rtt_turn_max_us": the lowest
+ *                      and highest median of a batch).  "cycles_per_s",
+ *                      target 0.9 x rtt_bound_per_s; "rtt_mean_us" and
+ *                      "ratio_to_mean_rtt_bound", the same ratio with the
+ *                      PINGs' mean (a rate is a mean: on a loaded machine
+ *                      the round trips' long tail counts in it, not in the
+ *                      median), no target.
+ *   delayed_handoff    handoff; its target is "handoff_p50_us" <= 2 x rtt_us
+ *                      + 100 us (the waiter is a sleeping process: waking
+ *                      it is not a round trip), and handoff_p50_rtt has no
+ *                      target.
+ *   delayed_quorum_uncontended  quorum_uncontended and uncontended taking
+ *                      turns in slices of -d/4 seconds (ABBA ABBA, -d
+ *                      seconds each): "cycles_per_s" (quorum),
+ *                      "single_server_per_s", "cycle_time_ratio" = the
+ *                      second / the first, target <= 1.3.
+ * Then one line, "rtt_targets", sets the three round-trip targets on the
+ * delayed link beside this run's loopback figures (a table of the same goes
+ * to stderr):
  *     "cycles_per_s" >= 0.9 / (2 x "cycles_rtt_us"),
  *     "loopback_cycles_per_s", "loopback_ratio_to_rtt_bound";
  *     "handoff_p50_us" <= 2 x "handoff_rtt_us" + 100,
  *     "loopback_handoff_p50_us", "loopback_handoff_p50_rtt";
- *     "quorum_cycle_time_ratio" <= 1.3 (delayed_uncontended's rate over
- *     delayed_quorum_uncontended's), "loopback_quorum_cycle_time_ratio".
+ *     "quorum_cycle_time_ratio" <= 1.3, "loopback_quorum_cycle_time_ratio".
  * With -u the line says "skipped" instead (the proxy fronts the private
  * servers).
  * -p, -t, --hold-us and --think-us replace the defaults of contended_procs,
@@ -270,8 +286,9 @@
  * the quorum scenarios are in scenarios_basic.c; server_cpu, handoff and
  * residue in scenarios_footprint.c, cache_uncontended, cache_revoke and
  * cache_porting in scenarios_cache.c, cluster_names in scenarios_cluster.c;
- * the delayed link's proxy in bench_proxy.c and its rtt_targets line in
- * scenarios_delay.c; what the files share is declared in nm_bench.h.
+ * the delayed link's proxy in bench_proxy.c, and delayed_uncontended,
+ * delayed_quorum_uncontended and the rtt_targets line in scenarios_delay.c;
+ * what the files share is declared in nm_bench.h.
  */
 #include "ac_config.h"
 
@@ -350,24 +367,25 @@ const char *errname(int err)
 /* The last load field is lease caching: only the cache_* scenarios have it.
  * The three with a delayed name run again on the delayed link. */
 static const scenario_t scenarios[] = {
-    { "uncontended", sc_uncontended, { 1, 1, 0, 0, 0, 0, 0 }, "delayed_uncontended" },
-    { "server_cpu", sc_server_cpu, { 1, 1, 0, 0, 0, 0, 0 }, NULL },
-    { "contended_procs", sc_contended_procs, { 4, 1, 1000, 1000, 0, 0, 0 }, NULL },
-    { "handoff", sc_handoff, { 2, 1, 0, 0, 0, 0, 0 }, "delayed_handoff" },
-    { "threads", sc_threads, { 1, 8, 0, 0, 0, 0, 0 }, NULL },
-    { "threads_two_procs", sc_threads_two_procs, { 2, 8, 0, 0, 0, 0, 0 }, NULL },
-    { "residue", sc_residue, { 1, 1, 0, 0, 0, 0, 0 }, NULL },
-    { "many_locks", sc_many_locks, { 1, 1, 0, 0, 0, 0, 0 }, NULL },
-    { "fair_procs", sc_fair_procs, { 4, 1, 1000, 1000, 0, 0, 0 }, NULL },
+    { "uncontended", sc_uncontended, { 1, 1, 0, 0, 0, 0, 0 }, "delayed_uncontended",
+      sc_delayed_uncontended },
+    { "server_cpu", sc_server_cpu, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
+    { "contended_procs", sc_contended_procs, { 4, 1, 1000, 1000, 0, 0, 0 }, NULL, NULL },
+    { "handoff", sc_handoff, { 2, 1, 0, 0, 0, 0, 0 }, "delayed_handoff", NULL },
+    { "threads", sc_threads, { 1, 8, 0, 0, 0, 0, 0 }, NULL, NULL },
+    { "threads_two_procs", sc_threads_two_procs, { 2, 8, 0, 0, 0, 0, 0 }, NULL, NULL },
+    { "residue", sc_residue, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
+    { "many_locks", sc_many_locks, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
+    { "fair_procs", sc_fair_procs, { 4, 1, 1000, 1000, 0, 0, 0 }, NULL, NULL },
     { "quorum_uncontended", sc_quorum_uncontended, { 1, 1, 0, 0, 0, 0, 0 },
-      "delayed_quorum_uncontended" },
-    { "quorum_contended_procs", sc_quorum_contended_procs, { 4, 1, 1000, 1000, 0, 0, 0 }, NULL },
-    { "cache_uncontended", sc_cache_uncontended, { 1, 1, 0, 0, 0, 0, 1 }, NULL },
-    { "cache_revoke", sc_cache_revoke, { 2, 1, 0, 0, 0, 0, 1 }, NULL },
-    { "cache_handoff", sc_handoff, { 2, 1, 0, 0, 0, 0, 1 }, NULL },
-    { "cache_contended_procs", sc_contended_procs, { 4, 1, 1000, 1000, 0, 0, 1 }, NULL },
-    { "cache_porting", sc_cache_porting, { 1, 3, 0, 0, 0, 0, 1 }, NULL },
-    { "cluster_names", sc_cluster_names, { 4, 2, 0, 0, 0, 0, 0 }, NULL },
+      "delayed_quorum_uncontended", sc_delayed_quorum },
+    { "quorum_contended_procs", sc_quorum_contended_procs, { 4, 1, 1000, 1000, 0, 0, 0 }, NULL, NULL },
+    { "cache_uncontended", sc_cache_uncontended, { 1, 1, 0, 0, 0, 0, 1 }, NULL, NULL },
+    { "cache_revoke", sc_cache_revoke, { 2, 1, 0, 0, 0, 0, 1 }, NULL, NULL },
+    { "cache_handoff", sc_handoff, { 2, 1, 0, 0, 0, 0, 1 }, NULL, NULL },
+    { "cache_contended_procs", sc_contended_procs, { 4, 1, 1000, 1000, 0, 0, 1 }, NULL, NULL },
+    { "cache_porting", sc_cache_porting, { 1, 3, 0, 0, 0, 0, 1 }, NULL, NULL },
+    { "cluster_names", sc_cluster_names, { 4, 2, 0, 0, 0, 0, 0 }, NULL, NULL },
 };
 #define NSCENARIOS (sizeof scenarios / sizeof scenarios[0])
 
@@ -462,6 +480,7 @@ static int delayed_link(unsigned int selected)
         scenario_t d = scenarios[i];
         double rtt = measure_rtt();
         d.name = d.delayed_name;
+        d.run = d.delayed_run ? d.delayed_run : d.run;
         /* The machine's load drifts: each is judged on the round trip
          * measured right before it. */
         if (rtt > 0)

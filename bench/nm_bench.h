@@ -108,6 +108,8 @@ redisReply *admin_cmd(redisContext *c, const char *what, int argc, const char **
 int admin_do(redisContext *c, const char *what, int argc, const char **argv);
 /* Median time of RTT_PINGS PINGs, in us; -1 after a message. */
 double measure_rtt(void);
+/* Times N PINGs into V (in us, in order); 0, or -1 after a message. */
+int time_pings(double *v, int n);
 
 /* Redis counts the commands a script runs as well as the script itself. */
 typedef struct {
@@ -239,6 +241,7 @@ typedef struct scenario {
     load_t load;             /* defaults, for the lock-loop scenarios */
     const char *delayed_name;   /* its name on the delayed link, or NULL:
                                    not run there */
+    int (*delayed_run)(const struct scenario *sc);   /* there; NULL: run */
 } scenario_t;
 
 /* scenarios_basic.c */
@@ -261,6 +264,11 @@ int sc_residue(const scenario_t *sc);
 int sc_cache_uncontended(const scenario_t *sc);
 int sc_cache_revoke(const scenario_t *sc);
 int sc_cache_porting(const scenario_t *sc);
+
+/* scenarios_delay.c: uncontended and quorum_uncontended on the delayed
+ * link, in turns with the PINGs or the single server they are judged on */
+int sc_delayed_uncontended(const scenario_t *sc);
+int sc_delayed_quorum(const scenario_t *sc);
 
 /* scenarios_cluster.c */
 int sc_cluster_names(const scenario_t *sc);
