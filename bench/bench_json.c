@@ -127,6 +127,12 @@ void j_begin(jline_t *j, const char *scenario)
     j_str(j, "scenario", scenario);
     j_str(j, "server", server_kind);
     j_num(j, "rtt_us", rtt_us);
+    /* On the delayed link rtt_us is the proxy's round trip. */
+    if (link_delay_us) {
+        j_int(j, "delay_us", link_delay_us);
+        j_num(j, "loopback_rtt_us", loopback_rtt_us);
+        j_bool(j, "proxy_realtime", proxy_realtime);
+    }
 }
 
 void j_end(jline_t *j)

@@ -195,14 +195,13 @@ redisContext *admin_connect(void)
     return c;
 }
 
-/* Median time of RTT_PINGS PINGs, in us; -1 after a message. */
-double measure_rtt(void)
+/* Times N PINGs into V (in us, in order); 0, or -1 after a message. */
+int time_pings(double *v, int n)
 {
-    static double v[RTT_PINGS];
     redisContext *c = admin_connect();
     if (!c)
         return -1;
-    for (int i = 0; i < RTT_PINGS; i++) {
+    for (int i = 0; i < n; i++) {
         int64_t t0 = now_ns();
         redisReply *r = admin_cmd(c, "PING", 1, (const char *[]){ "PING" });
         v[i] = (double)(now_ns() - t0) / 1e3;
@@ -213,7 +212,14 @@ double measure_rtt(void)
         freeReplyObject(r);
     }
     redisFree(c);
-    return median(v, RTT_PINGS);
+    return 0;
+}
+
+/* Median time of RTT_PINGS PINGs, in us; -1 after a message. */
+double measure_rtt(void)
+{
+    static double v[RTT_PINGS];
+    return time_pings(v, RTT_PINGS) == 0 ? median(v, RTT_PINGS) : -1;
 }
 
 /* The server's command counters, from INFO commandstats. */
@@ -303,10 +309,14 @@ int start_redis(void)
 
 /* The quorum scenarios' URL list: server 0 and two more private servers,
  * started on first use.  NULL (after a message) when they cannot be had. */
+static char delayed_list[sizeof server_url];   /* the proxy's, while delayed */
+
 const char *quorum_url(void)
 {
     static char list[sizeof server_url + 2 * 200];
     char one[200];
+    if (delayed_list[0])
+        return delayed_list;
     if (list[0])
         return list;
     if (!servers[0].dir[0]) {
@@ -323,4 +333,58 @@ const char *quorum_url(void)
         strncat(list, one, sizeof list - strlen(list) - 1);
     }
     return list;
+}
+
+/* ===================================================================== */
+/* the delayed link                                                       */
+/* ===================================================================== */
+
+long link_delay_us;
+double loopback_rtt_us;
+static pid_t proxy_pid;
+static char loopback_url[sizeof server_url];
+
+int delay_begin(long delay_us, int quorum)
+{
+    proxy_target_t t[NSERVERS];
+    int ports[NSERVERS], n = quorum ? NSERVERS : 1;
+    size_t len = 0;
+
+    if (!servers[0].dir[0]) {
+        complain("the delayed link needs the private servers (no -u / NETMUTEX_URL)");
+        return -1;
+    }
+    if (quorum && !quorum_url())     /* starts servers 1 and 2 */
+        return -1;
+    for (int i = 0; i < n; i++) {
+        memset(&t[i], 0, sizeof t[i]);
+        snprintf(t[i].path, sizeof t[i].path, "%s", servers[i].sock);
+        t[i].port = servers[i].port;
+    }
+    if ((proxy_pid = proxy_start(t, n, delay_us, ports)) < 0)
+        return -1;
+    memcpy(loopback_url, server_url, sizeof loopback_url);
+    snprintf(server_url, sizeof server_url, "redis://127.0.0.1:%d", ports[0]);
+    for (int i = 0; quorum && i < n; i++)
+        len += (size_t)snprintf(delayed_list + len, sizeof delayed_list - len,
+                                "%sredis://127.0.0.1:%d", i ? "," : "", ports[i]);
+    loopback_rtt_us = rtt_us;
+    link_delay_us = delay_us;
+    if ((rtt_us = measure_rtt()) < 0) {
+        delay_end();
+        return -1;
+    }
+    return 0;
+}
+
+void delay_end(void)
+{
+    if (!link_delay_us)
+        return;
+    proxy_stop(proxy_pid);
+    proxy_pid = 0;
+    memcpy(server_url, loopback_url, sizeof server_url);
+    delayed_list[0] = '\0';
+    rtt_us = loopback_rtt_us;
+    link_delay_us = 0;
 }

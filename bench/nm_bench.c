@@ -3,7 +3,7 @@
  *
  *   nm_bench [-u URL] [--tcp] [-s NAME[,NAME...]] [-d SECONDS] [-p PROCS]
  *            [-t THREADS] [--hold-us US] [--think-us US] [-n LOCKS]
- *            [--lease-ms MS]
+ *            [--lease-ms MS] [--delay-us US]
  *
  * WHERE REDIS IS.  -u URL, else $NETMUTEX_URL, else a private redis-server
  * that nm_bench starts itself (the binary configure found, or
@@ -214,6 +214,50 @@
  *                      "acq_per_s_per_master", "names_per_master" (no
  *                      target; see scenarios_cluster.c).  Caching off, as
  *                      for the scenarios before the cache ones.
+ * THE DELAYED LINK.  On loopback a script request costs several PING round
+ * trips, so the round-trip targets cannot be judged there.  With --delay-us
+ * US (make bench passes 100: BENCH_DELAY_US in bench/Makefile.am), once the
+ * selected scenarios have run, uncontended, handoff and quorum_uncontended
+ * (those of them selected) run again as "delayed_uncontended",
+ * "delayed_handoff" and "delayed_quorum_uncontended", with every connection
+ * -- the library's and the bench's own -- through a delaying proxy
+ * (bench_proxy.c): a process that listens on a port of 127.0.0.1 for each
+ * private server (server 0; in quorum mode all three, each behind its own
+ * port) and holds every chunk of bytes back US in each direction.  Right
+ * before each of them the bench times 2,000 PINGs through the proxy; their
+ * median is the scenario's "rtt_us" (the machine's load drifts).  Their
+ * lines add "delay_us", "loopback_rtt_us" (the round trip measured at the
+ * start) and "proxy_realtime" (the proxy got SCHED_FIFO; without it, a
+ * loaded machine makes its delays late).
+ *   delayed_uncontended  uncontended in 4 slices of -d/4 seconds, 500
+ *                      PINGs through the proxy before each slice and after
+ *                      the last: "rtt_us" is the median of those 2,500
+ *                      ("rtt_turn_min_us", "rtt_turn_max_us": the lowest
+ *                      and highest median of a batch).  "cycles_per_s",
+ *                      target 0.9 x rtt_bound_per_s; "rtt_mean_us" and
+ *                      "ratio_to_mean_rtt_bound", the same ratio with the
+ *                      PINGs' mean (a rate is a mean: on a loaded machine
+ *                      the round trips' long tail counts in it, not in the
+ *                      median), no target.
+ *   delayed_handoff    handoff; its target is "handoff_p50_us" <= 2 x rtt_us
+ *                      + 100 us (the waiter is a sleeping process: waking
+ *                      it is not a round trip), and handoff_p50_rtt has no
+ *                      target.
+ *   delayed_quorum_uncontended  quorum_uncontended and uncontended taking
+ *                      turns in slices of -d/4 seconds (ABBA ABBA, -d
+ *                      seconds each): "cycles_per_s" (quorum),
+ *                      "single_server_per_s", "cycle_time_ratio" = the
+ *                      second / the first, target <= 1.3.
+ * Then one line, "rtt_targets", sets the three round-trip targets on the
+ * delayed link beside this run's loopback figures (a table of the same goes
+ * to stderr):
+ *     "cycles_per_s" >= 0.9 / (2 x "cycles_rtt_us"),
+ *     "loopback_cycles_per_s", "loopback_ratio_to_rtt_bound";
+ *     "handoff_p50_us" <= 2 x "handoff_rtt_us" + 100,
+ *     "loopback_handoff_p50_us", "loopback_handoff_p50_rtt";
+ *     "quorum_cycle_time_ratio" <= 1.3, "loopback_quorum_cycle_time_ratio".
+ * With -u the line says "skipped" instead (the proxy fronts the private
+ * servers).
  * -p, -t, --hold-us and --think-us replace the defaults of contended_procs,
  * threads, threads_two_procs, fair_procs and cache_contended_procs (and of
  * their pthread references); uncontended, server_cpu, handoff and the other
@@ -242,6 +286,8 @@
  * the quorum scenarios are in scenarios_basic.c; server_cpu, handoff and
  * residue in scenarios_footprint.c, cache_uncontended, cache_revoke and
  * cache_porting in scenarios_cache.c, cluster_names in scenarios_cluster.c;
+ * the delayed link's proxy in bench_proxy.c, and delayed_uncontended,
+ * delayed_quorum_uncontended and the rtt_targets line in scenarios_delay.c;
  * what the files share is declared in nm_bench.h.
  */
 #include "ac_config.h"
@@ -277,7 +323,7 @@
 /* options and process-wide state                                         */
 /* ===================================================================== */
 
-bench_opt_t opt = { NULL, 0, 5.0, -1, -1, -1, -1, -1, -1 };
+bench_opt_t opt = { NULL, 0, 5.0, -1, -1, -1, -1, -1, -1, 0 };
 
 static pid_t main_pid;
 double rtt_us;
@@ -318,25 +364,28 @@ const char *errname(int err)
 /* main                                                                   */
 /* ===================================================================== */
 
-/* The last load field is lease caching: only the cache_* scenarios have it. */
+/* The last load field is lease caching: only the cache_* scenarios have it.
+ * The three with a delayed name run again on the delayed link. */
 static const scenario_t scenarios[] = {
-    { "uncontended", sc_uncontended, { 1, 1, 0, 0, 0, 0, 0 } },
-    { "server_cpu", sc_server_cpu, { 1, 1, 0, 0, 0, 0, 0 } },
-    { "contended_procs", sc_contended_procs, { 4, 1, 1000, 1000, 0, 0, 0 } },
-    { "handoff", sc_handoff, { 2, 1, 0, 0, 0, 0, 0 } },
-    { "threads", sc_threads, { 1, 8, 0, 0, 0, 0, 0 } },
-    { "threads_two_procs", sc_threads_two_procs, { 2, 8, 0, 0, 0, 0, 0 } },
-    { "residue", sc_residue, { 1, 1, 0, 0, 0, 0, 0 } },
-    { "many_locks", sc_many_locks, { 1, 1, 0, 0, 0, 0, 0 } },
-    { "fair_procs", sc_fair_procs, { 4, 1, 1000, 1000, 0, 0, 0 } },
-    { "quorum_uncontended", sc_quorum_uncontended, { 1, 1, 0, 0, 0, 0, 0 } },
-    { "quorum_contended_procs", sc_quorum_contended_procs, { 4, 1, 1000, 1000, 0, 0, 0 } },
-    { "cache_uncontended", sc_cache_uncontended, { 1, 1, 0, 0, 0, 0, 1 } },
-    { "cache_revoke", sc_cache_revoke, { 2, 1, 0, 0, 0, 0, 1 } },
-    { "cache_handoff", sc_handoff, { 2, 1, 0, 0, 0, 0, 1 } },
-    { "cache_contended_procs", sc_contended_procs, { 4, 1, 1000, 1000, 0, 0, 1 } },
-    { "cache_porting", sc_cache_porting, { 1, 3, 0, 0, 0, 0, 1 } },
-    { "cluster_names", sc_cluster_names, { 4, 2, 0, 0, 0, 0, 0 } },
+    { "uncontended", sc_uncontended, { 1, 1, 0, 0, 0, 0, 0 }, "delayed_uncontended",
+      sc_delayed_uncontended },
+    { "server_cpu", sc_server_cpu, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
+    { "contended_procs", sc_contended_procs, { 4, 1, 1000, 1000, 0, 0, 0 }, NULL, NULL },
+    { "handoff", sc_handoff, { 2, 1, 0, 0, 0, 0, 0 }, "delayed_handoff", NULL },
+    { "threads", sc_threads, { 1, 8, 0, 0, 0, 0, 0 }, NULL, NULL },
+    { "threads_two_procs", sc_threads_two_procs, { 2, 8, 0, 0, 0, 0, 0 }, NULL, NULL },
+    { "residue", sc_residue, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
+    { "many_locks", sc_many_locks, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
+    { "fair_procs", sc_fair_procs, { 4, 1, 1000, 1000, 0, 0, 0 }, NULL, NULL },
+    { "quorum_uncontended", sc_quorum_uncontended, { 1, 1, 0, 0, 0, 0, 0 },
+      "delayed_quorum_uncontended", sc_delayed_quorum },
+    { "quorum_contended_procs", sc_quorum_contended_procs, { 4, 1, 1000, 1000, 0, 0, 0 }, NULL, NULL },
+    { "cache_uncontended", sc_cache_uncontended, { 1, 1, 0, 0, 0, 0, 1 }, NULL, NULL },
+    { "cache_revoke", sc_cache_revoke, { 2, 1, 0, 0, 0, 0, 1 }, NULL, NULL },
+    { "cache_handoff", sc_handoff, { 2, 1, 0, 0, 0, 0, 1 }, NULL, NULL },
+    { "cache_contended_procs", sc_contended_procs, { 4, 1, 1000, 1000, 0, 0, 1 }, NULL, NULL },
+    { "cache_porting", sc_cache_porting, { 1, 3, 0, 0, 0, 0, 1 }, NULL, NULL },
+    { "cluster_names", sc_cluster_names, { 4, 2, 0, 0, 0, 0, 0 }, NULL, NULL },
 };
 #define NSCENARIOS (sizeof scenarios / sizeof scenarios[0])
 
@@ -345,6 +394,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: nm_bench [-u URL] [--tcp] [-s NAME[,NAME...]] [-d SECONDS] [-p PROCS]\n"
             "                [-t THREADS] [--hold-us US] [--think-us US] [-n LOCKS] [--lease-ms MS]\n"
+            "                [--delay-us US]\n"
             "  -u URL         Redis to use (default $NETMUTEX_URL, else a private redis-server)\n"
             "  --tcp          private server on 127.0.0.1 TCP instead of a unix socket\n"
             "  -s NAMES       scenarios, comma-separated (default all):\n"
@@ -358,6 +408,9 @@ static void usage(FILE *f)
             "  -n LOCKS       many_locks, residue, cluster_names: how many names\n"
             "                 (default 100000, 20000, 96)\n"
             "  --lease-ms MS  many_locks, residue: lease (default 3000, 500)\n"
+            "  --delay-us US  then run uncontended, handoff and quorum_uncontended again\n"
+            "                 through a proxy that delays every byte US each way (default 0:\n"
+            "                 not; make bench uses 100)\n"
             "One JSON line per scenario on stdout; see the top of nm_bench.c.\n");
 }
 
@@ -393,7 +446,56 @@ static unsigned int parse_scenarios(const char *list)
     return mask;
 }
 
-enum { OPT_TCP = 256, OPT_HOLD, OPT_THINK, OPT_LEASE };
+/* The selected scenarios that have a delayed name, again with every
+ * connection through the delaying proxy; then the rtt_targets line.
+ * Returns the number of failures. */
+static int delayed_link(unsigned int selected)
+{
+    unsigned int mine = 0;
+    int failures = 0, quorum = 0;
+    for (size_t i = 0; i < NSCENARIOS; i++)
+        if ((selected & (1u << i)) && scenarios[i].delayed_name) {
+            mine |= 1u << i;
+            quorum |= scenarios[i].run == sc_quorum_uncontended;
+        }
+    if (!mine)
+        return 0;
+    if (opt.url) {
+        /* make bench asks for it always: not an error with a URL. */
+        jline_t j;
+        j_begin(&j, "rtt_targets");
+        j_str(&j, "skipped", "the delayed link needs the private servers (no -u / NETMUTEX_URL)");
+        j_end(&j);
+        return 0;
+    }
+    if (delay_begin(opt.delay_us, quorum) != 0) {
+        report_error("rtt_targets", "the delaying proxy could not be set up");
+        return 1;
+    }
+    fprintf(stderr, "nm_bench: the delayed link: %ld us each way, PING round trip %.1f us "
+            "through the proxy (median of %d)\n", opt.delay_us, rtt_us, RTT_PINGS);
+    for (size_t i = 0; i < NSCENARIOS; i++) {
+        if (!(mine & (1u << i)))
+            continue;
+        scenario_t d = scenarios[i];
+        double rtt = measure_rtt();
+        d.name = d.delayed_name;
+        d.run = d.delayed_run ? d.delayed_run : d.run;
+        /* The machine's load drifts: each is judged on the round trip
+         * measured right before it. */
+        if (rtt > 0)
+            rtt_us = rtt;
+        fprintf(stderr, "nm_bench: %s: PING round trip %.1f us through the proxy\n", d.name,
+                rtt_us);
+        if (d.run(&d) != 0)
+            failures++;
+    }
+    rtt_targets_report();
+    delay_end();
+    return failures;
+}
+
+enum { OPT_TCP = 256, OPT_HOLD, OPT_THINK, OPT_LEASE, OPT_DELAY };
 
 int main(int argc, char **argv)
 {
@@ -408,6 +510,7 @@ int main(int argc, char **argv)
         { "think-us", required_argument, NULL, OPT_THINK },
         { "locks", required_argument, NULL, 'n' },
         { "lease-ms", required_argument, NULL, OPT_LEASE },
+        { "delay-us", required_argument, NULL, OPT_DELAY },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -436,6 +539,7 @@ int main(int argc, char **argv)
         case OPT_LEASE:
             opt.lease_ms = parse_long(optarg, NETMUTEX_LEASE_MIN_MS, 600000, "--lease-ms");
             break;
+        case OPT_DELAY: opt.delay_us = parse_long(optarg, 0, 1000000, "--delay-us"); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -479,5 +583,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < NSCENARIOS; i++)
         if ((selected & (1u << i)) && scenarios[i].run(&scenarios[i]) != 0)
             failures++;
+    if (opt.delay_us > 0)
+        failures += delayed_link(selected);
     return failures ? 1 : 0;
 }

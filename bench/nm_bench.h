@@ -38,6 +38,7 @@ typedef struct {
     long procs, threads, hold_us, think_us;   /* -1: scenario default */
     long n_locks;            /* -1: scenario default */
     long lease_ms;           /* -1: scenario default */
+    long delay_us;           /* --delay-us: one way; 0: no delayed link */
 } bench_opt_t;
 
 extern bench_opt_t opt;
@@ -45,6 +46,11 @@ extern double rtt_us;                /* median PING round trip */
 extern char server_url[640];         /* what the library is given */
 extern const char *server_kind;      /* private-unix, private-tcp or url */
 extern char name_prefix[64];         /* "nm_bench/PID" */
+/* While the delayed link runs ("THE DELAYED LINK" in nm_bench.c): its
+ * one-way delay, and the loopback round trip measured before it (rtt_us is
+ * then the round trip through the proxy).  0 otherwise. */
+extern long link_delay_us;
+extern double loopback_rtt_us;
 
 /* The private redis-server's pid, or 0 when the server is not ours (-u). */
 pid_t private_server_pid(void);
@@ -102,6 +108,8 @@ redisReply *admin_cmd(redisContext *c, const char *what, int argc, const char **
 int admin_do(redisContext *c, const char *what, int argc, const char **argv);
 /* Median time of RTT_PINGS PINGs, in us; -1 after a message. */
 double measure_rtt(void);
+/* Times N PINGs into V (in us, in order); 0, or -1 after a message. */
+int time_pings(double *v, int n);
 
 /* Redis counts the commands a script runs as well as the script itself. */
 typedef struct {
@@ -124,6 +132,53 @@ void stop_redis(void);
 /* The quorum scenarios' URL list: server 0 and two more private servers,
  * started on first use.  NULL (after a message) when they cannot be had. */
 const char *quorum_url(void);
+
+/* Puts the private servers behind the delaying proxy: server 0, and
+ * with QUORUM the other two as well (started if need be), each behind its
+ * own port; server_url and quorum_url() then name the proxy's ports, and
+ * rtt_us is measured again through it.  0, or -1 after a message.
+ * delay_end undoes it all. */
+int delay_begin(long delay_us, int quorum);
+void delay_end(void);
+
+/* ---- the delaying proxy (bench_proxy.c) ------------------------------- */
+
+/* Where the proxy relays a port to: TCP 127.0.0.1:PORT when PORT > 0,
+ * else the unix socket PATH. */
+typedef struct {
+    char path[128];
+    int port;
+} proxy_target_t;
+
+/* Starts one process that relays a port of 127.0.0.1 to each of the N
+ * (<= NSERVERS) targets, every chunk held back DELAY_US each way; PORTS
+ * gets the ports.  Its pid, or -1 after a message. */
+pid_t proxy_start(const proxy_target_t *targets, int n, long delay_us, int *ports);
+void proxy_stop(pid_t pid);
+/* The last proxy started runs with real-time priority (SCHED_FIFO). */
+extern int proxy_realtime;
+
+/* ---- the delayed link's figures (scenarios_delay.c) ------------------- */
+
+/* The hand-off target on the delayed link is 2 x RTT plus this: the waiter
+ * sleeps in BLPOP, and waking a process is not a round trip. */
+#define HANDOFF_SLACK_US 100.0
+
+/* What the round-trip targets are judged on, for one link (0: not
+ * measured in this run). */
+typedef struct {
+    double cycles_per_s;     /* uncontended */
+    double cycles_rtt_us;    /* rtt_us it was judged on */
+    double handoff_p50_us;   /* handoff (caching off) */
+    double handoff_rtt_us;
+    double quorum_ratio;     /* quorum_uncontended's cycle_time_ratio */
+} link_figures_t;
+
+/* The figures of the link that runs now: loopback, or the delayed one. */
+link_figures_t *link_figures(void);
+/* The "rtt_targets" line: each round-trip target on the delayed link, with
+ * the loopback figures beside, and the same as a table on stderr. */
+void rtt_targets_report(void);
 
 /* ---- worker processes ------------------------------------------------- */
 
@@ -184,6 +239,9 @@ typedef struct scenario {
     const char *name;
     int (*run)(const struct scenario *sc);
     load_t load;             /* defaults, for the lock-loop scenarios */
+    const char *delayed_name;   /* its name on the delayed link, or NULL:
+                                   not run there */
+    int (*delayed_run)(const struct scenario *sc);   /* there; NULL: run */
 } scenario_t;
 
 /* scenarios_basic.c */
@@ -206,6 +264,11 @@ int sc_residue(const scenario_t *sc);
 int sc_cache_uncontended(const scenario_t *sc);
 int sc_cache_revoke(const scenario_t *sc);
 int sc_cache_porting(const scenario_t *sc);
+
+/* scenarios_delay.c: uncontended and quorum_uncontended on the delayed
+ * link, in turns with the PINGs or the single server they are judged on */
+int sc_delayed_uncontended(const scenario_t *sc);
+int sc_delayed_quorum(const scenario_t *sc);
 
 /* scenarios_cluster.c */
 int sc_cluster_names(const scenario_t *sc);

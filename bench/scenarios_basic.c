@@ -36,9 +36,10 @@
 /* scenarios                                                              */
 /* ===================================================================== */
 
-/* This run's single-server figures, for the quorum scenarios' ratios (0:
- * not measured in this run). */
-static double single_cycles_per_s, single_contended_per_s;
+/* This run's single-server contended figure, for quorum_contended_procs'
+ * ratio (0: not measured in this run); the uncontended one is the link's
+ * (link_figures). */
+static double single_contended_per_s;
 
 int sc_uncontended(const scenario_t *sc)
 {
@@ -46,7 +47,8 @@ int sc_uncontended(const scenario_t *sc)
     jline_t j;
     if (measure(sc->name, &sc->load, &r, &j) != 0)   /* never overridden */
         return -1;
-    single_cycles_per_s = rate(&r);
+    link_figures()->cycles_per_s = rate(&r);
+    link_figures()->cycles_rtt_us = rtt_us;
     double bound = 1e6 / (2.0 * rtt_us);
     /* Right after, the same cycle with the least a Redis lock can do: what
      * this machine's round trips allow any script-based lock. */
@@ -154,7 +156,10 @@ int sc_quorum_uncontended(const scenario_t *sc)
         return -1;
     j_num(&j, "cycles_per_s", rate(&r));
     j_num(&j, "wait_p99_ms", r.wait_p99_us / 1e3);
-    j_vs_single(&j, single_cycles_per_s, rate(&r), 1.3);
+    double single = link_figures()->cycles_per_s;
+    j_vs_single(&j, single, rate(&r), 1.3);
+    if (single > 0)
+        link_figures()->quorum_ratio = single / rate(&r);
     j_end(&j);
     return 0;
 }
