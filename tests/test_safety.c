@@ -218,6 +218,43 @@ static void test_exit_leaves_queue(void)
     g_free(name);
 }
 
+static int exit_remote(void *rem)
+{
+    nm_remote_exit(rem);
+    return 0;
+}
+
+/* The same when the process exits after the server queued its waiter but
+ * before the waiter read the reply: the server is paused while the
+ * waiter's first queueing request waits in it, the process exits, and the
+ * server goes on.  (Listed only after that reply, the waiter was not
+ * taken out, and the next release reserved the lock for it.)  The sleeps
+ * only give the waiter time to send and the exit time to start: cut short,
+ * they make the test pass without testing, never fail. */
+static void test_exit_before_reply(void)
+{
+    netmutex_t m;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    NmRemote *w = nm_remote_start(redis, name, NETMUTEX_NORMAL, 0);
+    NmCall *exiting;
+
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(nm_remote(w, 'd'), EBUSY);
+    nm_redis_pause(redis);
+    nm_assert_rc(nm_remote(w, 'g'), 0);
+    nmt_sleep_ms(nm_ms(100));
+    exiting = nm_call_start(exit_remote, w);
+    nmt_sleep_ms(nm_ms(200));
+    nm_redis_resume(redis);
+    nm_assert_rc(nm_call_wait(exiting, nm_ms(20000)), 0);
+    g_assert_cmpint(nm_queue_len(redis, name), ==, 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_assert_rc(netmutex_trylock(&m), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(name);
+}
+
 /* ---- deadlines ---------------------------------------------------------------- */
 
 typedef struct Bounded {
@@ -493,6 +530,7 @@ int main(int argc, char **argv)
     g_test_add_func("/safety/grant/whole-lease", test_grant_has_whole_lease);
     g_test_add_func("/safety/waiter/dead-in-queue", test_dead_waiter);
     g_test_add_func("/safety/waiter/exit-leaves-queue", test_exit_leaves_queue);
+    g_test_add_func("/safety/waiter/exit-before-reply", test_exit_before_reply);
     g_test_add_func("/safety/deadline/drip", test_drip);
     g_test_add_func("/safety/deadline/silent", test_silent);
     g_test_add_func("/safety/deadline/flood", test_flood);
