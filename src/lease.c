@@ -197,9 +197,10 @@ static int note_result(nm_lease_t *l, int err)
 }
 
 /* Runs command ARGV (ARGC words) on the calling thread's connection, the
- * reply due by REPLY_BY.  *SENT tells whether a failed call may still have
+ * reply due by REPLY_BY; a blocking command's at UNTIL (reply.h; 0 for any
+ * other command).  *SENT tells whether a failed call may still have
  * reached the server; the connection is dropped when it broke. */
-static int call(nm_lease_t *l, int argc, const char **argv, const size_t *lens,
+static int call(nm_lease_t *l, int argc, const char **argv, const size_t *lens, int64_t until,
                 int64_t reply_by, redisReply **out, int *sent)
 {
     redisContext *c;
@@ -208,13 +209,14 @@ static int call(nm_lease_t *l, int argc, const char **argv, const size_t *lens,
     int err = nm_cluster_mode(l->cfg, reply_by, &on);
     if (!err && on) /* cluster.h: to the node of the key's slot */
         return note_result(l, nm_cluster_command(l->cfg, l->key, l->key_len, argc, argv, lens,
-                                                 reply_by, out, sent));
+                                                 until, reply_by, out, sent));
     if (!err)
         err = nm_conn_get(l->cfg, 0, reply_by, &c);
     if (err)
         return err;
     *sent = 1;
-    err = nm_call(c, argc, argv, lens, reply_by, out);
+    err = until ? nm_call_blocking(c, argc, argv, lens, until, reply_by, out)
+                : nm_call(c, argc, argv, lens, reply_by, out);
     return note_result(l, err);
 }
 
@@ -617,14 +619,28 @@ static int grant_says_held(const redisReply *r)
 /* A queued waiter waits for its grant on its own connection: BLPOP on its
  * grant list for up to PAUSE ms (never past DEADLINE).  0 if a grant came
  * (the next attempt confirms it), EBUSY if none did, NM_EHELD if a caching
- * holder answered a trylock that it is held, NM_ECONN. */
+ * holder answered a trylock that it is held, NM_ECONN.
+ *
+ * The wait ends on our clock, not on the server's: the server answers a
+ * BLPOP's timeout at its next `hz` tick, up to a second late, which made
+ * timed waits late and, bounded tighter than that, dropped a live
+ * connection with a warning.  call() nudges it instead (reply.h), so the
+ * answer comes within a round trip of the end, and the connection is clean
+ * for the next attempt, which confirms a grant that came meanwhile.  The
+ * bound on the reply past the end: the I/O timeout, and for a caller with a
+ * deadline no more than the cleanup bound past that deadline. */
 static int wait_grant(nm_lease_t *l, int64_t pause, int64_t deadline)
 {
-    int64_t ms = NM_MAX(NM_MIN(pause, nm_remaining_ms(deadline)), 1);
-    /* The server answers when the BLPOP times out; a slow one gets the I/O
-     * timeout on top, a caller with a deadline only the cleanup bound. */
-    int64_t slack = deadline == NM_FOREVER ? l->cfg->io_timeout_ms
-                                           : NM_MIN(l->cfg->io_timeout_ms, CLEANUP_MS);
+    int64_t now = nm_now_ms();
+    int64_t until = now + NM_MIN(pause, nm_remaining_ms(deadline));
+    int64_t ms = until - now - NM_BLOCK_EARLY_MS;
+    if (ms < 1) { /* too short to block for: the next attempt looks */
+        nm_sleep_ms(until - now);
+        return EBUSY;
+    }
+    int64_t reply_by = until + l->cfg->io_timeout_ms;
+    if (deadline != NM_FOREVER)
+        reply_by = NM_MIN(reply_by, NM_MAX(until, deadline) + CLEANUP_MS);
     char timeout[24];
     size_t grant_len;
     const char *grant = nm_keys_grant(l->key, l->key_len, &grant_len);
@@ -634,7 +650,7 @@ static int wait_grant(nm_lease_t *l, int64_t pause, int64_t deadline)
     redisReply *r;
     int sent;
 
-    int err = call(l, 3, argv, lens, nm_now_ms() + ms + slack, &r, &sent);
+    int err = call(l, 3, argv, lens, until, reply_by, &r, &sent);
     if (err)
         return err;
     err = r->type != REDIS_REPLY_ARRAY ? EBUSY : grant_says_held(r) ? NM_EHELD : 0;
@@ -826,7 +842,7 @@ static int call3(nm_lease_t *l, const char *const *argv, const size_t *lens)
 {
     redisReply *r;
     int sent;
-    int err = call(l, 3, (const char **)argv, lens, nm_now_ms() + l->cfg->io_timeout_ms, &r,
+    int err = call(l, 3, (const char **)argv, lens, 0, nm_now_ms() + l->cfg->io_timeout_ms, &r,
                    &sent);
     if (!err)
         freeReplyObject(r);
@@ -856,7 +872,7 @@ int nm_lease_wanted(nm_lease_t *l, int *wanted)
     size_t len = 0;
     redisReply *r;
     int sent;
-    int err = call(l, 2, argv, lens, nm_now_ms() + l->cfg->io_timeout_ms, &r, &sent);
+    int err = call(l, 2, argv, lens, 0, nm_now_ms() + l->cfg->io_timeout_ms, &r, &sent);
     if (err)
         return err;
     /* "<token><q><c> ..." (lib.lua); nil: gone. */
