@@ -277,8 +277,8 @@ static int get_blocked_reply(redisContext *c, int64_t until, int64_t deadline,
         err = poll_until(c, POLLIN, NM_MIN(until, deadline));
         if (err == ETIMEDOUT && nm_remaining_ms(deadline) > 0) {
             err = nudge(c, deadline);
-            ++*nudges;
-            until = nm_now_ms() + step;
+            /* After the last one, the server's own tick answers. */
+            until = ++*nudges < NM_NUDGES ? nm_now_ms() + step : NM_FOREVER;
             step = NM_MIN(step * 2, NM_NUDGE_MAX_MS);
         } else if (!err) {
             err = nm_receive(c);
