@@ -107,6 +107,18 @@
  *                      "blpop_floor_p99_us", "blpop_floor_p50_rtt".  "overtakes" = locks that returned to the
  *                      process that had just unlocked while the other
  *                      still waited (not samples), target 0.
+ *   timedlock_late     How late a timed wait returns.  1 process, one name
+ *                      held by a lock key written by hand (a token of
+ *                      nobody's, so only the waiter talks to the server),
+ *                      netmutex_timedlock with deadlines of 20 to 69 ms in
+ *                      a loop, each running out.  A sample is the time from
+ *                      the deadline to the return (CLOCK_REALTIME).
+ *                      "late_p50_ms", "late_p99_ms" (target <= 10),
+ *                      "late_max_ms"; "early" = returns before the
+ *                      deadline, target 0; "warnings" = messages the
+ *                      library logged meanwhile, target 0; "server_hz", the
+ *                      server's hz (a BLPOP's timeout is answered on its
+ *                      tick unless something wakes it).
  *   threads            1 process x 8 threads, one name, empty critical
  *                      section.  "acq_per_s", target >= 100,000; well above
  *                      rtt_bound_per_s only if threads hand the lock to
@@ -285,10 +297,11 @@
  * contended_procs, fair_procs, threads, threads_two_procs, many_locks and
  * the quorum scenarios are in scenarios_basic.c; server_cpu, handoff and
  * residue in scenarios_footprint.c, cache_uncontended, cache_revoke and
- * cache_porting in scenarios_cache.c, cluster_names in scenarios_cluster.c;
- * the delayed link's proxy in bench_proxy.c, and delayed_uncontended,
- * delayed_quorum_uncontended and the rtt_targets line in scenarios_delay.c;
- * what the files share is declared in nm_bench.h.
+ * cache_porting in scenarios_cache.c, cluster_names in scenarios_cluster.c,
+ * timedlock_late in scenarios_wait.c; the delayed link's proxy in
+ * bench_proxy.c, and delayed_uncontended, delayed_quorum_uncontended and the
+ * rtt_targets line in scenarios_delay.c; what the files share is declared in
+ * nm_bench.h.
  */
 #include "ac_config.h"
 
@@ -372,6 +385,7 @@ static const scenario_t scenarios[] = {
     { "server_cpu", sc_server_cpu, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
     { "contended_procs", sc_contended_procs, { 4, 1, 1000, 1000, 0, 0, 0 }, NULL, NULL },
     { "handoff", sc_handoff, { 2, 1, 0, 0, 0, 0, 0 }, "delayed_handoff", NULL },
+    { "timedlock_late", sc_timedlock_late, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
     { "threads", sc_threads, { 1, 8, 0, 0, 0, 0, 0 }, NULL, NULL },
     { "threads_two_procs", sc_threads_two_procs, { 2, 8, 0, 0, 0, 0, 0 }, NULL, NULL },
     { "residue", sc_residue, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },

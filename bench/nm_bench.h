@@ -273,4 +273,7 @@ int sc_delayed_quorum(const scenario_t *sc);
 /* scenarios_cluster.c */
 int sc_cluster_names(const scenario_t *sc);
 
+/* scenarios_wait.c */
+int sc_timedlock_late(const scenario_t *sc);
+
 #endif

@@ -78,10 +78,11 @@ int nm_cluster_script(nm_config_t *cfg, const char *key, size_t key_len, nm_scri
                       int nkeys, int nargs, const char **argv, const size_t *lens,
                       int64_t deadline, redisReply **out, int *sent);
 
-/* The same for one command (as nm_call) about KEY. */
+/* The same for one command (as nm_call) about KEY; a blocking command
+ * (as nm_call_blocking) when UNTIL is not 0. */
 int nm_cluster_command(nm_config_t *cfg, const char *key, size_t key_len, int argc,
-                       const char **argv, const size_t *lens, int64_t deadline,
-                       redisReply **out, int *sent);
+                       const char **argv, const size_t *lens, int64_t until,
+                       int64_t deadline, redisReply **out, int *sent);
 
 /* One renewal for nm_cluster_renew. */
 typedef struct nm_renewal {

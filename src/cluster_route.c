@@ -22,6 +22,7 @@ typedef struct request {
     int nkeys, nargs;
     const char **argv;
     const size_t *lens;
+    int64_t until;       /* a blocking command's (reply.h), else 0 */
 } request_t;
 
 static int send_request(redisContext *c, const request_t *q, int64_t deadline,
@@ -29,6 +30,8 @@ static int send_request(redisContext *c, const request_t *q, int64_t deadline,
 {
     if (q->script)
         return nm_script_run(c, q->id, q->nkeys, q->nargs, q->argv, q->lens, deadline, out);
+    if (q->until)
+        return nm_call_blocking(c, q->nargs, q->argv, q->lens, q->until, deadline, out);
     return nm_call(c, q->nargs, q->argv, q->lens, deadline, out);
 }
 
@@ -112,14 +115,14 @@ int nm_cluster_script(nm_config_t *cfg, const char *key, size_t key_len, nm_scri
                       int nkeys, int nargs, const char **argv, const size_t *lens,
                       int64_t deadline, redisReply **out, int *sent)
 {
-    request_t q = { 1, id, nkeys, nargs, argv, lens };
+    request_t q = { 1, id, nkeys, nargs, argv, lens, 0 };
     return route(cfg, key, key_len, &q, deadline, out, sent);
 }
 
 int nm_cluster_command(nm_config_t *cfg, const char *key, size_t key_len, int argc,
-                       const char **argv, const size_t *lens, int64_t deadline,
-                       redisReply **out, int *sent)
+                       const char **argv, const size_t *lens, int64_t until,
+                       int64_t deadline, redisReply **out, int *sent)
 {
-    request_t q = { 0, NM_SCRIPT_COUNT, 0, argc, argv, lens };
+    request_t q = { 0, NM_SCRIPT_COUNT, 0, argc, argv, lens, until };
     return route(cfg, key, key_len, &q, deadline, out, sent);
 }

@@ -197,9 +197,10 @@ static int note_result(nm_lease_t *l, int err)
 }
 
 /* Runs command ARGV (ARGC words) on the calling thread's connection, the
- * reply due by REPLY_BY.  *SENT tells whether a failed call may still have
+ * reply due by REPLY_BY; a blocking command's at UNTIL (reply.h; 0 for any
+ * other command).  *SENT tells whether a failed call may still have
  * reached the server; the connection is dropped when it broke. */
-static int call(nm_lease_t *l, int argc, const char **argv, const size_t *lens,
+static int call(nm_lease_t *l, int argc, const char **argv, const size_t *lens, int64_t until,
                 int64_t reply_by, redisReply **out, int *sent)
 {
     redisContext *c;
@@ -208,13 +209,14 @@ static int call(nm_lease_t *l, int argc, const char **argv, const size_t *lens,
     int err = nm_cluster_mode(l->cfg, reply_by, &on);
     if (!err && on) /* cluster.h: to the node of the key's slot */
         return note_result(l, nm_cluster_command(l->cfg, l->key, l->key_len, argc, argv, lens,
-                                                 reply_by, out, sent));
+                                                 until, reply_by, out, sent));
     if (!err)
         err = nm_conn_get(l->cfg, 0, reply_by, &c);
     if (err)
         return err;
     *sent = 1;
-    err = nm_call(c, argc, argv, lens, reply_by, out);
+    err = until ? nm_call_blocking(c, argc, argv, lens, until, reply_by, out)
+                : nm_call(c, argc, argv, lens, reply_by, out);
     return note_result(l, err);
 }
 
@@ -434,80 +436,143 @@ void nm_lease_forget(nm_lease_t *l)
  * a release then would reserve the lock for a waiter that is gone.  So the
  * waiters in a queue are listed, and an atexit handler takes each one out
  * (and gives back a grant that reached it meanwhile).  Once exiting, no
- * waiter joins a queue again. */
+ * waiter joins a queue again.
+ *
+ * A waiter is listed BEFORE the request that may queue it is sent, and
+ * unlisted after the reply if that request did not queue it: listed only
+ * after the reply, a waiter whose process exited in between left its entry
+ * behind (the server had queued it, the handler did not know).  While such
+ * a request is under way (in_flight) the handler waits for its reply, by
+ * the handler's own deadline, before it cancels: its cancel, on another
+ * connection, could otherwise reach the server first, and the request that
+ * queues would come after it. */
 
 typedef struct queued {
     struct queued *next;
     const nm_lease_t *lease; /* the waiter's: cfg, token, key (fixed) */
+    int listed;              /* queued_lock: in the list */
+    int in_flight;           /* queued_lock: a request that may queue is out */
+    int left;                /* queued_lock: the exit handler cancelled it */
 } queued_t;
 
 static pthread_mutex_t queued_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t queued_cv;   /* an in_flight went 0; set up once */
 static queued_t *queued_head;      /* queued_lock */
-static int exit_started;           /* atomic */
+static int exit_started;           /* atomic; set under queued_lock */
 
 static int exiting(void)
 {
     return __atomic_load_n(&exit_started, __ATOMIC_ACQUIRE);
 }
 
+/* Under queued_lock: the next waiter the exit handler has not taken out
+ * yet, once no request of its is under way (or DEADLINE passed).  The list
+ * is walked from its head after every wait: waiters leave it meanwhile. */
+static queued_t *next_to_leave(int64_t deadline)
+{
+    for (;;) {
+        queued_t *q = queued_head;
+        while (q && q->left)
+            q = q->next;
+        if (!q || !q->in_flight || nm_remaining_ms(deadline) == 0)
+            return q;
+        struct timespec until = nm_deadline_timespec(deadline);
+        pthread_cond_timedwait(&queued_cv, &queued_lock, &until);
+    }
+}
+
 static void leave_queues_at_exit(void)
 {
     int64_t deadline = NM_FOREVER; /* one I/O timeout for them all */
-    __atomic_store_n(&exit_started, 1, __ATOMIC_RELEASE);
+    queued_t *q;
     pthread_mutex_lock(&queued_lock);
-    for (queued_t *q = queued_head; q; q = q->next) {
+    __atomic_store_n(&exit_started, 1, __ATOMIC_RELEASE);
+    if (queued_head)
+        deadline = nm_now_ms() + queued_head->lease->cfg->io_timeout_ms;
+    while ((q = next_to_leave(deadline)) != NULL) {
         const nm_lease_t *w = q->lease;
         /* Only the fields the waiting thread never changes. */
         nm_lease_t l = { .cfg = w->cfg, .key = w->key, .key_len = w->key_len,
                          .lease_ms = w->lease_ms, .robust = w->robust };
-        if (deadline == NM_FOREVER)
-            deadline = nm_now_ms() + l.cfg->io_timeout_ms;
         long long ignored;
         int sent;
         memcpy(l.token, w->token, sizeof l.token);
         if (cancel_once(&l, deadline) == 0)
             release_once(&l, 0, deadline, &ignored, &sent);
+        q->left = 1;
     }
     pthread_mutex_unlock(&queued_lock);
 }
 
 static void install_exit_handler(void)
 {
+    nm_cond_init_monotonic(&queued_cv);
     atexit(leave_queues_at_exit);
 }
 
-/* Lists the waiter of L; returns 1 (it is queued from now on). */
-static int queued_add(queued_t *q, const nm_lease_t *l)
+/* Before a request that may queue the waiter of L (Q its entry): lists it,
+ * in flight.  Returns 0, listing nothing, once the process is exiting: the
+ * request must not queue then. */
+static int queued_begin(queued_t *q, const nm_lease_t *l)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, install_exit_handler);
-    q->lease = l;
     pthread_mutex_lock(&queued_lock);
-    q->next = queued_head;
-    queued_head = q;
+    int ok = !exiting();
+    if (ok && !q->listed) {
+        q->lease = l;
+        q->left = 0;
+        q->next = queued_head;
+        queued_head = q;
+        q->listed = 1;
+    }
+    q->in_flight = ok;
     pthread_mutex_unlock(&queued_lock);
-    return 1;
+    return ok;
 }
 
-static void queued_remove(queued_t *q)
+static void unlist(queued_t *q)
 {
-    pthread_mutex_lock(&queued_lock);
     queued_t **p = &queued_head;
     while (*p && *p != q)
         p = &(*p)->next;
     if (*p)
         *p = q->next;
+    q->listed = 0;
+}
+
+/* After that request: Q stays listed if the waiter is QUEUED (returned). */
+static int queued_end(queued_t *q, int queued)
+{
+    pthread_mutex_lock(&queued_lock);
+    q->in_flight = 0;
+    pthread_cond_broadcast(&queued_cv);
+    if (!queued && q->listed)
+        unlist(q);
+    pthread_mutex_unlock(&queued_lock);
+    return queued;
+}
+
+/* Only the waiter's own thread changes q->listed (under the lock). */
+static void queued_remove(queued_t *q)
+{
+    if (!q->listed)
+        return;
+    pthread_mutex_lock(&queued_lock);
+    unlist(q);
     pthread_mutex_unlock(&queued_lock);
 }
 
 void nm_lease_before_fork(void) { pthread_mutex_lock(&queued_lock); }
 void nm_lease_after_fork_parent(void) { pthread_mutex_unlock(&queued_lock); }
 
-/* The child waits in no queue: the entries are its parent's threads'. */
+/* The child waits in no queue: the entries are its parent's threads'.  The
+ * condition variable may count a waiter of the parent's: it starts anew. */
 void nm_lease_after_fork_child(void)
 {
     __atomic_add_fetch(&fork_generation, 1, __ATOMIC_RELAXED);
     queued_head = NULL;
+    nm_cond_init_monotonic(&queued_cv);
     pthread_mutex_unlock(&queued_lock);
 }
 
@@ -554,14 +619,28 @@ static int grant_says_held(const redisReply *r)
 /* A queued waiter waits for its grant on its own connection: BLPOP on its
  * grant list for up to PAUSE ms (never past DEADLINE).  0 if a grant came
  * (the next attempt confirms it), EBUSY if none did, NM_EHELD if a caching
- * holder answered a trylock that it is held, NM_ECONN. */
+ * holder answered a trylock that it is held, NM_ECONN.
+ *
+ * The wait ends on our clock, not on the server's: the server answers a
+ * BLPOP's timeout at its next `hz` tick, up to a second late, which made
+ * timed waits late and, bounded tighter than that, dropped a live
+ * connection with a warning.  call() nudges it instead (reply.h), so the
+ * answer comes within a round trip of the end, and the connection is clean
+ * for the next attempt, which confirms a grant that came meanwhile.  The
+ * bound on the reply past the end: the I/O timeout, and for a caller with a
+ * deadline no more than the cleanup bound past that deadline. */
 static int wait_grant(nm_lease_t *l, int64_t pause, int64_t deadline)
 {
-    int64_t ms = NM_MAX(NM_MIN(pause, nm_remaining_ms(deadline)), 1);
-    /* The server answers when the BLPOP times out; a slow one gets the I/O
-     * timeout on top, a caller with a deadline only the cleanup bound. */
-    int64_t slack = deadline == NM_FOREVER ? l->cfg->io_timeout_ms
-                                           : NM_MIN(l->cfg->io_timeout_ms, CLEANUP_MS);
+    int64_t now = nm_now_ms();
+    int64_t until = now + NM_MIN(pause, nm_remaining_ms(deadline));
+    int64_t ms = until - now - NM_BLOCK_EARLY_MS;
+    if (ms < 1) { /* too short to block for: the next attempt looks */
+        nm_sleep_ms(until - now);
+        return EBUSY;
+    }
+    int64_t reply_by = until + l->cfg->io_timeout_ms;
+    if (deadline != NM_FOREVER)
+        reply_by = NM_MIN(reply_by, NM_MAX(until, deadline) + CLEANUP_MS);
     char timeout[24];
     size_t grant_len;
     const char *grant = nm_keys_grant(l->key, l->key_len, &grant_len);
@@ -571,7 +650,7 @@ static int wait_grant(nm_lease_t *l, int64_t pause, int64_t deadline)
     redisReply *r;
     int sent;
 
-    int err = call(l, 3, argv, lens, nm_now_ms() + ms + slack, &r, &sent);
+    int err = call(l, 3, argv, lens, until, reply_by, &r, &sent);
     if (err)
         return err;
     err = r->type != REDIS_REPLY_ARRAY ? EBUSY : grant_says_held(r) ? NM_EHELD : 0;
@@ -623,12 +702,13 @@ static int acquire_loop(nm_lease_t *l, nm_wait_t wait, int64_t deadline, attempt
         uint64_t seq = st->ch ? nm_wake_seq(st->ch) : 0;
         /* Quorum mode never queues: each server would hand the lock to
          * its own head of the queue, and no waiter might win a quorum. */
-        unsigned int ttl = !quorum_mode(l) && !exiting() ? QUEUE_TTL_MS : 0;
+        unsigned int ttl = !quorum_mode(l) && queued_begin(&st->entry, l) ? QUEUE_TTL_MS : 0;
         long long pttl = -1;
         int sent;
         err = acquire_once(l, ttl, st->queued, trylock, deadline, &pttl, &sent);
-        if (ttl > 0 && sent && !st->queued && (!trylock || err == NM_EASKED))
-            st->queued = queued_add(&st->entry, l);
+        if (ttl > 0)
+            st->queued = queued_end(&st->entry, st->queued ||
+                                                    (sent && (!trylock || err == NM_EASKED)));
         if (err == NM_EASKED) {
             /* The holder gives the lock back (a grant: confirm it) or says
              * a thread holds it; no answer in time is EBUSY too.  A request
@@ -695,8 +775,7 @@ int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
         err = acquire_loop(l, wait, deadline, &st);
     if (err && l->key)
         err = give_up(l, &st, err);
-    if (st.queued)
-        queued_remove(&st.entry);
+    queued_remove(&st.entry);
     if (st.ch)
         nm_wake_unlisten(st.ch);
     if (err)
@@ -763,7 +842,7 @@ static int call3(nm_lease_t *l, const char *const *argv, const size_t *lens)
 {
     redisReply *r;
     int sent;
-    int err = call(l, 3, (const char **)argv, lens, nm_now_ms() + l->cfg->io_timeout_ms, &r,
+    int err = call(l, 3, (const char **)argv, lens, 0, nm_now_ms() + l->cfg->io_timeout_ms, &r,
                    &sent);
     if (!err)
         freeReplyObject(r);
@@ -793,7 +872,7 @@ int nm_lease_wanted(nm_lease_t *l, int *wanted)
     size_t len = 0;
     redisReply *r;
     int sent;
-    int err = call(l, 2, argv, lens, nm_now_ms() + l->cfg->io_timeout_ms, &r, &sent);
+    int err = call(l, 2, argv, lens, 0, nm_now_ms() + l->cfg->io_timeout_ms, &r, &sent);
     if (err)
         return err;
     /* "<token><q><c> ..." (lib.lua); nil: gone. */

@@ -12,7 +12,9 @@
 #include "reply.h"
 
 /* A caller with a deadline gets this much past WAIT's own timeout for the
- * reply to arrive; one without, the I/O timeout. */
+ * reply to arrive; one without, the I/O timeout.  WAIT is a blocking
+ * command: the server would answer its timeout at its next `hz` tick, so
+ * it is nudged for (nm_call_blocking, reply.h). */
 #define REPLY_SLACK_MS 50
 
 /* Says when acknowledgements start and stop falling short: once each, not
@@ -49,12 +51,14 @@ int nm_replicas_confirm(nm_config_t *cfg, int64_t deadline)
                                            : NM_MIN(cfg->io_timeout_ms, REPLY_SLACK_MS);
     char n[16], timeout[24];
     snprintf(n, sizeof n, "%u", cfg->min_replicas);
-    snprintf(timeout, sizeof timeout, "%lld", (long long)ms); /* never 0: forever */
+    int64_t until = nm_now_ms() + ms;
+    /* never 0: forever */
+    snprintf(timeout, sizeof timeout, "%lld", (long long)NM_MAX(ms - NM_BLOCK_EARLY_MS, 1));
     const char *argv[3] = { "WAIT", n, timeout };
     redisReply *r;
     long long got = 0;
 
-    int err = nm_call(c, 3, argv, NULL, nm_now_ms() + ms + slack, &r);
+    int err = nm_call_blocking(c, 3, argv, NULL, until, until + slack, &r);
     if (err == NM_ECONN)
         nm_conn_drop(0);
     if (err)

@@ -83,14 +83,14 @@ int nm_io_setup(redisContext *c)
     return 0;
 }
 
-/* Waits until C's socket is ready for EVENTS or DEADLINE passes: 0, or
- * NM_ECONN (out of time, or poll failed). */
-static int wait_ready(redisContext *c, short events, int64_t deadline)
+/* Waits until C's socket is ready for EVENTS or UNTIL passes: 0,
+ * ETIMEDOUT, or NM_ECONN (poll failed). */
+static int poll_until(redisContext *c, short events, int64_t until)
 {
     for (;;) {
-        int64_t left = nm_remaining_ms(deadline);
+        int64_t left = nm_remaining_ms(until);
         if (left == 0)
-            return NM_ECONN;
+            return ETIMEDOUT;
         struct pollfd p = { c->fd, events, 0 };
         int n = poll(&p, 1, (int)NM_MIN(left, 60000));
         if (n > 0)
@@ -98,6 +98,13 @@ static int wait_ready(redisContext *c, short events, int64_t deadline)
         if (n < 0 && errno != EINTR)
             return NM_ECONN;
     }
+}
+
+/* The same by DEADLINE, out of time being NM_ECONN. */
+static int wait_ready(redisContext *c, short events, int64_t deadline)
+{
+    int err = poll_until(c, events, deadline);
+    return err == ETIMEDOUT ? NM_ECONN : err;
 }
 
 /* Writing to a connection the server closed raises SIGPIPE, whose default
@@ -229,6 +236,75 @@ int nm_call(redisContext *c, int argc, const char **argv, const size_t *lens,
         return c->err == REDIS_ERR_OOM ? ENOMEM : NM_ECONN;
     int err = nm_send(c, deadline);
     return err ? err : nm_get_reply(c, deadline, out);
+}
+
+/* Sends one PING behind what C waits for: 0 or NM_ECONN. */
+static int nudge(redisContext *c, int64_t deadline)
+{
+    static const char *ping[1] = { "PING" };
+    if (redisAppendCommandArgv(c, 1, ping, NULL) != REDIS_OK)
+        return NM_ECONN;
+    return nm_send(c, deadline);
+}
+
+/* Reads and drops the N replies to nudge() by DEADLINE: any reply, an
+ * error reply too (an ACL may refuse PING), leaves the connection as clean
+ * as before the blocking command.  0 or NM_ECONN. */
+static int drop_replies(redisContext *c, int n, int64_t deadline)
+{
+    while (n > 0) {
+        redisReply *r;
+        int err = nm_get_reply(c, deadline, &r);
+        if (err == NM_ECONN || err == ENOMEM)
+            return NM_ECONN;
+        if (!err)
+            freeReplyObject(r);
+        n--;
+    }
+    return 0;
+}
+
+/* Waits for the reply of the blocking command just sent, nudging the
+ * server from UNTIL on (see reply.h).  *NUDGES counts the PINGs sent. */
+static int get_blocked_reply(redisContext *c, int64_t until, int64_t deadline,
+                             redisReply **out, int *nudges)
+{
+    int64_t step = 1;
+    for (;;) {
+        int err = nm_take_reply(c, out);
+        if (err || *out)
+            return err;
+        err = poll_until(c, POLLIN, NM_MIN(until, deadline));
+        if (err == ETIMEDOUT && nm_remaining_ms(deadline) > 0) {
+            err = nudge(c, deadline);
+            /* After the last one, the server's own tick answers. */
+            until = ++*nudges < NM_NUDGES ? nm_now_ms() + step : NM_FOREVER;
+            step = NM_MIN(step * 2, NM_NUDGE_MAX_MS);
+        } else if (!err) {
+            err = nm_receive(c);
+        }
+        if (err)
+            return err == ETIMEDOUT ? NM_ECONN : err;
+    }
+}
+
+int nm_call_blocking(redisContext *c, int argc, const char **argv, const size_t *lens,
+                     int64_t until, int64_t deadline, redisReply **out)
+{
+    int nudges = 0;
+    *out = NULL;
+    if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK)
+        return c->err == REDIS_ERR_OOM ? ENOMEM : NM_ECONN;
+    int err = nm_send(c, deadline);
+    if (!err)
+        err = get_blocked_reply(c, until, deadline, out, &nudges);
+    if (err != NM_ECONN && err != ENOMEM && drop_replies(c, nudges, deadline) != 0) {
+        if (*out)
+            freeReplyObject(*out);
+        *out = NULL;
+        err = NM_ECONN;
+    }
+    return err;
 }
 
 int nm_reply_expect_status(const redisReply *r, const char *status)

@@ -38,6 +38,33 @@ int nm_io_setup(redisContext *c);
 int nm_call(redisContext *c, int argc, const char **argv, const size_t *lens,
             int64_t deadline, redisReply **out);
 
+/* Blocking commands (BLPOP, WAIT).  A server answers a blocked command
+ * whose timeout passed only when its event loop wakes up: for a request of
+ * any client, or at its next `hz` tick -- up to 1000/hz ms late, a second
+ * at `hz 1`.  Waiting for that tick would make every timed wait late by it,
+ * and a bound on the reply that does not allow for it takes a live server
+ * for a dead one.  So the caller gives the command a timeout that ends
+ * NM_BLOCK_EARLY_MS before UNTIL, the moment it wants the answer by; if
+ * none has come by UNTIL, a PING is sent behind the command, and more at
+ * growing intervals (1, 2, 4 ... NM_NUDGE_MAX_MS ms, NM_NUDGES in all,
+ * some 80 ms: beyond that the server's own tick answers): the first
+ * request that arrives after the server's timeout wakes it, and it
+ * answers the command at once, then the PINGs, which are read and
+ * dropped.  A live
+ * server so answers within a round trip of UNTIL, whatever its `hz`; one
+ * that does not answer by DEADLINE is treated as any other (NM_ECONN).  (A
+ * server before Redis 6.0 handles these timeouts in its tick whatever
+ * arrives, but the scripts need 6.0 anyway.) */
+#define NM_BLOCK_EARLY_MS 2
+#define NM_NUDGE_MAX_MS 16
+#define NM_NUDGES 8
+
+/* Runs blocking command ARGV, as nm_call() does, its reply due at UNTIL
+ * and by DEADLINE at the latest; the connection is left with nothing
+ * pending.  Errors of nm_call(). */
+int nm_call_blocking(redisContext *c, int argc, const char **argv, const size_t *lens,
+                     int64_t until, int64_t deadline, redisReply **out);
+
 /* Reads the next reply of a pipeline, checked as nm_call() does. */
 int nm_get_reply(redisContext *c, int64_t deadline, redisReply **out);
 

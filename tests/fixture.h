@@ -310,7 +310,9 @@ int nm_kill_when_queued(void *killer);
  * (lock), 't' (trylock), 'u' (unlock), 'b' (netmutex_break of its name),
  * or 'w': start a thread that waits in netmutex_lock and return 0 at once
  * (its own result is never reported: end such a remote with
- * nm_remote_exit or nm_remote_kill). */
+ * nm_remote_exit or nm_remote_kill); 'd': start such a thread, which
+ * first dials with a trylock (the result) and then waits for 'g' (result
+ * 0 at once) before it locks. */
 int nm_remote(NmRemote *rem, char op);
 /* netmutex_fence in the remote: its result, and the fence in *FENCE. */
 int nm_remote_fence(NmRemote *rem, uint64_t *fence);

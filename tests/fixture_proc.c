@@ -171,6 +171,56 @@ static void *remote_background_lock(void *m)
     return NULL;
 }
 
+/* The remote's ops 'd' and 'g': a waiter thread that dials first (a
+ * trylock), then waits for 'g' before it locks, so a test can hold its
+ * first queueing request up (pause the server) on a connection that is
+ * already open. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cv;
+    int dialed, go, rc;
+} staged = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0 };
+
+static void *remote_staged_lock(void *m)
+{
+    int rc = netmutex_trylock(m);
+    pthread_mutex_lock(&staged.lock);
+    staged.rc = rc;
+    staged.dialed = 1;
+    pthread_cond_broadcast(&staged.cv);
+    while (!staged.go)
+        pthread_cond_wait(&staged.cv, &staged.lock);
+    pthread_mutex_unlock(&staged.lock);
+    if (rc == 0)
+        netmutex_unlock(m);
+    netmutex_lock(m);
+    return NULL;
+}
+
+/* 'd': the trylock's result. */
+static int remote_stage(netmutex_t *m)
+{
+    pthread_t t;
+    int rc = pthread_create(&t, NULL, remote_staged_lock, m);
+    if (rc != 0)
+        return rc;
+    pthread_mutex_lock(&staged.lock);
+    while (!staged.dialed)
+        pthread_cond_wait(&staged.cv, &staged.lock);
+    rc = staged.rc;
+    pthread_mutex_unlock(&staged.lock);
+    return rc;
+}
+
+static int remote_go(void)
+{
+    pthread_mutex_lock(&staged.lock);
+    staged.go = 1;
+    pthread_cond_broadcast(&staged.cv);
+    pthread_mutex_unlock(&staged.lock);
+    return 0;
+}
+
 /* The remote's main loop: one result per op, until 'q' or EOF ('x' exits
  * at once, through exit(), without a result).  Runs in a freshly exec'd
  * copy of the test program (see nm_test_init). */
@@ -214,6 +264,8 @@ static int remote_main(const char *url, const char *name, int type,
             rc = pthread_create(&t, NULL, remote_background_lock, &m);
             break;
         }
+        case 'd': rc = remote_stage(&m); break;
+        case 'g': rc = remote_go(); break;
         case 'x': exit(0);
         case 'q':
             rc = netmutex_destroy(&m);

@@ -147,4 +147,17 @@ run_err badfile "$NM" --url-file "$tmp/url" status job
 check "a malformed URL in --url-file: exit 78 (exit $rc)" test "$rc" = 78
 check "... the tool names the file" has "$f" "^netmutex: cannot use the URL in --url-file $tmp/url: "
 
+# Waiting for a held lock says nothing, whatever the server's hz: Redis
+# answers a BLPOP timeout at its next tick (up to 1000/hz ms late), which
+# the library took for a lost connection, with a warning each time.
+for hz in 1 10 500; do
+    start_redis "hz$hz" --hz "$hz"
+    hold waitjob -u "$redis_url"
+    run_err "wait$hz" "$NM" -u "$redis_url" -w 1 waitjob true
+    check "-w 1 on a held lock, server at hz $hz: exit 1 (exit $rc)" test "$rc" = 1
+    check "... and no message" test ! -s "$f"
+    [ -s "$f" ] && sed 's/^/#   | /' "$f"
+    release_hold
+done
+
 done_testing
