@@ -1,6 +1,7 @@
 /*
  * watchdog.c -- the background thread: lease renewal, lost-lease detection
- * and the wake-up subscriber.
+ * and the wake-up subscriber; in sentinel mode, also the releases of the
+ * last seconds, sent again when the sentinels name a new master (journal.h).
  *
  * Records.  Every tracked lease has a record with its own copy of what a
  * renewal needs, so the thread never touches a caller's lease.  Records sit
@@ -845,7 +846,9 @@ static int64_t resend_releases(int64_t now, int64_t next_check)
                 sent++;
             }
         }
-        if (n)
+        /* Said once per pass that sent any: one that sent none (the new
+         * master does not answer yet) is tried again in a moment. */
+        if (sent)
             netmutex_log(NETMUTEX_LOG_INFO, "a new master: %zu of %zu releases of the last "
                          "%d s sent to it again", sent, n, NM_JOURNAL_MS / 1000);
         nm_journal_free(due, n);
