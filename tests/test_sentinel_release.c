@@ -156,9 +156,10 @@ static void take_from_holder(holder_t *h, netmutex_t *m)
 
 /* Locks NAME through M until the new MASTER has the lock: a process may
  * still be granted it by the old master for up to a check interval after
- * the switch (sentinel.h), which only the new master's key tells.  0 or
- * the lock's error. */
-static int lock_at(netmutex_t *m, NmRedis *master, const char *name)
+ * the switch (sentinel.h), which only the new master's key tells -- by a
+ * token other than the holder's HELD (which the new master may still
+ * have).  0 or the lock's error. */
+static int lock_at(netmutex_t *m, NmRedis *master, const char *name, const char *held)
 {
     struct timespec deadline;
     nm_deadline(&deadline, CLOCK_REALTIME, LEASE_MS + PROMPT_MS);
@@ -167,9 +168,10 @@ static int lock_at(netmutex_t *m, NmRedis *master, const char *name)
         if (rc != 0)
             return rc;
         char *token = nm_token_of(master, name);
+        bool ours = token && strcmp(token, held) != 0;
         rc = netmutex_unlock(m);
         g_free(token);
-        if (token) {
+        if (ours) {
             nm_assert_rc(rc, 0);
             return 0;
         }
@@ -183,7 +185,7 @@ static int lock_at(netmutex_t *m, NmRedis *master, const char *name)
  * took from FROM (nmt_now_ms()); -1 if one failed.  Through handles that
  * may not use a cached lease: this process may still have one from the
  * window, which the new master never saw. */
-static gint64 lock_all(holder_t *h, NmRedis *master, gint64 from)
+static gint64 lock_all(holder_t *h, NmRedis *master, char **held, gint64 from)
 {
     netmutex_attr_t attr;
     gint64 longest = 0;
@@ -192,7 +194,7 @@ static gint64 lock_all(holder_t *h, NmRedis *master, gint64 from)
     for (int i = 0; i < h->p->names && longest >= 0; i++) {
         netmutex_t m;
         nm_assert_rc(netmutex_init(&m, h->names[i], &attr), 0);
-        int rc = lock_at(&m, master, h->names[i]);
+        int rc = lock_at(&m, master, h->names[i], held[i]);
         if (rc == 0) {
             longest = MAX(longest, nmt_now_ms() - from);
         } else {
@@ -225,10 +227,10 @@ static void test_release_in_window(gconstpointer data)
     /* Forked before this process uses the library: no thread of it runs. */
     pid_t pid = nm_fork_run(holder_main, &h);
     g_assert_true(wait_set(&sh->held));
+    char *held[NAMES_MAX];
     for (int i = 0; i < p->names; i++) {
-        char *token = nm_token_of(t->node[0], h.names[i]);
-        g_assert_nonnull(token); /* held, or cached */
-        g_free(token);
+        held[i] = nm_token_of(t->node[0], h.names[i]);
+        g_assert_nonnull(held[i]); /* held, or cached */
     }
     nm_topo_wait_synced(t); /* the replica has the holder's keys */
     configure(url);
@@ -255,7 +257,7 @@ static void test_release_in_window(gconstpointer data)
 
     NmRedis *master = nm_topo_failover_wait(t, old);
     gint64 switched = nmt_now_ms();
-    gint64 gap = lock_all(&h, master, switched);
+    gint64 gap = lock_all(&h, master, held, switched);
     g_test_message("%s, %d name(s): the longest a name took to lock after the sentinels "
                    "named the new master: %lld ms (bound %u ms, lease %u ms)",
                    p->cached ? "cached" : "uncached", p->names, (long long)gap, WITHIN_MS,
@@ -268,6 +270,7 @@ static void test_release_in_window(gconstpointer data)
     for (int i = 0; i < p->names; i++) {
         nm_assert_rc(netmutex_destroy(&m[i]), 0);
         g_free(h.names[i]);
+        g_free(held[i]);
     }
     nm_assert_rc(netmutex_shutdown(), 0);
     munmap(sh, sizeof *sh);
