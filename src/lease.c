@@ -48,9 +48,11 @@
 #include "quorum.h"
 #include "redlock.h"
 #include "lease.h"
+#include "journal.h"
 #include "replicas.h"
 #include "reply.h"
 #include "script.h"
+#include "sentinel.h"
 #include "wake.h"
 
 /* trylock's bound on dialing: the first failure may be a stale connection
@@ -406,7 +408,7 @@ static int cancel_once(nm_lease_t *l, int64_t deadline)
 }
 
 /* Runs the release script once: its result in *RESULT. */
-static int release_once(nm_lease_t *l, int unrecoverable, int64_t deadline, long long *result,
+static int release_send(nm_lease_t *l, int unrecoverable, int64_t deadline, long long *result,
                         int *sent)
 {
     char mode[8];
@@ -421,6 +423,33 @@ static int release_once(nm_lease_t *l, int unrecoverable, int64_t deadline, long
     err = nm_reply_integer(r, result);
     freeReplyObject(r);
     return err;
+}
+
+/* release_send(), noted in the journal of recent releases when the server
+ * is found through the sentinels (journal.h): one sent in the second
+ * before they name a new master may land on the old one and never reach
+ * the new.  Noted whatever the answer, even none: the new master may hold
+ * the key with our token whatever the old one said. */
+static int release_once(nm_lease_t *l, int unrecoverable, int64_t deadline, long long *result,
+                        int *sent)
+{
+    const nm_server_t *srv = &l->cfg->servers[0];
+    /* Read before sending: a master published meanwhile is newer. */
+    uint64_t gen = nm_sentinel_master_gen(srv);
+    int err = release_send(l, unrecoverable, deadline, result, sent);
+    if (*sent && srv->sentinel)
+        nm_journal_note(l->cfg, gen, l->key, l->key_len, l->token, l->robust, unrecoverable);
+    return err;
+}
+
+int nm_lease_resend(nm_config_t *cfg, const nm_journal_entry_t *e, int64_t deadline)
+{
+    nm_lease_t l = { .cfg = cfg, .key = e->key, .key_len = e->key_len, .robust = e->robust };
+    long long ignored;
+    int sent;
+    memcpy(l.token, e->token, sizeof l.token);
+    /* Not noted again: the entry is the journal's already. */
+    return release_send(&l, e->unrecoverable, deadline, &ignored, &sent);
 }
 
 void nm_lease_forget(nm_lease_t *l)

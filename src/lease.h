@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "journal.h"
 #include "token.h"
 
 typedef struct nm_lease {
@@ -65,6 +66,11 @@ int nm_lease_release(nm_lease_t *l, int unrecoverable);
 /* The same, done or given up by DEADLINE (monotonic ms; NM_FOREVER as
  * nm_lease_release): EIO when out of time, the key then expires. */
 int nm_lease_release_by(nm_lease_t *l, int unrecoverable, int64_t deadline);
+
+/* Sends the release of journal entry E again under CFG (journal.h), once,
+ * by DEADLINE, and without noting it: 0 (whatever the script answered:
+ * the key gone or another token's is no news), or the request's error. */
+int nm_lease_resend(nm_config_t *cfg, const nm_journal_entry_t *e, int64_t deadline);
 
 /* Sets the lease's expiry to MS from now if it is still ours; *SENT_AT is
  * when the request left.  0, ENOLCK, EIO, EACCES, EPROTO. */

@@ -26,6 +26,7 @@
 #include "cluster.h"
 #include "config.h"
 #include "conn.h"
+#include "journal.h"
 #include "lease.h"
 #include "opaque.h"
 #include "registry.h"
@@ -45,8 +46,9 @@
 
 /* Lock order: the cache's sweep lock, registry (then each entry), wake,
  * watchdog, the list of queued waiters (lease.c), then the leaf locks of
- * the cache's list, the cluster state and the configuration, which are
- * never held while another is taken.  No path takes them in another
+ * the cache's list, the cluster state, the configuration and the journal
+ * of recent releases (journal.c), which are never held while another is
+ * taken.  No path takes them in another
  * order, so quiescing them all cannot deadlock. */
 static void before_fork(void)
 {
@@ -57,10 +59,12 @@ static void before_fork(void)
     nm_lease_before_fork();
     nm_cluster_before_fork();
     nm_config_before_fork();
+    nm_journal_before_fork();
 }
 
 static void after_fork_parent(void)
 {
+    nm_journal_after_fork_parent();
     nm_config_after_fork();
     nm_cluster_after_fork();
     nm_lease_after_fork_parent();
@@ -74,6 +78,7 @@ static void after_fork_parent(void)
  * uses none of the parent's sockets; it builds its own on first use. */
 static void after_fork_child(void)
 {
+    nm_journal_after_fork_child();
     nm_config_after_fork();
     nm_cluster_after_fork();
     nm_lease_after_fork_child();
@@ -706,6 +711,7 @@ int netmutex_shutdown(void)
     if (!err) {
         nm_watchdog_stop();
         nm_cache_forget();
+        nm_journal_clear();
         nm_conn_close_thread();
     }
     return err;

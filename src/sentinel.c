@@ -22,6 +22,7 @@
  * small), and no lock is needed, none held across fork(). */
 typedef struct master_rec {
     struct master_rec *prev;
+    uint64_t gen;            /* 1 for the first answer, + 1 at each change */
     int port;
     char host[];
 } master_rec_t;
@@ -339,9 +340,10 @@ static void set_master(const nm_server_t *srv, const char *host, int port)
         return;
     rec->port = port;
     strcpy(rec->host, host);
-    do
+    do {
         rec->prev = cur;
-    while (!__atomic_compare_exchange_n(&st->current, &cur, rec, 0, __ATOMIC_ACQ_REL,
+        rec->gen = cur ? cur->gen + 1 : 1;
+    } while (!__atomic_compare_exchange_n(&st->current, &cur, rec, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE));
     if (cur) {
         char where[NM_URL_MAX];
@@ -445,20 +447,42 @@ static void refresh(const nm_server_t *srv, int64_t until)
     __atomic_store_n(&st->next_check, nm_now_ms() + backoff, __ATOMIC_RELAXED);
 }
 
-int nm_sentinel_moved(const nm_config_t *cfg, const nm_server_t *srv, const redisContext *c,
-                      int64_t deadline)
+/* Asks the sentinels again if their last answer is older than
+ * NM_SENTINEL_RECHECK_MS, within half of what DEADLINE leaves (a silent
+ * sentinel must not make a call to a master that works fail). */
+static void recheck(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadline)
 {
     nm_sentinel_t *st = srv->sentinel;
-    if (!st)
-        return 0;
-    /* At most half of what the caller has left: a silent sentinel must
-     * not make a call to a master that works fail. */
     int64_t budget = NM_MIN((int64_t)cfg->connect_timeout_ms, nm_remaining_ms(deadline) / 2);
     int64_t now = nm_now_ms(), next = __atomic_load_n(&st->next_check, __ATOMIC_RELAXED);
     /* One thread asks; the others go on with the answer they have. */
     if (now >= next && __atomic_compare_exchange_n(&st->next_check, &next, now + budget, 0,
                                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         refresh(srv, now + budget);
+}
+
+int nm_sentinel_moved(const nm_config_t *cfg, const nm_server_t *srv, const redisContext *c,
+                      int64_t deadline)
+{
+    nm_sentinel_t *st = srv->sentinel;
+    if (!st)
+        return 0;
+    recheck(cfg, srv, deadline);
     master_rec_t *cur = __atomic_load_n(&st->current, __ATOMIC_ACQUIRE);
     return cur && c->tcp.host && (cur->port != c->tcp.port || strcmp(cur->host, c->tcp.host));
+}
+
+uint64_t nm_sentinel_master_gen(const nm_server_t *srv)
+{
+    const nm_sentinel_t *st = srv->sentinel;
+    const master_rec_t *cur = st ? __atomic_load_n(&st->current, __ATOMIC_ACQUIRE) : NULL;
+    return cur ? cur->gen : 0;
+}
+
+uint64_t nm_sentinel_recheck(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadline)
+{
+    if (!srv->sentinel)
+        return 0;
+    recheck(cfg, srv, deadline);
+    return nm_sentinel_master_gen(srv);
 }

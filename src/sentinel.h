@@ -23,6 +23,11 @@
  * So a connection in use is also checked against the master the sentinels
  * name now, asked again at most every NM_SENTINEL_RECHECK_MS (less often
  * while none of them answers).
+ *
+ * Each master the sentinels name gets a generation, one more than the one
+ * before: releases sent while an older one was named are sent again to
+ * the newer (journal.h), which the background thread asks the sentinels
+ * about every NM_SENTINEL_RECHECK_MS while such releases are recent.
  */
 #ifndef NM_SENTINEL_H
 #define NM_SENTINEL_H
@@ -68,5 +73,14 @@ int nm_sentinel_dial(const nm_server_t *srv, int64_t until, redisContext **out, 
  * than NM_SENTINEL_RECHECK_MS).  0 for any other kind of server. */
 int nm_sentinel_moved(const nm_config_t *cfg, const nm_server_t *srv, const redisContext *c,
                       int64_t deadline);
+
+/* The generation of the master the sentinels of SRV named last (see
+ * above), without asking them: 0 before any answer, or for any other kind
+ * of server. */
+uint64_t nm_sentinel_master_gen(const nm_server_t *srv);
+
+/* The same, asking the sentinels first if their last answer is older than
+ * NM_SENTINEL_RECHECK_MS (within half of what DEADLINE leaves). */
+uint64_t nm_sentinel_recheck(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadline);
 
 #endif /* NM_SENTINEL_H */

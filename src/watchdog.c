@@ -1,6 +1,7 @@
 /*
  * watchdog.c -- the background thread: lease renewal, lost-lease detection
- * and the wake-up subscriber.
+ * and the wake-up subscriber; in sentinel mode, also the releases of the
+ * last seconds, sent again when the sentinels name a new master (journal.h).
  *
  * Records.  Every tracked lease has a record with its own copy of what a
  * renewal needs, so the thread never touches a caller's lease.  Records sit
@@ -32,6 +33,8 @@
 #include "cluster.h"
 #include "config.h"
 #include "conn.h"
+#include "journal.h"
+#include "lease.h"
 #include "log.h"
 #include "quorum.h"
 #include "redlock.h"
@@ -103,6 +106,12 @@ static struct {
 
 #define RENEW_RETRY_MS 500
 #define SETTLE_GAP_US 20
+/* The least time a pass of re-sent releases gets (resend_releases). */
+#define RESEND_MIN_MS 100
+
+/* The pipe's write end, + 1 (0 before it exists), for journal_noted(),
+ * which may take no lock. */
+static int nudge_fd; /* atomic */
 
 /* What an unlock that would keep a lease cached needs to know first: the
  * subscriber sockets, published here for other threads to poll (a stale
@@ -232,6 +241,22 @@ static void poke_locked(void)
 
 static void *watchdog_main(void *arg);
 
+/* journal.h's hook, after a release was noted: the thread asks the
+ * sentinels within NM_SENTINEL_RECHECK_MS from now on (resend_releases),
+ * so it must not sleep past that.  No lock: a release may run under any of
+ * the library's locks.  A thread awake (its sleep_until passed) is woken
+ * too: it may have looked at the journal before this note. */
+static void journal_noted(void)
+{
+    int fd = __atomic_load_n(&nudge_fd, __ATOMIC_ACQUIRE) - 1;
+    int64_t now = nm_now_ms(), sleep_until = __atomic_load_n(&wd.sleep_until, __ATOMIC_ACQUIRE);
+    char byte = 1;
+    if (fd >= 0 && (now + NM_SENTINEL_RECHECK_MS < sleep_until || sleep_until <= now) &&
+        write(fd, &byte, 1) < 0) {
+        /* full pipe: the thread has wake-ups pending anyway */
+    }
+}
+
 static void stop_at_exit(void)
 {
     pthread_mutex_lock(&wd.lock);
@@ -275,6 +300,8 @@ static int start_locked(void)
         return EAGAIN;
     if (wd.pipe[0] < 0 && pipe2(wd.pipe, O_CLOEXEC | O_NONBLOCK) != 0)
         return errno == EMFILE || errno == ENFILE ? EAGAIN : errno;
+    __atomic_store_n(&nudge_fd, wd.pipe[1] + 1, __ATOMIC_RELEASE);
+    nm_journal_set_hook(journal_noted);
     /* The thread must never take the program's signals. */
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -795,6 +822,40 @@ static int64_t subs_maintain(int64_t next_check)
     return next;
 }
 
+/* ---- releases after a failover (journal.h) --------------------------------- */
+
+/* With a redis-sentinel:// server and releases noted recently, asks the
+ * sentinels where the master is (every NM_SENTINEL_RECHECK_MS), and sends
+ * again to it the releases noted while they named an older one.  Bounded
+ * like the subscriber's dialing, so that a silent sentinel or master cannot
+ * delay a lost-lease notice much.  Returns when to look again. */
+static int64_t resend_releases(int64_t now, int64_t next_check)
+{
+    const nm_server_t *srv = &io.cfg->servers[0];
+    if (!srv->sentinel || !nm_journal_pending(io.cfg->generation, now))
+        return NM_FOREVER;
+    int64_t deadline = NM_MIN(now + (int64_t)io.cfg->connect_timeout_ms,
+                              NM_MAX(next_check, now + RESEND_MIN_MS));
+    uint64_t gen = nm_sentinel_recheck(io.cfg, srv, deadline);
+    nm_journal_entry_t *due;
+    size_t n, sent = 0;
+    if (gen && nm_journal_due(io.cfg->generation, gen, now, &due, &n) == 0) {
+        for (size_t i = 0; i < n && nm_remaining_ms(deadline) > 0; i++) {
+            if (nm_lease_resend(io.cfg, &due[i], deadline) == 0) {
+                nm_journal_sent(due[i].seq, gen);
+                sent++;
+            }
+        }
+        /* Said once per pass that sent any: one that sent none (the new
+         * master does not answer yet) is tried again in a moment. */
+        if (sent)
+            netmutex_log(NETMUTEX_LOG_INFO, "a new master: %zu of %zu releases of the last "
+                         "%d s sent to it again", sent, n, NM_JOURNAL_MS / 1000);
+        nm_journal_free(due, n);
+    }
+    return nm_now_ms() + NM_SENTINEL_RECHECK_MS;
+}
+
 /* ---- the thread ------------------------------------------------------------ */
 
 /* Follows netmutex_configure(): new settings, new connections. */
@@ -869,6 +930,7 @@ static void *watchdog_main(void *arg)
         pthread_mutex_lock(&wd.lock);
         int64_t next = NM_MIN(next_look_locked(), swept);
         pthread_mutex_unlock(&wd.lock);
+        next = NM_MIN(next, resend_releases(nm_now_ms(), next));
         next = NM_MIN(next, subs_maintain(next));
         pthread_mutex_lock(&wd.lock);
         /* A lease tracked from now on pokes us if it is due earlier; one
@@ -918,6 +980,7 @@ void nm_watchdog_after_fork_child(void)
     wd.next_check = 0;
     wd.running = wd.stop = 0;
     wd.stack = NULL; /* the parent's mapping stays, unused (see create_thread) */
+    nudge_fd = 0;
     if (wd.pipe[0] >= 0) {
         close(wd.pipe[0]);
         close(wd.pipe[1]);

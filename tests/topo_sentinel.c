@@ -176,9 +176,14 @@ static bool is_master(NmRedis *node)
     return ok;
 }
 
-NmRedis *nm_topo_failover(NmTopo *t)
+int nm_topo_named_port(NmTopo *t, int i)
 {
-    NmRedis *old = nm_topo_master(t), *next = NULL;
+    return named_port(t->sentinel[i]);
+}
+
+NmRedis *nm_topo_failover_start(NmTopo *t)
+{
+    NmRedis *old = nm_topo_master(t);
     gint64 deadline = nmt_now_ms() + SETTLE_MS;
     /* A sentinel refuses while it thinks the replica unfit (it may not
      * have refreshed its view yet): ask again. */
@@ -188,11 +193,45 @@ NmRedis *nm_topo_failover(NmTopo *t)
         bool ok = r->type == REDIS_REPLY_STATUS;
         freeReplyObject(r);
         if (ok)
-            break;
+            return old;
         if (nmt_now_ms() > deadline)
             g_error("SENTINEL FAILOVER refused until the bound");
         nmt_sleep_ms(100);
     }
+}
+
+/* Whether NODE's ROLE is master, false if it does not answer: the
+ * sentinels close every client's connection of a node they promote. */
+static bool is_master_now(NmRedis *node)
+{
+    redisContext *c = nm_redis_connect(node, 0);
+    redisReply *r = c ? redisCommand(c, "ROLE") : NULL;
+    bool ok = r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+              r->element[0]->type == REDIS_REPLY_STRING && !strcmp(r->element[0]->str, "master");
+    if (r)
+        freeReplyObject(r);
+    if (c)
+        redisFree(c);
+    return ok;
+}
+
+NmRedis *nm_topo_promoted(NmTopo *t, NmRedis *old)
+{
+    gint64 deadline = nmt_now_ms() + SETTLE_MS;
+    for (;;) {
+        for (int i = 0; i < t->nnodes; i++)
+            if (t->node[i] != old && is_master_now(t->node[i]))
+                return t->node[i];
+        if (nmt_now_ms() > deadline)
+            g_error("no replica was promoted in time");
+        nmt_sleep_ms(5);
+    }
+}
+
+NmRedis *nm_topo_failover_wait(NmTopo *t, NmRedis *old)
+{
+    NmRedis *next = NULL;
+    gint64 deadline = nmt_now_ms() + SETTLE_MS;
     while (!next || !is_master(next)) {
         if (nmt_now_ms() > deadline)
             g_error("the failover did not complete in time");
@@ -206,4 +245,9 @@ NmRedis *nm_topo_failover(NmTopo *t)
             nmt_sleep_ms(20);
         }
     return next;
+}
+
+NmRedis *nm_topo_failover(NmTopo *t)
+{
+    return nm_topo_failover_wait(t, nm_topo_failover_start(t));
 }

@@ -45,6 +45,17 @@ void nm_topo_wait_synced(NmTopo *t);
  * another node, which says it is a master.  Returns the new master. */
 NmRedis *nm_topo_failover(NmTopo *t);
 
+/* Its steps, for a test that acts in between: SENTINEL FAILOVER (returns
+ * the master it leaves); waits (bounded) until a node other than OLD says
+ * it is a master (returns it: the sentinels may still name OLD for a
+ * second); waits as nm_topo_failover does (returns the new master). */
+NmRedis *nm_topo_failover_start(NmTopo *t);
+NmRedis *nm_topo_promoted(NmTopo *t, NmRedis *old);
+NmRedis *nm_topo_failover_wait(NmTopo *t, NmRedis *old);
+
+/* The port sentinel I names for the master, 0 if none. */
+int nm_topo_named_port(NmTopo *t, int i);
+
 G_END_DECLS
 
 #endif /* NM_TEST_TOPO_SENTINEL_H */

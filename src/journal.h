@@ -1,0 +1,93 @@
+/*
+ * journal.h -- the releases of the last few seconds, kept to be sent again
+ * to a new master after a Sentinel failover.
+ *
+ * Why.  After SENTINEL FAILOVER (sentinel.h) the sentinels go on naming the
+ * old master for about a second after the replica was promoted, and the
+ * old master goes on taking writes: a release sent there then never
+ * reaches the new master, where the key keeps the token of a lease nobody
+ * renews any more, until the lease ends (30 s by default).  Every release
+ * is affected, a cached lease's give-back as well as an unlock: caching only
+ * makes it likely, since a cached lease is held on the server nearly all
+ * the time and goes back at a moment nobody chooses.  A release is a
+ * compare-and-delete by token (release.lua), so sending it again anywhere
+ * is harmless: it does nothing where the key is gone or holds another
+ * token, and frees the name where it still holds ours.  So with a
+ * redis-sentinel:// server every release sent is noted here (lock key,
+ * token, the release's mode, and which master the sentinels named when it
+ * left: sentinel.c's generation), and when the sentinels name another
+ * master the background thread sends those of the last NM_JOURNAL_MS again
+ * to it (watchdog.c), and marks them sent there.
+ *
+ * Bounded: entries older than NM_JOURNAL_MS go, and at most NM_JOURNAL_MAX
+ * are kept (the oldest go first: a process releasing more than that many
+ * locks in the seconds between a promotion and the sentinels' switch may
+ * leave a name to expire).  The journal lives in the process that released:
+ * one that exits right after a release cannot send it again.
+ *
+ * Lock: the journal's own, a leaf (HACKING.md, "Lock order"); the hook set
+ * with nm_journal_set_hook() runs after it is released and must take no
+ * lock (a release may run under any of the library's).  The child of a
+ * fork() starts with an empty journal: the releases were its parent's.
+ */
+#ifndef NM_JOURNAL_H
+#define NM_JOURNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "token.h"
+
+/* Long enough for the sentinels to name the new master after a promotion
+ * (about a second) and for the background thread to ask them, with room
+ * for a loaded machine; short enough that the thread soon stops asking. */
+#define NM_JOURNAL_MS 10000
+#define NM_JOURNAL_MAX 4096
+
+typedef struct nm_journal_entry {
+    uint64_t seq;          /* for nm_journal_sent */
+    uint64_t cfg_gen;      /* the configuration's generation (config.h) */
+    uint64_t master_gen;   /* the sentinels' master when last sent */
+    int64_t at;            /* monotonic ms, when first sent */
+    char *key;             /* the lock key, key_len bytes (owned) */
+    size_t key_len;
+    char token[NM_TOKEN_LEN + 1];
+    int robust;            /* release.lua's 'r' */
+    int unrecoverable;     /* release.lua's 'u' */
+} nm_journal_entry_t;
+
+/* Notes a release of TOKEN on lock key KEY under CFG, sent while the
+ * sentinels' master was MASTER_GEN (read before it was sent: a master
+ * published meanwhile has a greater one, and gets it again).  Out of
+ * memory, nothing is noted. */
+void nm_journal_note(const nm_config_t *cfg, uint64_t master_gen, const char *key,
+                     size_t key_len, const char *token, int robust, int unrecoverable);
+
+/* Whether releases under configuration CFG_GEN younger than NM_JOURNAL_MS
+ * are kept at NOW (the background thread then asks the sentinels often). */
+int nm_journal_pending(uint64_t cfg_gen, int64_t now);
+
+/* Copies of the entries under configuration CFG_GEN last sent while the
+ * master was older than MASTER_GEN: *OUT (free with nm_journal_free), *N.
+ * 0 or ENOMEM. */
+int nm_journal_due(uint64_t cfg_gen, uint64_t master_gen, int64_t now,
+                   nm_journal_entry_t **out, size_t *n);
+
+/* Entry SEQ was sent again to master MASTER_GEN. */
+void nm_journal_sent(uint64_t seq, uint64_t master_gen);
+
+void nm_journal_free(nm_journal_entry_t *entries, size_t n);
+
+/* FN runs after every note (see above): the background thread's nudge. */
+void nm_journal_set_hook(void (*fn)(void));
+
+/* Forgets every entry (netmutex_shutdown). */
+void nm_journal_clear(void);
+
+/* pthread_atfork hooks: the child forgets the parent's releases. */
+void nm_journal_before_fork(void);
+void nm_journal_after_fork_parent(void);
+void nm_journal_after_fork_child(void);
+
+#endif /* NM_JOURNAL_H */
