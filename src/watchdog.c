@@ -50,25 +50,27 @@
 #define SUB_BACKOFF_MAX_MS 1000
 
 struct nm_watch {
-    /* fixed once tracked */
-    char *key;
+    /* fixed once tracked; key and name point into text, in the record's
+     * own allocation (one malloc chunk per held lock, not three) */
+    const char *key;
+    const char *name;
     size_t key_len;
-    char token[NM_TOKEN_LEN + 1];
-    char lease_str[16];
-    unsigned int lease_ms;
     int64_t interval;     /* renew this long after the last renewal left */
     int64_t margin;       /* lost this long before the lease would end */
-    char *name;
     nm_watch_opts_t opts;
+    unsigned int lease_ms;
     /* watchdog lock */
-    size_t index;
     int refs;
-    int released;
+    size_t index;
     int64_t valid_until;  /* atomic: read by the owner without the lock */
     int64_t set_at;       /* when the latest request that set it left */
     int64_t next_renew;
-    int lost;             /* atomic */
     const char *lost_why; /* for the log line, once lost */
+    int lost;             /* atomic */
+    int released;
+    char lease_str[12];   /* lease_ms in decimal */
+    char token[NM_TOKEN_LEN + 1];
+    char text[];          /* the key, NUL, the name, NUL */
 };
 
 typedef struct nm_watch watch_t;
@@ -213,11 +215,8 @@ static int64_t lost_at(const watch_t *w)
 
 static void watch_unref(watch_t *w)
 {
-    if (--w->refs == 0) {
-        free(w->key);
-        free(w->name);
+    if (--w->refs == 0)
         free(w);
-    }
 }
 
 /* ---- waking and starting the thread ------------------------------------ */
@@ -368,18 +367,14 @@ static int reserve_locked(void)
 
 static watch_t *watch_new(const nm_lease_t *l, const char *name, const nm_watch_opts_t *o)
 {
-    watch_t *w = calloc(1, sizeof *w);
+    size_t name_len = strlen(name);
+    watch_t *w = calloc(1, sizeof *w + l->key_len + name_len + 2);
     if (!w)
         return NULL;
-    w->key = malloc(l->key_len);
-    w->name = strdup(name);
-    if (!w->key || !w->name) {
-        free(w->key);
-        free(w->name);
-        free(w);
-        return NULL;
-    }
-    memcpy(w->key, l->key, l->key_len);
+    memcpy(w->text, l->key, l->key_len);
+    memcpy(w->text + l->key_len + 1, name, name_len);
+    w->key = w->text;
+    w->name = w->text + l->key_len + 1;
     w->key_len = l->key_len;
     memcpy(w->token, l->token, sizeof w->token);
     w->lease_ms = l->lease_ms;
