@@ -357,11 +357,13 @@ static int parse_redirect(const char *text, nm_node_addr_t *to, unsigned int *sl
     return ask;
 }
 
-int nm_cluster_redirected(nm_config_t *cfg, nm_node_addr_t *to)
+/* TEXT, a redirection: MOVED fixes the slot in the map (0), ASK returns 1
+ * with the node to ask in *TO, anything else -1. */
+static int redirected_by(nm_config_t *cfg, const char *text, nm_node_addr_t *to)
 {
     nm_cluster_t *cl = cfg->cluster;
     unsigned int slot;
-    int ask = parse_redirect(nm_reply_last_error(), to, &slot);
+    int ask = parse_redirect(text, to, &slot);
     if (ask != 0)
         return ask;
     nm_cluster_lock();
@@ -371,4 +373,39 @@ int nm_cluster_redirected(nm_config_t *cfg, nm_node_addr_t *to)
     cl->stale = 1; /* more slots than this one may have moved */
     nm_cluster_unlock();
     return 0;
+}
+
+int nm_cluster_redirected(nm_config_t *cfg, nm_node_addr_t *to)
+{
+    return redirected_by(cfg, nm_reply_last_error(), to);
+}
+
+/* ---- for the subscribers ---------------------------------------------------- */
+
+void nm_cluster_moved(nm_config_t *cfg, const char *text)
+{
+    nm_node_addr_t to;
+    if (redirected_by(cfg, text, &to) != 0)
+        nm_cluster_mark_stale(cfg);
+}
+
+int nm_cluster_slot_master(nm_config_t *cfg, unsigned int slot, char *host, int *port)
+{
+    nm_cluster_t *cl = cfg->cluster;
+    if (!cl || slot >= NM_SLOTS)
+        return NM_ECONN;
+    nm_cluster_lock();
+    uint16_t idx = cl->nnodes ? cl->slot_node[slot] : NM_CL_NO_NODE;
+    if (idx != NM_CL_NO_NODE) {
+        memcpy(host, cl->nodes[idx].host, NM_CL_HOST_MAX);
+        *port = cl->nodes[idx].port;
+    }
+    nm_cluster_unlock();
+    return idx != NM_CL_NO_NODE ? 0 : NM_ECONN;
+}
+
+void nm_cluster_refresh_stale(nm_config_t *cfg, int64_t deadline)
+{
+    if (cfg->cluster && want_refresh(cfg->cluster))
+        nm_cluster_refresh(cfg, deadline);
 }

@@ -100,6 +100,27 @@ typedef struct nm_renewal {
 void nm_cluster_renew(nm_config_t *cfg, nm_renewal_t *items, size_t n, int64_t until,
                       int64_t *sent_at);
 
+/* ---- the subscribers (watchdog.c) ---- */
+
+#define NM_CLUSTER_HOST_MAX 256
+
+/* The master that serves SLOT in CFG's map as last read, without reading
+ * it (a leaf lock only): HOST (of NM_CLUSTER_HOST_MAX bytes) and *PORT.
+ * 0, or NM_ECONN (no map, or no master for the slot). */
+int nm_cluster_slot_master(nm_config_t *cfg, unsigned int slot, char *host, int *port);
+
+/* Reads the map again by DEADLINE if it is empty or stale (at most every
+ * so often, as for requests). */
+void nm_cluster_refresh_stale(nm_config_t *cfg, int64_t deadline);
+
+/* A subscriber was answered TEXT, "MOVED <slot> <host>:<port>": the map
+ * takes it as a request's MOVED would (the slot at once, the rest at the
+ * next read, marked stale). */
+void nm_cluster_moved(nm_config_t *cfg, const char *text);
+
+/* A master dropped shard channels by itself: its slots moved. */
+void nm_cluster_mark_stale(nm_config_t *cfg);
+
 /* pthread_atfork hooks, called by mutex.c in the library's lock order. */
 void nm_cluster_before_fork(void);
 void nm_cluster_after_fork(void);

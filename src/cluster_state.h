@@ -12,7 +12,7 @@
 #include "cluster.h"
 #include "slot.h"
 
-#define NM_CL_HOST_MAX 256
+#define NM_CL_HOST_MAX NM_CLUSTER_HOST_MAX
 #define NM_CL_NO_NODE 0xffff
 #define NM_CL_SEEDS_MAX 16
 
@@ -51,8 +51,6 @@ int nm_cluster_node_of(nm_config_t *cfg, const char *key, size_t len, int64_t de
 /* Reads the map now, whenever it was last read.  0 or NM_ECONN. */
 int nm_cluster_refresh(nm_config_t *cfg, int64_t deadline);
 
-/* A node failed us (NM_ECONN): the map is read again before next use. */
-void nm_cluster_mark_stale(nm_config_t *cfg);
 
 /* Follows the redirection in the last error reply: MOVED fixes the slot
  * in the map (and returns 0), ASK returns 1 with the node to ask in *TO.

@@ -294,6 +294,26 @@ static int is_server0(const nm_config_t *cfg, const char *host, int port)
     return !s->is_unix && s->port == port && strcmp(s->host, host) == 0;
 }
 
+/* Dials node HOST:PORT of CFG's cluster with server 0's credentials (every
+ * node of a cluster shares them) and db 0. */
+static int dial_node(const nm_config_t *cfg, const char *host, int port, int64_t deadline,
+                     redisContext **out)
+{
+    nm_server_t srv = cfg->servers[0];
+    int64_t budget = NM_MAX(NM_MIN((int64_t)cfg->connect_timeout_ms, nm_remaining_ms(deadline)),
+                            1);
+    char cause[256] = "";
+    srv.is_unix = 0;
+    srv.host = (char *)host;
+    srv.port = port;
+    srv.path = NULL;
+    srv.sentinel = NULL;
+    srv.db = 0;
+    int err = dial(cfg, &srv, budget, out, cause, sizeof cause);
+    nm_cluster_report(cfg, host, port, err, cause);
+    return err;
+}
+
 int nm_conn_get_node(nm_config_t *cfg, const char *host, int port, int64_t deadline,
                      redisContext **out)
 {
@@ -304,25 +324,18 @@ int nm_conn_get_node(nm_config_t *cfg, const char *host, int port, int64_t deadl
     node_conn_t *n = err ? NULL : node_entry(cache, host, port);
     if (!n)
         return err ? err : ENOMEM;
-    if (!n->ctx) {
-        /* Server 0's credentials: every node of a cluster shares them. */
-        nm_server_t srv = cfg->servers[0];
-        int64_t budget = NM_MAX(NM_MIN((int64_t)cfg->connect_timeout_ms,
-                                       nm_remaining_ms(deadline)), 1);
-        char cause[256] = "";
-        srv.is_unix = 0;
-        srv.host = n->host;
-        srv.port = port;
-        srv.path = NULL;
-        srv.sentinel = NULL;
-        srv.db = 0;
-        err = dial(cfg, &srv, budget, &n->ctx, cause, sizeof cause);
-        nm_cluster_report(cfg, host, port, err, cause);
-        if (err)
-            return err;
-    }
+    if (!n->ctx && (err = dial_node(cfg, n->host, port, deadline, &n->ctx)) != 0)
+        return err;
     *out = n->ctx;
     return 0;
+}
+
+int nm_conn_dial_node(const nm_config_t *cfg, const char *host, int port, int64_t deadline,
+                      redisContext **out)
+{
+    if (is_server0(cfg, host, port))
+        return nm_conn_dial(cfg, &cfg->servers[0], deadline, out);
+    return dial_node(cfg, host, port, deadline, out);
 }
 
 void nm_conn_drop_node(const char *host, int port)

@@ -67,6 +67,11 @@ void nm_conn_set_down(size_t i, int64_t until);
 int nm_conn_get_node(nm_config_t *cfg, const char *host, int port, int64_t deadline,
                      redisContext **out);
 
+/* Dials node HOST:PORT of CFG's cluster as nm_conn_get_node does, for a
+ * caller that keeps the context itself: the watchdog's subscribers. */
+int nm_conn_dial_node(const nm_config_t *cfg, const char *host, int port, int64_t deadline,
+                      redisContext **out);
+
 /* Closes the calling thread's connection to node HOST:PORT. */
 void nm_conn_drop_node(const char *host, int port);
 

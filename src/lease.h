@@ -21,18 +21,20 @@
 typedef struct nm_lease {
     nm_config_t *cfg;           /* reference: where the lease lives */
     char token[NM_TOKEN_LEN + 1];
+    /* Flags of a byte each, in the token's padding: a lease is part of
+     * every held lock's memory. */
+    unsigned char owner_died;   /* the previous holder's lease expired */
+    unsigned char robust;       /* robust bookkeeping (lib.lua) */
+    unsigned char cache;        /* may be kept after unlock (cache.h) */
+    unsigned char waited;       /* others were queued when it was acquired */
     char *key;                  /* <prefix>{<tag>}<name>, then its :m :q :w keys */
     size_t key_len;             /* of the first */
     unsigned int lease_ms;
+    unsigned int splits;        /* quorum mode: split votes in a row */
     long long fence;            /* from the acquire script */
     int64_t sent_at;            /* monotonic ms the granted request left */
     int64_t tried_at;           /* ... the latest attempt left */
     struct nm_watch *watch;     /* the watchdog's record, once tracked */
-    int owner_died;             /* the previous holder's lease expired */
-    int robust;                 /* robust bookkeeping (lib.lua) */
-    int cache;                  /* may be kept after unlock (cache.h) */
-    int waited;                 /* others were queued when it was acquired */
-    unsigned int splits;        /* quorum mode: split votes in a row */
 } nm_lease_t;
 
 typedef enum nm_wait {

@@ -11,6 +11,13 @@
  *
  * Idle channels linger a while so that a name locked in a loop is not
  * subscribed and unsubscribed at every acquisition.
+ *
+ * In cluster mode (a route given) the same life goes on with SSUBSCRIBE
+ * and SUNSUBSCRIBE, on one subscriber at a time: the one of the master
+ * that serves the channel's slot.  When the slot moves, the master drops
+ * the subscription by itself (an unasked sunsubscribe) or answers MOVED to
+ * the SSUBSCRIBE; either way the channel is wanted again and the route,
+ * from the map read again, sends it to the slot's new master.
  */
 #include "nm.h"
 
@@ -24,6 +31,7 @@
 #include "log.h"
 #include "quorum.h"
 #include "reply.h"
+#include "slot.h"
 #include "wake.h"
 #include "watchdog.h"
 
@@ -36,14 +44,15 @@ struct nm_chan {
     char *key;
     size_t key_len;
     int listeners;
-    enum chan_state state[NM_SERVERS_MAX]; /* per server */
+    unsigned char state[NM_WAKE_SUBS_MAX]; /* enum chan_state, per subscriber */
+    unsigned int slot;       /* the key's cluster slot */
     int64_t idle_since;      /* when listeners dropped to 0 */
     uint64_t seq;
     pthread_cond_t cv;       /* CLOCK_MONOTONIC */
     nm_wake_fn fn;           /* nm_wake_subscribe's, or NULL */
     void *arg;
-    unsigned int announce;   /* servers whose SUBSCRIBED FN has yet to be told
-                                of: it came before FN did */
+    uint32_t announce;       /* subscribers whose SUBSCRIBED FN has yet to be
+                                told of: it came before FN did */
 };
 
 /* Callbacks are collected under wake_lock and run after it is released:
@@ -89,6 +98,7 @@ static nm_chan_t *chan_new(const char *key, size_t len)
     }
     memcpy(ch->key, key, len);
     ch->key_len = len;
+    ch->slot = nm_slot_of(key, len);
     nm_cond_init_monotonic(&ch->cv);
     ch->next = chans;
     chans = ch;
@@ -185,9 +195,9 @@ static nm_chan_t *listen_with(const char *key, size_t len, nm_wake_fn fn, void *
         ch->listeners++;
         ch->fn = fn ? fn : ch->fn;
         ch->arg = fn ? arg : ch->arg;
-        for (size_t i = 0; fn && i < NM_SERVERS_MAX; i++)
+        for (size_t i = 0; fn && i < NM_WAKE_SUBS_MAX; i++)
             if (ch->state[i] == CH_SUBSCRIBED)
-                ch->announce |= 1u << i;
+                ch->announce |= (uint32_t)1 << i;
     }
     pthread_mutex_unlock(&wake_lock);
     /* The watchdog subscribes (or announces) on its next pass. */
@@ -245,7 +255,7 @@ static int timedwait(nm_chan_t *ch, int64_t until)
 static size_t subscribed_on(const nm_chan_t *ch)
 {
     size_t n = 0;
-    for (size_t i = 0; i < NM_SERVERS_MAX; i++)
+    for (size_t i = 0; i < NM_WAKE_SUBS_MAX; i++)
         n += ch->state[i] == CH_SUBSCRIBED;
     return n;
 }
@@ -301,7 +311,7 @@ static int append(redisContext *sub, const char *verb, const nm_chan_t *ch)
  * was in place before it came (listen_with). */
 static void announce(nm_chan_t *ch, size_t server, events_t *evs)
 {
-    unsigned int bit = 1u << server;
+    uint32_t bit = (uint32_t)1 << server;
     if (!(ch->announce & bit))
         return;
     ch->announce &= ~bit;
@@ -310,28 +320,80 @@ static void announce(nm_chan_t *ch, size_t server, events_t *evs)
         event_add(evs, ch, NM_WAKE_SUBSCRIBED, NULL, 0);
 }
 
-int nm_wake_flush(redisContext *sub, size_t server, int64_t deadline, int64_t *next)
+/* Whether CH belongs on subscriber I: always without a route (quorum
+ * mode: every server), else where its slot's master is. */
+static int belongs(const nm_chan_t *ch, size_t i, nm_wake_route_fn route, void *arg)
+{
+    return !route || route(ch->slot, arg) == (int)i;
+}
+
+int nm_wake_wanted_on(size_t index, nm_wake_route_fn route, void *arg)
+{
+    int wanted = 0;
+    pthread_mutex_lock(&wake_lock);
+    for (nm_chan_t *ch = chans; ch && !wanted; ch = ch->next)
+        wanted = ch->state[index] != CH_WANTED ||
+                 (ch->listeners > 0 && belongs(ch, index, route, arg));
+    pthread_mutex_unlock(&wake_lock);
+    return wanted;
+}
+
+void nm_wake_route(nm_wake_route_fn route, void *arg)
+{
+    pthread_mutex_lock(&wake_lock);
+    for (nm_chan_t *ch = chans; ch; ch = ch->next)
+        if (ch->listeners > 0)
+            route(ch->slot, arg);
+    pthread_mutex_unlock(&wake_lock);
+}
+
+/* Under wake_lock: CH's subscription on a master that no longer serves
+ * its slot hears nothing now.  Its callback is told at once (a cached
+ * lease must not wait for requests that go elsewhere), and its waiters
+ * retry. */
+static int moved_away(redisContext *sub, nm_chan_t *ch, size_t i, events_t *evs)
+{
+    ch->state[i] = CH_UNSUBSCRIBING;
+    ch->seq++;
+    pthread_cond_broadcast(&ch->cv);
+    event_add(evs, ch, NM_WAKE_DROPPED, NULL, 0);
+    return append(sub, "SUNSUBSCRIBE", ch);
+}
+
+/* Under wake_lock: what CH needs on subscriber I (ROUTE: cluster mode). */
+static int flush_chan(redisContext *sub, nm_chan_t *ch, size_t i, nm_wake_route_fn route,
+                      void *arg, int64_t now, int64_t *next, events_t *evs)
+{
+    unsigned char *state = &ch->state[i];
+    announce(ch, i, evs);
+    if (*state == CH_WANTED && ch->listeners > 0 && belongs(ch, i, route, arg)) {
+        *state = CH_SUBSCRIBING;
+        return append(sub, route ? "SSUBSCRIBE" : "SUBSCRIBE", ch);
+    }
+    if (*state != CH_SUBSCRIBED)
+        return 0;
+    if (route && ch->listeners > 0 && !belongs(ch, i, route, arg))
+        return moved_away(sub, ch, i, evs);
+    if (ch->listeners > 0)
+        return 0;
+    if (now - ch->idle_since < LINGER_MS) {
+        *next = NM_MIN(*next, ch->idle_since + LINGER_MS);
+        return 0;
+    }
+    *state = CH_UNSUBSCRIBING;
+    return append(sub, route ? "SUNSUBSCRIBE" : "UNSUBSCRIBE", ch);
+}
+
+int nm_wake_flush(redisContext *sub, size_t index, nm_wake_route_fn route, void *arg,
+                  int64_t deadline, int64_t *next)
 {
     int64_t now = nm_now_ms();
     int err = 0;
     events_t evs = { 0 };
 
     pthread_mutex_lock(&wake_lock);
-    for (nm_chan_t *ch = chans; ch && !err; ch = ch->next) {
-        enum chan_state *state = &ch->state[server];
-        announce(ch, server, &evs);
-        if (*state == CH_WANTED && ch->listeners > 0) {
-            err = append(sub, "SUBSCRIBE", ch);
-            *state = CH_SUBSCRIBING;
-        } else if (*state == CH_SUBSCRIBED && ch->listeners == 0) {
-            if (now - ch->idle_since >= LINGER_MS) {
-                err = append(sub, "UNSUBSCRIBE", ch);
-                *state = CH_UNSUBSCRIBING;
-            } else {
-                *next = NM_MIN(*next, ch->idle_since + LINGER_MS);
-            }
-        }
-    }
+    for (nm_chan_t *ch = chans; ch && !err; ch = ch->next)
+        err = flush_chan(sub, ch, index, route, arg, now, next, &evs);
     pthread_mutex_unlock(&wake_lock);
     err = err ? err : nm_send(sub, deadline);
     events_run(&evs);
@@ -346,8 +408,51 @@ static int reply_is(const redisReply *r, const char *kind)
            r->element[1]->type == REDIS_REPLY_STRING;
 }
 
-static void on_reply(const redisReply *r, size_t server, events_t *evs)
+/* R is a push of KIND, plain or sharded ("s" + KIND): a channel is only
+ * ever one or the other, so either form is its. */
+static int push_is(const redisReply *r, const char *kind)
 {
+    char sharded[16];
+    snprintf(sharded, sizeof sharded, "s%s", kind);
+    return reply_is(r, kind) || reply_is(r, sharded);
+}
+
+/* Under wake_lock: a MOVED answer (TEXT) to an SSUBSCRIBE on SERVER: the
+ * channels of its slot that were being subscribed there are wanted again,
+ * and the caller fixes the map.  Replies come in order, but a MOVED does
+ * not name its channel, only its slot. */
+static void on_moved(const char *text, size_t server, nm_wake_remap_t *remap)
+{
+    char *end;
+    unsigned long slot = strtoul(text + 6, &end, 10);
+    if (end == text + 6 || slot >= NM_SLOTS)
+        return;
+    for (nm_chan_t *ch = chans; ch; ch = ch->next)
+        if (ch->slot == slot && ch->state[server] == CH_SUBSCRIBING)
+            ch->state[server] = CH_WANTED;
+    snprintf(remap->moved, sizeof remap->moved, "%s", text);
+}
+
+/* Under wake_lock: an unsubscribe push for CH on SERVER.  The answer to
+ * ours, or, in a cluster, one the master sent by itself because the slot
+ * left it: then the subscription is lost and the map is stale. */
+static void on_unsubscribed(nm_chan_t *ch, size_t server, events_t *evs, nm_wake_remap_t *remap)
+{
+    if (ch->state[server] == CH_SUBSCRIBED) {
+        remap->stale = 1;
+        ch->seq++;
+        event_add(evs, ch, NM_WAKE_DROPPED, NULL, 0);
+    }
+    if (ch->state[server] != CH_SUBSCRIBING)
+        ch->state[server] = CH_WANTED; /* freed below unless a listener came back */
+}
+
+static void on_reply(const redisReply *r, size_t server, events_t *evs, nm_wake_remap_t *remap)
+{
+    if (r->type == REDIS_REPLY_ERROR && r->str && strncmp(r->str, "MOVED ", 6) == 0) {
+        on_moved(r->str, server, remap);
+        return;
+    }
     if (r->type == REDIS_REPLY_ERROR && r->str) {
         /* A SUBSCRIBE refused (an ACL without channel rights): its channel
          * stays unconfirmed, so its waiters poll and nothing is cached. */
@@ -359,21 +464,21 @@ static void on_reply(const redisReply *r, size_t server, events_t *evs)
                         ? find(name->str, name->len) : NULL;
     if (!ch)
         return;
-    if (reply_is(r, "message")) {
+    if (push_is(r, "message")) {
         /* "released" (release.lua), or anything a client allowed to
          * PUBLISH sent: either way only a reason to try again, and the
          * waiter's own request decides. */
         ch->seq++;
         if (r->elements == 3 && r->element[2]->type == REDIS_REPLY_STRING)
             event_add(evs, ch, NM_WAKE_MESSAGE, r->element[2]->str, r->element[2]->len);
-    } else if (reply_is(r, "subscribe") && ch->state[server] == CH_SUBSCRIBING) {
+    } else if (push_is(r, "subscribe") && ch->state[server] == CH_SUBSCRIBING) {
         ch->state[server] = CH_SUBSCRIBED;
         event_add(evs, ch, NM_WAKE_SUBSCRIBED, NULL, 0);
         /* A release may have happened before the subscription took: every
          * waiter retries once it is in place. */
         ch->seq++;
-    } else if (reply_is(r, "unsubscribe") && ch->state[server] == CH_UNSUBSCRIBING) {
-        ch->state[server] = CH_WANTED; /* freed below unless a listener came back */
+    } else if (push_is(r, "unsubscribe")) {
+        on_unsubscribed(ch, server, evs, remap);
     }
     pthread_cond_broadcast(&ch->cv);
 }
@@ -381,7 +486,7 @@ static void on_reply(const redisReply *r, size_t server, events_t *evs)
 /* A channel nobody listens to and no server has a subscription of. */
 static int unwanted(nm_chan_t *ch)
 {
-    for (size_t i = 0; i < NM_SERVERS_MAX; i++)
+    for (size_t i = 0; i < NM_WAKE_SUBS_MAX; i++)
         if (ch->state[i] != CH_WANTED)
             return 0;
     return ch->listeners == 0;
@@ -397,12 +502,13 @@ static void log_refusal(const char *text)
                      "and no lease is kept cached", text);
 }
 
-int nm_wake_read(redisContext *sub, size_t server)
+int nm_wake_read(redisContext *sub, size_t server, nm_wake_remap_t *remap)
 {
     void *raw;
     int err = 0;
     events_t evs = { 0 };
 
+    memset(remap, 0, sizeof *remap);
     if (nm_receive(sub) != 0)
         return NM_ECONN;
     pthread_mutex_lock(&wake_lock);
@@ -412,7 +518,7 @@ int nm_wake_read(redisContext *sub, size_t server)
             err = NM_ECONN;
         if (!raw)
             break;
-        on_reply(raw, server, &evs);
+        on_reply(raw, server, &evs, remap);
         freeReplyObject(raw);
     }
     remove_if(unwanted);
@@ -428,7 +534,7 @@ void nm_wake_disconnected(size_t server)
     pthread_mutex_lock(&wake_lock);
     for (nm_chan_t *ch = chans; ch; ch = ch->next) {
         int had = 0;
-        for (size_t i = 0; i < NM_SERVERS_MAX; i++) {
+        for (size_t i = 0; i < NM_WAKE_SUBS_MAX; i++) {
             if (server == NM_WAKE_ALL || i == server) {
                 had |= ch->state[i] == CH_SUBSCRIBED;
                 ch->state[i] = CH_WANTED;

@@ -8,6 +8,13 @@
  * number and wakes its waiters.  A waiter reads the sequence number before each attempt and
  * sleeps only while it is unchanged, so a release between a failed attempt
  * and the sleep is never missed once the subscription is confirmed.
+ *
+ * In a Redis Cluster the channels are shard channels (SSUBSCRIBE): each
+ * one is subscribed on the master that serves its slot, through the
+ * subscriber the background thread keeps for that master, and a channel
+ * whose slot moves is subscribed again where the slot went.  A subscriber
+ * is known by its index: the server's in quorum mode, the master's in the
+ * background thread's table in cluster mode.
  */
 #ifndef NM_WAKE_H
 #define NM_WAKE_H
@@ -60,18 +67,50 @@ void nm_wake_unsubscribe(nm_chan_t *ch);
 
 /* ---- for the background thread ---- */
 
+/* Subscribers a channel can be known to: NM_SERVERS_MAX servers in quorum
+ * mode, up to this many masters of a cluster (names whose slots live on
+ * further masters are not listened to, so their leases are not kept
+ * cached). */
+#define NM_WAKE_SUBS_MAX 32
+
+/* Cluster mode: the index of the subscriber that serves SLOT now, or -1
+ * (no master known for it, or no room for one more subscriber).  Called
+ * with this module's lock held. */
+typedef int (*nm_wake_route_fn)(unsigned int slot, void *arg);
+
 /* Whether any channel is wanted (so a subscriber connection is needed). */
 int nm_wake_wanted(void);
 
-/* Sends the SUBSCRIBEs and UNSUBSCRIBEs due on SUB, the subscriber
- * connection to server SERVER, by DEADLINE, and tells callbacks that came
- * after their channel's subscription took that it is in place; returns 0
- * or NM_ECONN.  *NEXT is lowered to when an idle channel should be
- * unsubscribed. */
-int nm_wake_flush(redisContext *sub, size_t server, int64_t deadline, int64_t *next);
+/* Cluster mode: whether subscriber INDEX has anything to do: a channel to
+ * subscribe there (ROUTE says so) or a subscription there to undo. */
+int nm_wake_wanted_on(size_t index, nm_wake_route_fn route, void *arg);
 
-/* Reads what SUB (to SERVER) has for us (poll said readable): 0 or NM_ECONN. */
-int nm_wake_read(redisContext *sub, size_t server);
+/* Cluster mode: asks ROUTE about every wanted channel, so that every
+ * subscriber needed exists before the flushes. */
+void nm_wake_route(nm_wake_route_fn route, void *arg);
+
+/* Sends the SUBSCRIBEs and UNSUBSCRIBEs due on SUB, subscriber INDEX, by
+ * DEADLINE, and tells callbacks that came after their channel's
+ * subscription took that it is in place; returns 0 or NM_ECONN.  *NEXT is
+ * lowered to when an idle channel should be unsubscribed.  ROUTE NULL:
+ * SUBSCRIBE every channel on every server; else (cluster mode) SSUBSCRIBE
+ * a channel only where ROUTE puts it, and SUNSUBSCRIBE it where it was
+ * if its slot moved (its callback is told DROPPED). */
+int nm_wake_flush(redisContext *sub, size_t index, nm_wake_route_fn route, void *arg,
+                  int64_t deadline, int64_t *next);
+
+/* What a read learnt about the cluster's slot map: MOVED, the text of a
+ * MOVED answer to an SSUBSCRIBE (the channels of that slot are wanted
+ * again); STALE, a master dropped shard channels by itself (their slot
+ * went elsewhere): the map is to be read again. */
+typedef struct nm_wake_remap {
+    int stale;
+    char moved[160];
+} nm_wake_remap_t;
+
+/* Reads what SUB (subscriber INDEX) has for us (poll said readable): 0 or
+ * NM_ECONN; *REMAP says what the slot map needs. */
+int nm_wake_read(redisContext *sub, size_t index, nm_wake_remap_t *remap);
 
 /* The subscriber connection to SERVER (NM_WAKE_ALL: every one) is gone:
  * nothing is subscribed there any more, and every waiter retries (a

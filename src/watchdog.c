@@ -53,25 +53,27 @@
 #define SUB_BACKOFF_MAX_MS 1000
 
 struct nm_watch {
-    /* fixed once tracked */
-    char *key;
+    /* fixed once tracked; key and name point into text, in the record's
+     * own allocation (one malloc chunk per held lock, not three) */
+    const char *key;
+    const char *name;
     size_t key_len;
-    char token[NM_TOKEN_LEN + 1];
-    char lease_str[16];
-    unsigned int lease_ms;
     int64_t interval;     /* renew this long after the last renewal left */
     int64_t margin;       /* lost this long before the lease would end */
-    char *name;
     nm_watch_opts_t opts;
+    unsigned int lease_ms;
     /* watchdog lock */
-    size_t index;
     int refs;
-    int released;
+    size_t index;
     int64_t valid_until;  /* atomic: read by the owner without the lock */
     int64_t set_at;       /* when the latest request that set it left */
     int64_t next_renew;
-    int lost;             /* atomic */
     const char *lost_why; /* for the log line, once lost */
+    int lost;             /* atomic */
+    int released;
+    char lease_str[12];   /* lease_ms in decimal */
+    char token[NM_TOKEN_LEN + 1];
+    char text[];          /* the key, NUL, the name, NUL */
 };
 
 typedef struct nm_watch watch_t;
@@ -90,18 +92,24 @@ static struct {
 } wd = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, { -1, -1 }, NULL, 0, 0, 0, 0, NULL };
 
 /* Owned by the thread alone (and by a child after fork, which has no
- * thread).  One renewal and one subscriber connection per server. */
+ * thread).  One renewal and one subscriber connection per server; in
+ * cluster mode ("sharded") one subscriber per master that serves the slot
+ * of a name listened to, its address in host and port (wake.h). */
 typedef struct server_io {
     redisContext *renew;
     int64_t renew_retry_at;
     redisContext *sub;
     int64_t sub_retry_at;
     int64_t sub_backoff;
+    int port;
+    char host[NM_CLUSTER_HOST_MAX];
 } server_io_t;
 
 static struct {
     nm_config_t *cfg;
-    server_io_t srv[NM_SERVERS_MAX];
+    server_io_t srv[NM_WAKE_SUBS_MAX];
+    int sharded;          /* the subscribers are a cluster's masters */
+    size_t nsubs;         /* ... this many of them, srv[0..nsubs) */
 } io;
 
 #define RENEW_RETRY_MS 500
@@ -117,7 +125,7 @@ static int nudge_fd; /* atomic */
  * subscriber sockets, published here for other threads to poll (a stale
  * descriptor only costs a wrong guess), and how many reads of them the
  * thread has finished, with a condition to wait for the next. */
-static int sub_fds[NM_SERVERS_MAX]; /* atomic: descriptor + 1, 0 for none */
+static int sub_fds[NM_WAKE_SUBS_MAX]; /* atomic: descriptor + 1, 0 for none */
 static pthread_once_t reads_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t reads_lock = PTHREAD_MUTEX_INITIALIZER; /* a leaf */
 static pthread_cond_t reads_cv;  /* CLOCK_MONOTONIC */
@@ -132,7 +140,7 @@ static void reads_init(void)
 
 static void publish_sub_fds(size_t n)
 {
-    for (size_t i = 0; i < NM_SERVERS_MAX; i++) {
+    for (size_t i = 0; i < NM_WAKE_SUBS_MAX; i++) {
         int fd = i < n && io.srv[i].sub ? io.srv[i].sub->fd : -1;
         __atomic_store_n(&sub_fds[i], fd + 1, __ATOMIC_RELEASE);
     }
@@ -150,9 +158,9 @@ static void reads_done(void)
 
 static int sub_readable(void)
 {
-    struct pollfd fds[NM_SERVERS_MAX];
+    struct pollfd fds[NM_WAKE_SUBS_MAX];
     nfds_t n = 0;
-    for (size_t i = 0; i < NM_SERVERS_MAX; i++) {
+    for (size_t i = 0; i < NM_WAKE_SUBS_MAX; i++) {
         int fd = __atomic_load_n(&sub_fds[i], __ATOMIC_ACQUIRE) - 1;
         if (fd >= 0)
             fds[n++] = (struct pollfd){ fd, POLLIN, 0 };
@@ -222,11 +230,8 @@ static int64_t lost_at(const watch_t *w)
 
 static void watch_unref(watch_t *w)
 {
-    if (--w->refs == 0) {
-        free(w->key);
-        free(w->name);
+    if (--w->refs == 0)
         free(w);
-    }
 }
 
 /* ---- waking and starting the thread ------------------------------------ */
@@ -347,7 +352,7 @@ static void free_ctx(redisContext **c)
 
 static void io_close_connections(void)
 {
-    for (size_t i = 0; i < NM_SERVERS_MAX; i++) {
+    for (size_t i = 0; i < NM_WAKE_SUBS_MAX; i++) {
         free_ctx(&io.srv[i].renew);
         free_ctx(&io.srv[i].sub);
     }
@@ -395,18 +400,14 @@ static int reserve_locked(void)
 
 static watch_t *watch_new(const nm_lease_t *l, const char *name, const nm_watch_opts_t *o)
 {
-    watch_t *w = calloc(1, sizeof *w);
+    size_t name_len = strlen(name);
+    watch_t *w = calloc(1, sizeof *w + l->key_len + name_len + 2);
     if (!w)
         return NULL;
-    w->key = malloc(l->key_len);
-    w->name = strdup(name);
-    if (!w->key || !w->name) {
-        free(w->key);
-        free(w->name);
-        free(w);
-        return NULL;
-    }
-    memcpy(w->key, l->key, l->key_len);
+    memcpy(w->text, l->key, l->key_len);
+    memcpy(w->text + l->key_len + 1, name, name_len);
+    w->key = w->text;
+    w->name = w->text + l->key_len + 1;
     w->key_len = l->key_len;
     memcpy(w->token, l->token, sizeof w->token);
     w->lease_ms = l->lease_ms;
@@ -778,15 +779,44 @@ static void sub_drop(size_t i, int64_t now)
     s->sub_retry_at = now + s->sub_backoff;
 }
 
-/* Connects server I's subscriber when channels are wanted, and sends what
- * is due.  Returns when it next needs attention.  Dialing never blocks past
+/* Cluster mode: the subscriber of the master that serves SLOT, added to
+ * the table if new (wake.h's route; runs on the thread, under the wake
+ * table's lock, and takes the cluster state's, a leaf). */
+static int route_slot(unsigned int slot, void *arg)
+{
+    char host[NM_CLUSTER_HOST_MAX];
+    int port;
+    (void)arg;
+    if (nm_cluster_slot_master(io.cfg, slot, host, &port) != 0)
+        return -1;
+    for (size_t i = 0; i < io.nsubs; i++)
+        if (io.srv[i].port == port && strcmp(io.srv[i].host, host) == 0)
+            return (int)i;
+    if (io.nsubs == NM_WAKE_SUBS_MAX)
+        return -1; /* not listened to: its leases are not kept cached */
+    memcpy(io.srv[io.nsubs].host, host, sizeof host);
+    io.srv[io.nsubs].port = port;
+    return (int)io.nsubs++;
+}
+
+/* Subscriber I's connection: server I's, or in cluster mode its master's. */
+static int sub_dial(size_t i, int64_t deadline, redisContext **out)
+{
+    if (io.sharded)
+        return nm_conn_dial_node(io.cfg, io.srv[i].host, io.srv[i].port, deadline, out);
+    return nm_conn_dial(io.cfg, &io.cfg->servers[i], deadline, out);
+}
+
+/* Connects subscriber I when channels are wanted there, and sends what is
+ * due.  Returns when it next needs attention.  Dialing never blocks past
  * the next lease check (nor, in quorum mode, the server timeout), so a dead
  * server cannot delay a lost-lease notice. */
 static int64_t sub_maintain(size_t i, int64_t now, int64_t next_check)
 {
     server_io_t *s = &io.srv[i];
+    nm_wake_route_fn route = io.sharded ? route_slot : NULL;
     int64_t next = NM_FOREVER;
-    if (!nm_wake_wanted()) {
+    if (io.sharded ? !nm_wake_wanted_on(i, route, NULL) : !nm_wake_wanted()) {
         free_ctx(&s->sub);
         return next;
     }
@@ -795,29 +825,57 @@ static int64_t sub_maintain(size_t i, int64_t now, int64_t next_check)
     /* A failover: requests for our cached leases are published at the new
      * master now; dropping the old subscription takes them out of the
      * cache (cache.c) until the new one is confirmed. */
-    if (s->sub && nm_sentinel_moved(io.cfg, &io.cfg->servers[i], s->sub, deadline))
+    if (s->sub && !io.sharded && nm_sentinel_moved(io.cfg, &io.cfg->servers[i], s->sub, deadline))
         sub_drop(i, now);
     if (!s->sub) {
         if (now < s->sub_retry_at)
             return s->sub_retry_at;
-        if (nm_conn_dial(io.cfg, &io.cfg->servers[i], deadline, &s->sub) != 0) {
+        if (sub_dial(i, deadline, &s->sub) != 0) {
             s->sub = NULL;
             sub_drop(i, now);
             return s->sub_retry_at;
         }
         s->sub_backoff = 0;
     }
-    if (nm_wake_flush(s->sub, i, deadline, &next) != 0) {
+    if (nm_wake_flush(s->sub, i, route, NULL, deadline, &next) != 0) {
         sub_drop(i, now);
         return s->sub_retry_at;
     }
     return next;
 }
 
+/* Cluster mode or not, as found out at the first dial: the subscribers of
+ * the other mode are closed (their channels are wanted again). */
+static void subs_follow_mode(void)
+{
+    int sharded = nm_cluster_on(io.cfg);
+    if (sharded == io.sharded)
+        return;
+    for (size_t i = 0; i < NM_WAKE_SUBS_MAX; i++)
+        free_ctx(&io.srv[i].sub);
+    publish_sub_fds(0);
+    nm_wake_disconnected(NM_WAKE_ALL);
+    io.sharded = sharded;
+    io.nsubs = 0;
+}
+
+/* How many subscribers there are: one per server, or per master known. */
+static size_t subs_count(void)
+{
+    return io.sharded ? io.nsubs : io.cfg->nservers;
+}
+
 static int64_t subs_maintain(int64_t next_check)
 {
     int64_t next = NM_FOREVER;
-    for (size_t i = 0; i < io.cfg->nservers; i++)
+    subs_follow_mode();
+    if (io.sharded && nm_wake_wanted()) {
+        int64_t now = nm_now_ms();
+        nm_cluster_refresh_stale(io.cfg, NM_MIN(now + io.cfg->connect_timeout_ms,
+                                                NM_MAX(next_check, now + 5)));
+        nm_wake_route(route_slot, NULL);
+    }
+    for (size_t i = 0; i < subs_count(); i++)
         next = NM_MIN(next, sub_maintain(i, nm_now_ms(), next_check));
     return next;
 }
@@ -856,6 +914,17 @@ static int64_t resend_releases(int64_t now, int64_t next_check)
     return nm_now_ms() + NM_SENTINEL_RECHECK_MS;
 }
 
+/* What a subscriber's read learnt about the slot map. */
+static void subs_remap(const nm_wake_remap_t *remap)
+{
+    if (!io.sharded)
+        return;
+    if (remap->moved[0])
+        nm_cluster_moved(io.cfg, remap->moved);
+    if (remap->stale)
+        nm_cluster_mark_stale(io.cfg);
+}
+
 /* ---- the thread ------------------------------------------------------------ */
 
 /* Follows netmutex_configure(): new settings, new connections. */
@@ -874,8 +943,9 @@ static void bind_config(void)
 /* Sleeps until UNTIL, a poke, or a message on a subscriber. */
 static void wait_events(int64_t until)
 {
-    struct pollfd fds[1 + NM_SERVERS_MAX] = { { wd.pipe[0], POLLIN, 0 } };
-    size_t n = io.cfg ? io.cfg->nservers : 0;
+    struct pollfd fds[1 + NM_WAKE_SUBS_MAX] = { { wd.pipe[0], POLLIN, 0 } };
+    size_t n = io.cfg ? subs_count() : 0;
+    nm_wake_remap_t remap;
     int64_t left = nm_remaining_ms(until);
     int timeout = until == NM_FOREVER ? -1 : (int)NM_MIN(left, 60000);
     char buf[64];
@@ -888,9 +958,13 @@ static void wait_events(int64_t until)
         if (fds[0].revents)
             while (read(wd.pipe[0], buf, sizeof buf) > 0)
                 ;
-        for (size_t i = 0; i < n; i++)
-            if (fds[1 + i].revents && nm_wake_read(io.srv[i].sub, i) != 0)
+        for (size_t i = 0; i < n; i++) {
+            if (!fds[1 + i].revents)
+                continue;
+            if (nm_wake_read(io.srv[i].sub, i, &remap) != 0)
                 sub_drop(i, nm_now_ms());
+            subs_remap(&remap);
+        }
     }
     reads_done();
 }
@@ -960,7 +1034,7 @@ void nm_watchdog_after_fork_parent(void)
  * reachable (see nm_watchdog_after_fork_child).  volatile: nothing reads
  * them, and the compiler would otherwise drop the stores. */
 static nm_config_t *volatile orphaned_cfg;
-static redisContext *volatile orphans[2 * NM_SERVERS_MAX];
+static redisContext *volatile orphans[2 * NM_WAKE_SUBS_MAX];
 
 /* The child inherits no thread.  Its copies of the parent's records are
  * dropped without a word to the server: the leases are the parent's, and
@@ -986,11 +1060,11 @@ void nm_watchdog_after_fork_child(void)
         close(wd.pipe[1]);
         wd.pipe[0] = wd.pipe[1] = -1;
     }
-    for (size_t i = 0; i < NM_SERVERS_MAX; i++) {
+    for (size_t i = 0; i < NM_WAKE_SUBS_MAX; i++) {
         orphans[2 * i] = io.srv[i].renew;
         orphans[2 * i + 1] = io.srv[i].sub;
     }
-    for (size_t i = 0; i < 2 * NM_SERVERS_MAX; i++)
+    for (size_t i = 0; i < 2 * NM_WAKE_SUBS_MAX; i++)
         if (orphans[i] && orphans[i]->fd >= 0)
             close(orphans[i]->fd);
     /* The thread may have been swapping io.cfg when fork() copied it: its

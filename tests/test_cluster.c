@@ -559,14 +559,6 @@ static void test_master_killed(void)
 
 /* ---- slot migration -------------------------------------------------------------- */
 
-static char *node_id(NmRedis *r)
-{
-    redisReply *reply = nm_redis_cmd(r, "CLUSTER MYID");
-    char *id = g_strdup(reply->str);
-    freeReplyObject(reply);
-    return id;
-}
-
 /* Two names whose keys share a slot. */
 static void two_names_one_slot(char **a, char **b)
 {
@@ -601,20 +593,6 @@ static long long exists_asking(NmRedis *r, const char *key)
     return n;
 }
 
-/* Moves the keys of SLOT from FROM to TO (MIGRATE), then the slot itself. */
-static void finish_migration(long long slot, NmRedis *from, NmRedis *to, const char *to_id)
-{
-    redisReply *keys = nm_redis_cmd(from, "CLUSTER GETKEYSINSLOT %lld 100", slot);
-    g_assert_cmpint(keys->type, ==, REDIS_REPLY_ARRAY);
-    for (size_t i = 0; i < keys->elements; i++)
-        nm_redis_ok(from, "MIGRATE 127.0.0.1 %d %s 0 5000", nm_redis_port(to),
-                    keys->element[i]->str);
-    freeReplyObject(keys);
-    for (int i = 0; i < NM_TOPO_NODES; i++)
-        if (nm_topo_is_master(topo->node[i]))
-            nm_redis_ok(topo->node[i], "CLUSTER SETSLOT %lld NODE %s", slot, to_id);
-}
-
 /* A master other than FROM. */
 static NmRedis *other_master(NmRedis *from)
 {
@@ -640,7 +618,7 @@ static void test_slot_migration(void)
     two_names_one_slot(&held_name, &fresh_name);
     long long slot = slot_of_name(held_name);
     NmRedis *from = nm_topo_master_of(topo, slot), *to = other_master(from);
-    char *from_id = node_id(from), *to_id = node_id(to);
+    char *from_id = nm_topo_node_id(from), *to_id = nm_topo_node_id(to);
     char *fresh_key = nm_lock_key(fresh_name), *held_key = nm_lock_key(held_name);
 
     configure_cluster(nm_ms(600));
@@ -660,7 +638,7 @@ static void test_slot_migration(void)
     nm_assert_rc(netmutex_unlock(&fresh), 0);
     nmt_sleep_ms(nm_ms(700)); /* renewals of HELD still on FROM */
 
-    finish_migration(slot, from, to, to_id);
+    nm_topo_finish_migration(topo, slot, from, to);
     nmt_sleep_ms(nm_ms(1500)); /* renewals now meet MOVED */
     g_assert_cmpint(nm_lost_calls(&lost), ==, 0);
     nm_assert_rc(netmutex_validity(&held, &left), 0);
@@ -693,7 +671,7 @@ static void test_migration_renewal_follows_ask(void)
     char *name = nm_test_name("ask-renew"), *key = nm_lock_key(name);
     long long slot = slot_of_name(name);
     NmRedis *from = nm_topo_master_of(topo, slot), *to = other_master(from);
-    char *from_id = node_id(from), *to_id = node_id(to);
+    char *from_id = nm_topo_node_id(from), *to_id = nm_topo_node_id(to);
     netmutex_t m;
     netmutex_attr_t attr;
     NmLost lost;
@@ -716,7 +694,7 @@ static void test_migration_renewal_follows_ask(void)
     g_assert_cmpuint(left, >, 0);
     g_assert_cmpint(exists_asking(to, key), ==, 1);
 
-    finish_migration(slot, from, to, to_id);
+    nm_topo_finish_migration(topo, slot, from, to);
     nm_assert_rc(netmutex_unlock(&m), 0);
     g_assert_cmpint(exists_asking(to, key), ==, 0);
     g_assert_cmpint(nm_lost_calls(&lost), ==, 0);

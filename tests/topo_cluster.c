@@ -178,3 +178,26 @@ bool nm_topo_wait_ok(NmTopo *t, unsigned int timeout_ms)
     }
     return true;
 }
+
+char *nm_topo_node_id(NmRedis *r)
+{
+    redisReply *reply = nm_redis_cmd(r, "CLUSTER MYID");
+    char *id = g_strdup(reply->str);
+    freeReplyObject(reply);
+    return id;
+}
+
+void nm_topo_finish_migration(NmTopo *t, long long slot, NmRedis *from, NmRedis *to)
+{
+    char *to_id = nm_topo_node_id(to);
+    redisReply *keys = nm_redis_cmd(from, "CLUSTER GETKEYSINSLOT %lld 100", slot);
+    g_assert_cmpint(keys->type, ==, REDIS_REPLY_ARRAY);
+    for (size_t i = 0; i < keys->elements; i++)
+        nm_redis_ok(from, "MIGRATE 127.0.0.1 %d %s 0 5000", nm_redis_port(to),
+                    keys->element[i]->str);
+    freeReplyObject(keys);
+    for (int i = 0; i < NM_TOPO_NODES; i++)
+        if (nm_topo_is_master(t->node[i]))
+            nm_redis_ok(t->node[i], "CLUSTER SETSLOT %lld NODE %s", slot, to_id);
+    g_free(to_id);
+}

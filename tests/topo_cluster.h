@@ -39,6 +39,14 @@ int nm_topo_master_port(NmRedis *r, long long slot);
 /* Whether node R is a master now (ROLE). */
 bool nm_topo_is_master(NmRedis *r);
 
+/* Node R's id (CLUSTER MYID), a new string. */
+char *nm_topo_node_id(NmRedis *r);
+
+/* Ends a migration of SLOT (set MIGRATING on FROM and IMPORTING on TO):
+ * moves its keys from FROM to TO (MIGRATE), then the slot itself (CLUSTER
+ * SETSLOT ... NODE on every master). */
+void nm_topo_finish_migration(NmTopo *t, long long slot, NmRedis *from, NmRedis *to);
+
 /* Waits until every node says cluster_state:ok, every replica's link to
  * its master is up, and all agree on who serves a sample of slots; false
  * after TIMEOUT_MS. */

@@ -7,8 +7,11 @@ local cur = redis.call('GET', K)
 local held = redis.call('DEL', K)
 redis.call('DEL', Q, W, H)
 -- Waiters of quorum mode wake on this; queued waiters of one server find
--- the lock free at their next look, within half a second.
-redis.pcall('PUBLISH', K, 'released')
+-- the lock free at their next look, within half a second.  A cluster has
+-- no quorum waiters, and would broadcast the message to every node.
+if not in_cluster() then
+  redis.pcall('PUBLISH', K, 'released')
+end
 -- A caching holder must not lock from its cache again.
 if cur and cur ~= UNRECOVERABLE then
   ask_holder(cur, 'b')

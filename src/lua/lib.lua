@@ -36,7 +36,8 @@
 --   R  <prefix>{<tag>}<name>:r channel (never a key): "<holder> <kind><asker>"
 --                            asks a caching holder to give the lock back --
 --                            kind 'w' a waiter, 't' a trylock (answer "0" on
---                            its G if a thread holds it), 'b' a break
+--                            its G if a thread holds it), 'b' a break;
+--                            in a Redis Cluster a shard channel (SPUBLISH)
 --
 -- Fences.  A fence is this server's clock in microseconds when the lock was
 -- taken.  Acquisitions of one name happen one after another (a release or
@@ -163,6 +164,13 @@ local function grant_next(floor, self)
   end
 end
 
+-- Whether this server is a Redis Cluster node: CLUSTER KEYSLOT answers a
+-- number there and an error elsewhere (or where an ACL forbids it, which
+-- leaves classic pub/sub, as before Redis 7).
+local function in_cluster()
+  return type(redis.pcall('CLUSTER', 'KEYSLOT', R)) == 'number'
+end
+
 -- Whether the lock CUR is held by a process that may keep it cached.
 local function holder_caches(cur)
   local c = cur and string.sub(cur, 34, 34)
@@ -174,9 +182,14 @@ end
 -- message lost (the holder was resubscribing) costs a refresh, not a lease.
 -- pcall: an ACL user without channel rights must still be able to lock;
 -- the holder then gives it back at its idle time or renewal.
+-- In a Redis Cluster the request is a sharded message: R shares K's
+-- slot, so SPUBLISH reaches the holder's subscriber on this node
+-- (watchdog.c keeps one per master) and never crosses the cluster bus,
+-- where PUBLISH would go to every node.
 local function ask_holder(cur, what)
   if holder_caches(cur) then
-    redis.pcall('PUBLISH', R, string.sub(cur, 1, 32) .. ' ' .. what)
+    local verb = in_cluster() and 'SPUBLISH' or 'PUBLISH'
+    redis.pcall(verb, R, string.sub(cur, 1, 32) .. ' ' .. what)
   end
 end
 
