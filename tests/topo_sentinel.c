@@ -42,6 +42,9 @@ static bool agrees(NmRedis *s, int port, int replicas)
     return ok && named_port(s) == port;
 }
 
+static bool synced(NmRedis *master, int replicas);
+static void wait_synced_with(NmRedis *master, int replicas);
+
 static void wait_agreement(NmTopo *t, int port)
 {
     gint64 deadline = nmt_now_ms() + SETTLE_MS;
@@ -76,6 +79,10 @@ NmTopo *nm_topo_start(int replicas)
     NmRedisOpts replica = { .tcp = true, .extra_args = replica_args };
     for (t->nnodes = 1; t->nnodes <= replicas; t->nnodes++)
         t->node[t->nnodes] = nm_redis_start(&replica);
+    /* The replicas online first: a sentinel learns of them from the
+     * master's INFO, which it asks for when it connects and then only
+     * every 10 s, so one that came up later would cost up to that. */
+    wait_synced_with(t->node[0], replicas);
 
     /* Fast detection: a node silent for 1 s is down, a failover that
      * stalls is retried after 3 s. */
@@ -156,14 +163,19 @@ static bool synced(NmRedis *master, int replicas)
     return ok;
 }
 
-void nm_topo_wait_synced(NmTopo *t)
+static void wait_synced_with(NmRedis *master, int replicas)
 {
     gint64 deadline = nmt_now_ms() + SETTLE_MS;
-    while (!synced(nm_topo_master(t), t->nnodes - 1)) {
+    while (!synced(master, replicas)) {
         if (nmt_now_ms() > deadline)
             g_error("the replica did not catch up with the master in time");
         nmt_sleep_ms(20);
     }
+}
+
+void nm_topo_wait_synced(NmTopo *t)
+{
+    wait_synced_with(nm_topo_master(t), t->nnodes - 1);
 }
 
 /* Whether NODE's ROLE is master. */

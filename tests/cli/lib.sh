@@ -8,13 +8,30 @@
 # keep the pid to itself; .ci/run fails a run that leaves one behind.
 #
 # From the test environment (tests/Makefile.am): NETMUTEX_CLI, the tool
-# under test; REDIS_SERVER; NETMUTEX_TEST_SLOWDOWN, which scales every time
-# bound (CI sets it for valgrind and TSan).  Bounds are generous limits for
+# under test; NM_LIBTOOL, the build's libtool; REDIS_SERVER;
+# NETMUTEX_TEST_SLOWDOWN, which scales every time bound (CI sets it for
+# valgrind and TSan).  Bounds are generous limits for
 # "did not hang", never measurements of speed.
 
 set -u
 
 NM=${NETMUTEX_CLI:?NETMUTEX_CLI must name the netmutex tool}
+# In the build tree NETMUTEX_CLI is libtool's wrapper script, which costs a
+# bash and four more processes at every call, ten times the tool's own
+# start: the tests make hundreds of calls.  libtool's execute mode (NM_LIBTOOL,
+# from tests/Makefile.am) names the program it wraps and the library path it
+# needs, once; the tests then run the program itself, as the wrapper would.
+if [ -n "${NM_LIBTOOL:-}" ]; then
+    nm_real=$($NM_LIBTOOL --mode=execute sh -c \
+        'printf "%s\n%s\n" "$1" "${LD_LIBRARY_PATH-}"' sh "$NM") ||
+        { echo "Bail out! libtool --mode=execute failed on $NM"; exit 99; }
+    nm_libpath=$(printf '%s\n' "$nm_real" | sed -n 2p)
+    nm_real=$(printf '%s\n' "$nm_real" | sed -n 1p)
+    if [ "$nm_real" != "$NM" ] && [ -x "$nm_real" ]; then
+        NM=$nm_real
+        if [ -n "$nm_libpath" ]; then LD_LIBRARY_PATH=$nm_libpath; export LD_LIBRARY_PATH; fi
+    fi
+fi
 REDIS_SERVER=${REDIS_SERVER:-redis-server}
 case $REDIS_SERVER in */*) ;; *) REDIS_SERVER=$(command -v "$REDIS_SERVER") ;; esac
 # The environment may point elsewhere; the tests choose their servers.
