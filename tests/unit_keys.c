@@ -63,7 +63,29 @@ static void test_build_readme_example(void)
     free(keys);
 }
 
-/* Without a token the lock key alone is built, still NUL-terminated. */
+/* Every key a script is given, in lib.lua's order K, Q, W, H, F, G. */
+static void test_build_declared_order(void)
+{
+    static const char *const want[NM_KEY_COUNT] = {
+        "netmutex:{41b90dde29446fdd}jobs",   "netmutex:{41b90dde29446fdd}jobs:q",
+        "netmutex:{41b90dde29446fdd}jobs:w", "netmutex:{41b90dde29446fdd}jobs:h",
+        "netmutex:{41b90dde29446fdd}jobs:f",
+        "netmutex:{41b90dde29446fdd}jobs:g:0123456789abcdef0123456789abcdef",
+    };
+    nm_config_t cfg = config_with_prefix("netmutex:");
+    char *keys;
+    size_t len, klen;
+
+    g_assert_cmpint(nm_keys_build(&cfg, "jobs", 4, token, &keys, &len), ==, 0);
+    for (int i = 0; i < NM_KEY_COUNT; i++) {
+        const char *k = nm_keys_get(keys, len, (nm_key_t)i, &klen);
+        g_assert_cmpmem(k, klen, want[i], strlen(want[i]));
+        g_assert_cmpint(k[klen], ==, '\0');
+    }
+    free(keys);
+}
+
+/* Without a token the lock key is built all the same, NUL-terminated. */
 static void test_build_without_token(void)
 {
     nm_config_t cfg = config_with_prefix("app/");
@@ -157,6 +179,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/unit/keys/tag/known", test_tag_known);
     g_test_add_func("/unit/keys/build/readme-example", test_build_readme_example);
+    g_test_add_func("/unit/keys/build/declared-order", test_build_declared_order);
     g_test_add_func("/unit/keys/build/without-token", test_build_without_token);
     g_test_add_func("/unit/keys/build/empty", test_build_empty);
     g_test_add_func("/unit/keys/build/binary-one-slot", test_build_binary_one_slot);

@@ -1,5 +1,7 @@
 -- acquire.lua: take a netmutex if it is free, else (optionally) queue.
--- KEYS K (see lib.lua; the script derives the rest)
+-- KEYS K, Q, W, H, F, G (lib.lua), or K alone for the fast path (mode
+-- without 'w', 'r' or 'f'): then {3, 0, 0} asks, before any write, for the
+-- call again with every key when the fast path did not settle it.
 -- ARGV[1] token, ARGV[2] lease in ms, ARGV[3] queue entry lifetime in ms
 -- (0: do not queue; trylock), ARGV[4] mode: letters 'w' (the caller is
 -- queued already), 'r' (robust mutex), 'f' (quorum mode: fence floor), 'k'
@@ -11,7 +13,9 @@
 -- mode uses to tell a holder that died from one whose release missed this
 -- server; waited: 1 if others are queued for it already, so a caching
 -- holder gives it back at unlock -- the fast path leaves both out), {0, pttl, 0} when someone else holds it (pttl -1: the key never
--- expires), {2, pttl, 0} when a trylock found a caching holder and asked it
+-- expires), with two more, {0, pttl, 0, token, claim}, when it found the
+-- lock free and reserved it for the queued waiter TOKEN (the caller pushes
+-- the grant: lib.lua, Grants), {2, pttl, 0} when a trylock found a caching holder and asked it
 -- to give the lock back (the caller waits on its G for the grant or "0"),
 -- or {-1, 0, 0} when the mutex was left ENOTRECOVERABLE.
 local token, lease, mode = ARGV[1], ARGV[2], ARGV[4]
@@ -36,6 +40,9 @@ if fast then
     return {1, fence, 0}
   end
 end
+if #KEYS < 6 then
+  return {3, 0, 0}
+end
 -- @lib
 local ttl, holder = tonumber(ARGV[3]), ARGV[5]
 local function has(letter)
@@ -43,6 +50,7 @@ local function has(letter)
 end
 local robust, floor, cache, trylock = has('r'), has('f'), has('k'), has('t')
 
+local granted = nil
 local cur = redis.call('GET', K)
 if cur == UNRECOVERABLE then
   return {-1, 0, 0}
@@ -53,9 +61,9 @@ end
 if not cur then
   -- Free, but waiters queued first (the holder's lease ran out, so nobody
   -- granted it): the head of the queue gets it, not a newcomer.
-  local head = nil
+  local head, claim = nil, nil
   if queue_ready() then
-    head = grant_next(floor, token)
+    head, claim = grant_next(floor, token)
   end
   if not head or head == token then
     local fence = next_fence(floor)
@@ -68,6 +76,7 @@ if not cur then
     return {1, fence, dead, held, released, q == 'q' and 1 or 0}
   end
   cur = redis.call('GET', K)
+  granted = {head, claim}
 end
 if trylock and not holder_caches(cur) then
   -- A thread holds it, as far as anybody can tell: EBUSY, queue untouched.
@@ -76,4 +85,8 @@ end
 if ttl > 0 then
   enqueue(cur, token, lease, ttl, holder, trylock and 't' or 'w')
 end
-return {trylock and ttl > 0 and 2 or 0, redis.call('PTTL', K), 0}
+local answer = {trylock and ttl > 0 and 2 or 0, redis.call('PTTL', K), 0}
+if granted then
+  answer[4], answer[5] = granted[1], granted[2]
+end
+return answer

@@ -1,7 +1,7 @@
 -- fence.lua: quorum mode's second round (see redlock.c): raise the fence of
 -- a lock we hold to at least the highest value the quorum gave, and keep
 -- that value as this server's fence floor (F) until its clock has passed it.
--- KEYS K (see lib.lua); ARGV[1] token, ARGV[2] fence.
+-- KEYS K, Q, W, H, F (lib.lua); ARGV[1] token, ARGV[2] fence.
 -- Returns 1 (the fence is at least ARGV[2] now), 0 (the lock is not ours).
 local raise = tonumber(ARGV[2])
 local cur = redis.call('GET', K)

@@ -5,10 +5,21 @@
 -- <tag> is 16 hex digits of the FNV-1a digest of the name, keys.c, so no
 -- brace in a name can move it);
 -- a key exists only while it has something to say, so a name that is not
--- held, waited for or marked leaves nothing on the server:
--- A script is given K alone and derives the others from it: they share K's
--- hash tag, so they are in K's cluster slot, and every argument less is
--- less to marshal on every call.
+-- held, waited for or marked leaves nothing on the server.
+--
+-- Declared keys.  A script is given, in KEYS, every key it may touch, in
+-- this order: K, Q, W, H, F, G (its caller's own grant list); each script
+-- takes the first few it needs (its top comment says how many; keys.h
+-- holds the order for the C side).  Redis Cluster requires it: while a
+-- slot is being migrated, a node refuses, in the middle of a script, a key
+-- the caller did not declare and that it does not hold ("non local key"),
+-- whereas declared keys are checked before the script runs and answered
+-- with ASK or TRYAGAIN, which the caller follows or retries
+-- (cluster_route.c).  A fast path given K alone returns "again with every
+-- key" before its first write when it finds it needs more (acquire.lua,
+-- release.lua): an uncontended cycle declares one key, as before, and
+-- still works on a slot being migrated.
+--
 --   K  <prefix>{<tag>}<name>      the lock, PX = its lease.  Value:
 --                            "<token><q><c> <fence> <holder>" --
 --                            token: 32 hex; q: 'q' while waiters are queued
@@ -31,8 +42,9 @@
 --                            a raised fence is ahead of this server's clock
 --   G  <prefix>{<tag>}<name>:g:<t> list: the grant to queued waiter t, which
 --                            waits for it with BLPOP on its own connection
---                            ("1"), or a caching holder's answer to a trylock
---                            that the mutex is really held ("0")
+--                            ("1", pushed by grant.lua), or a caching
+--                            holder's answer to a trylock that the mutex is
+--                            really held ("0")
 --   R  <prefix>{<tag>}<name>:r channel (never a key): "<holder> <kind><asker>"
 --                            asks a caching holder to give the lock back --
 --                            kind 'w' a waiter, 't' a trylock (answer "0" on
@@ -50,6 +62,21 @@
 -- write leaves that write behind.  So every script reads and checks what it
 -- depends on before it writes anything.
 --
+-- Grants.  The waiter a release (or an acquire that finds the lock free
+-- with waiters queued) serves is known only inside the script, so its
+-- grant list cannot be declared by the caller.  The script reserves the
+-- lock for it and returns its token and claim; the caller then pushes to
+-- that waiter's G with grant.lua, which declares it.  The hand-off so
+-- costs the releaser one more round trip (the waiter's side is unchanged:
+-- its BLPOP returns, it confirms), and only when it hands off.  Safety does
+-- not rest on the push: a grant is a hint the waiter confirms with a
+-- request of its own, and the reservation is in K, written atomically with
+-- the queue's change.  A push that never comes (the releaser died between
+-- the two) costs the waiter its wait until its next queue refresh.  The
+-- alternatives were worse: one grant list per lock would be popped by
+-- whichever waiter blocked first, not by the one served, and declaring
+-- every waiter's list would make a release's KEYS as long as the queue.
+--
 -- A grant to a queued waiter is only a reservation for GRANT_CLAIM_MS: the
 -- waiter confirms it with a request of its own (confirm), and one that died
 -- never does, so its turn passes quickly.  A live waiter refreshes its
@@ -63,11 +90,8 @@
 
 local GRANT_CLAIM_MS = 150
 local WAITER_STALE_MS = 500
-local K = KEYS[1]
-local Q, W, H, F, R = K .. ':q', K .. ':w', K .. ':h', K .. ':f', K .. ':r'
-local function grant_key(token)
-  return K .. ':g:' .. token
-end
+local K, Q, W, H, F, G = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local R = K .. ':r'
 local ROBUST_KEEP_MS = 7 * 24 * 3600 * 1000
 local UNRECOVERABLE = 'netmutex:unrecoverable'
 
@@ -133,10 +157,11 @@ end
 
 -- Hands the free lock K to the first queued waiter whose entry has not
 -- expired (a waiter that died stops refreshing its entry), reserved for
--- GRANT_CLAIM_MS, and pushes the grant to the list that waiter blocks on.
--- SELF, the caller's token, is not granted anything: it is returned, for
--- the caller to take.  Returns the token served, or nil when nobody live is
--- queued.  The caller checked queue_ready() before its first write.
+-- its claim (GRANT_CLAIM_MS at most).  SELF, the caller's token, is not
+-- granted anything: it is returned, for the caller to take.  Returns the
+-- token served and its claim in ms (the caller pushes the grant: see
+-- Grants), or nil when nobody live is queued.  The caller checked
+-- queue_ready() before its first write.
 local function grant_next(floor, self)
   local now = nil
   while true do
@@ -149,16 +174,13 @@ local function grant_next(floor, self)
     now = now or now_us()
     local refreshed, lease, holder = string.match(entry or '', '^(%d+):(%d+):(.*)$')
     if refreshed and now / 1000 - tonumber(refreshed) < WAITER_STALE_MS then
+      local claim = math.min(GRANT_CLAIM_MS, tonumber(lease))
       if token ~= self then
         local q = redis.call('LLEN', Q) > 0 and 'q' or '-'
-        local claim = math.min(GRANT_CLAIM_MS, tonumber(lease))
         local fence = next_fence(floor)
         redis.call('SET', K, lock_value(token, q, 'c', fence, holder), 'PX', claim)
-        local G = grant_key(token)
-        redis.call('RPUSH', G, '1')
-        redis.call('PEXPIRE', G, claim)
       end
-      return token
+      return token, claim
     end
   end
 end
@@ -219,6 +241,6 @@ local function confirm(cur, token, lease, robust, cache)
     dead, held, released = take_marker(token)
   end
   redis.call('SET', K, lock_value(token, q, cache and 'k' or '-', fence, holder), 'PX', lease)
-  redis.call('DEL', grant_key(token))
+  redis.call('DEL', G)
   return {1, fence, dead, held, released, q == 'q' and 1 or 0}
 end
