@@ -6,22 +6,48 @@
 #include <string.h>
 
 #include "keys.h"
+#include "slot.h"
 
 #define GRANT_SUFFIX ":g:"
 #define GRANT_SUFFIX_LEN 3
 
-/* The siblings' suffixes, in nm_key_t's order after the lock key. */
+/* The siblings' suffixes, in nm_key_t's order. */
 static const char *const suffix[NM_KEY_COUNT] = {
     [NM_KEY_QUEUE] = ":q", [NM_KEY_WAITERS] = ":w", [NM_KEY_MARKER] = ":h",
-    [NM_KEY_FLOOR] = ":f", [NM_KEY_GRANT] = GRANT_SUFFIX,
+    [NM_KEY_GRANT] = GRANT_SUFFIX,
 };
+#define FLOOR_NAME "fence"
 
-/* The length of key WHICH for a lock key of LEN bytes. */
-static size_t key_length(size_t len, nm_key_t which)
+/* The length of sibling WHICH (a suffixed key) for a lock key of LEN. */
+static size_t sibling_length(size_t len, nm_key_t which)
+{
+    return len + strlen(suffix[which]) + (which == NM_KEY_GRANT ? NM_TOKEN_LEN : 0);
+}
+
+/* The length of key WHICH for a lock key of LEN bytes, the floor key at
+ * FLOOR (it holds no NUL: the prefix is a C string, the slot tag
+ * alphanumeric). */
+static size_t key_length(size_t len, const char *floor, nm_key_t which)
 {
     if (which == NM_KEY_LOCK)
         return len;
-    return len + strlen(suffix[which]) + (which == NM_KEY_GRANT ? NM_TOKEN_LEN : 0);
+    if (which == NM_KEY_FLOOR)
+        return strlen(floor);
+    return sibling_length(len, which);
+}
+
+/* <prefix>{<slot tag>}fence for the slot of lock key K (LEN bytes) at W. */
+static size_t write_floor(char *w, const nm_config_t *cfg, const char *k, size_t len)
+{
+    const char *tag = nm_slot_tag(nm_slot_of(k, len));
+    memcpy(w, cfg->prefix, cfg->prefix_len);
+    w += cfg->prefix_len;
+    *w++ = '{';
+    memcpy(w, tag, strlen(tag));
+    w += strlen(tag);
+    *w++ = '}';
+    memcpy(w, FLOOR_NAME, strlen(FLOOR_NAME));
+    return cfg->prefix_len + strlen(tag) + 2 + strlen(FLOOR_NAME);
 }
 
 /* The hash tag depends on the name's bytes only through a digest, so no
@@ -45,9 +71,10 @@ void nm_keys_tag(const char *name, size_t name_len, char tag[NM_KEY_TAG_LEN + 1]
 int nm_keys_build(const nm_config_t *cfg, const char *name, size_t name_len,
                   const char *token, char **keys, size_t *len)
 {
-    size_t klen = cfg->prefix_len + NM_KEY_TAG_LEN + 2 + name_len, total = 0;
-    for (int i = 0; i < NM_KEY_COUNT; i++)
-        total += key_length(klen, (nm_key_t)i) + 1;
+    size_t klen = cfg->prefix_len + NM_KEY_TAG_LEN + 2 + name_len;
+    size_t total = klen + 1 + cfg->prefix_len + NM_SLOT_TAG_MAX + 3 + strlen(FLOOR_NAME);
+    for (int i = NM_KEY_QUEUE; i < NM_KEY_COUNT; i++)
+        total += sibling_length(klen, (nm_key_t)i) + 1;
     char *k = calloc(total, 1), *w = k;
     if (!k)
         return ENOMEM;
@@ -59,6 +86,7 @@ int nm_keys_build(const nm_config_t *cfg, const char *name, size_t name_len,
     *w++ = '}';
     memcpy(w, name, name_len);
     w = k + klen + 1;
+    w += write_floor(w, cfg, k, klen) + 1;
     for (int i = NM_KEY_QUEUE; i < NM_KEY_COUNT; i++) {
         size_t n = strlen(suffix[i]);
         memcpy(w, k, klen);
@@ -66,7 +94,7 @@ int nm_keys_build(const nm_config_t *cfg, const char *name, size_t name_len,
         if (i == NM_KEY_GRANT) /* no token: zeros, never sent */
             memcpy(w + klen + n, token ? token : "00000000000000000000000000000000",
                    NM_TOKEN_LEN);
-        w += key_length(klen, (nm_key_t)i) + 1;
+        w += sibling_length(klen, (nm_key_t)i) + 1;
     }
     *keys = k;
     *len = klen;
@@ -75,10 +103,10 @@ int nm_keys_build(const nm_config_t *cfg, const char *name, size_t name_len,
 
 const char *nm_keys_get(const char *keys, size_t len, nm_key_t which, size_t *key_len)
 {
-    const char *k = keys;
+    const char *k = keys, *floor = keys + len + 1;
     for (int i = 0; i < (int)which; i++)
-        k += key_length(len, (nm_key_t)i) + 1;
-    *key_len = key_length(len, which);
+        k += key_length(len, floor, (nm_key_t)i) + 1;
+    *key_len = key_length(len, floor, which);
     return k;
 }
 

@@ -20,10 +20,10 @@
  * of these, N its own (lease.c, status.c). */
 typedef enum nm_key {
     NM_KEY_LOCK,    /* K */
+    NM_KEY_FLOOR,   /* P: the fence floor of K's slot (not of the name) */
     NM_KEY_QUEUE,   /* Q */
     NM_KEY_WAITERS, /* W */
     NM_KEY_MARKER,  /* H */
-    NM_KEY_FLOOR,   /* F */
     NM_KEY_GRANT,   /* G: the caller's own grant list */
     NM_KEY_COUNT
 } nm_key_t;
@@ -34,7 +34,8 @@ typedef enum nm_key {
 void nm_keys_tag(const char *name, size_t name_len, char tag[NM_KEY_TAG_LEN + 1]);
 
 /* Builds every key of the name under CFG's prefix: the lock key
- * <prefix>{<tag>}<name> first, then its siblings in nm_key_t's order, the
+ * <prefix>{<tag>}<name> first, then the others in nm_key_t's order: the
+ * floor of its slot <prefix>{<slot tag>}fence (slot.h), its siblings, the
  * grant list <prefix>{<tag>}<name>:g:<TOKEN> last (TOKEN may be NULL when
  * no grant is awaited: a script that takes it is then never called).  The
  * prefix holds no brace and the tag is hex, so Redis Cluster hashes the

@@ -122,14 +122,16 @@ static size_t holder_text(const nm_config_t *cfg, char *buf, size_t size)
 
 /* How many of L's keys (keys.h's order) each script is given: every key
  * it may touch (lib.lua, "Declared keys").  The fast paths of acquire.lua
- * and release.lua take the lock key alone, and ask for the call again with
- * every key when they need more (NM_EKEYS below). */
+ * (the lock key and its slot's fence floor) and release.lua (the lock key)
+ * take fewer, and ask for the call again with every key when they need
+ * more (NM_EKEYS below). */
 #define KEYS_ACQUIRE NM_KEY_COUNT
 #define KEYS_CANCEL NM_KEY_COUNT
-#define KEYS_RELEASE (NM_KEY_FLOOR + 1)
+#define KEYS_RELEASE (NM_KEY_MARKER + 1)
 #define KEYS_FENCE (NM_KEY_FLOOR + 1)
 #define KEYS_BREAK (NM_KEY_MARKER + 1)
 #define KEYS_LOCK_ONLY 1
+#define KEYS_LOCK_FLOOR (NM_KEY_FLOOR + 1)
 /* Internal to this file: a fast path needs every key (see above). */
 #define NM_EKEYS ENOKEY
 
@@ -419,7 +421,7 @@ static int acquire_once(nm_lease_t *l, unsigned int queue_ttl, int queued, int t
         return acquire_all(l, args, lens, deadline, pttl);
     }
     /* The fast path (acquire.lua) needs the lock key alone. */
-    int nkeys = queued || l->robust ? KEYS_ACQUIRE : KEYS_LOCK_ONLY;
+    int nkeys = queued || l->robust ? KEYS_ACQUIRE : KEYS_LOCK_FLOOR;
     int err = run(l, NM_SCRIPT_ACQUIRE, nkeys, 5, args, lens, deadline, &r, sent);
     if (!err)
         err = take_triple(l, r, pttl, deadline);

@@ -18,7 +18,8 @@
 #include "reply.h"
 #include "status.h"
 
-/* status.lua reads K and Q (lib.lua, "Declared keys"). */
+/* status.lua reads K and Q, the first and third (lib.lua, "Declared
+ * keys"). */
 #define STATUS_KEYS (NM_KEY_QUEUE + 1)
 
 /* One server's answer (status.lua). */

@@ -63,13 +63,15 @@ static void test_build_readme_example(void)
     free(keys);
 }
 
-/* Every key a script is given, in lib.lua's order K, Q, W, H, F, G. */
+/* Every key a script is given, in lib.lua's order K, P, Q, W, H, G; P,
+ * the fence floor, is named after the slot tag of K's slot. */
 static void test_build_declared_order(void)
 {
-    static const char *const want[NM_KEY_COUNT] = {
-        "netmutex:{41b90dde29446fdd}jobs",   "netmutex:{41b90dde29446fdd}jobs:q",
+    const char *k = "netmutex:{41b90dde29446fdd}jobs";
+    char *floor = g_strdup_printf("netmutex:{%s}fence", nm_slot_tag(nm_slot_of(k, strlen(k))));
+    const char *const want[NM_KEY_COUNT] = {
+        k, floor, "netmutex:{41b90dde29446fdd}jobs:q",
         "netmutex:{41b90dde29446fdd}jobs:w", "netmutex:{41b90dde29446fdd}jobs:h",
-        "netmutex:{41b90dde29446fdd}jobs:f",
         "netmutex:{41b90dde29446fdd}jobs:g:0123456789abcdef0123456789abcdef",
     };
     nm_config_t cfg = config_with_prefix("netmutex:");
@@ -78,10 +80,12 @@ static void test_build_declared_order(void)
 
     g_assert_cmpint(nm_keys_build(&cfg, "jobs", 4, token, &keys, &len), ==, 0);
     for (int i = 0; i < NM_KEY_COUNT; i++) {
-        const char *k = nm_keys_get(keys, len, (nm_key_t)i, &klen);
-        g_assert_cmpmem(k, klen, want[i], strlen(want[i]));
-        g_assert_cmpint(k[klen], ==, '\0');
+        const char *key = nm_keys_get(keys, len, (nm_key_t)i, &klen);
+        g_assert_cmpmem(key, klen, want[i], strlen(want[i]));
+        g_assert_cmpint(key[klen], ==, '\0');
     }
+    g_assert_cmpuint(nm_slot_of(floor, strlen(floor)), ==, nm_slot_of(k, strlen(k)));
+    g_free(floor);
     free(keys);
 }
 

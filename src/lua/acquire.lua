@@ -1,10 +1,10 @@
 -- acquire.lua: take a netmutex if it is free, else (optionally) queue.
--- KEYS K, Q, W, H, F, G (lib.lua), or K alone for the fast path (mode
--- without 'w', 'r' or 'f'): then {3, 0, 0} asks, before any write, for the
--- call again with every key when the fast path did not settle it.
+-- KEYS K, P, Q, W, H, G (lib.lua), or K and P alone for the fast path
+-- (mode without 'w', 'r' or 'f'): then {3, 0, 0} asks, before any write,
+-- for the call again with every key when the fast path did not settle it.
 -- ARGV[1] token, ARGV[2] lease in ms, ARGV[3] queue entry lifetime in ms
 -- (0: do not queue; trylock), ARGV[4] mode: letters 'w' (the caller is
--- queued already), 'r' (robust mutex), 'f' (quorum mode: fence floor), 'k'
+-- queued already), 'r' (robust mutex), 'f' (quorum mode), 'k'
 -- (the caller's process may keep the lock cached after unlock), 't' (a
 -- trylock: it queues, for ARGV[3] ms, only to ask a caching holder), or
 -- '' for none, ARGV[5] holder description "host:pid:tid".
@@ -20,8 +20,9 @@
 -- or {-1, 0, 0} when the mutex was left ENOTRECOVERABLE.
 local token, lease, mode = ARGV[1], ARGV[2], ARGV[4]
 -- The fast path, for a newcomer (not queued) to a plain mutex (not robust,
--- not quorum mode): the clock, and SET NX --
--- the same work as the simplest lock there is.  (lib.lua's lock_value,
+-- not quorum mode): the clock and the slot's fence floor (lib.lua,
+-- Fences), SET NX, and the floor moved up --
+-- the work of the simplest lock there is, and one key more.  (lib.lua's lock_value,
 -- spelled out: the prelude comes after this.)  A newcomer may so overtake
 -- queued waiters only while the lock is free, which, with waiters, happens
 -- only when a holder or a granted waiter died.
@@ -35,9 +36,16 @@ end
 if fast then
   local t = redis.call('TIME')
   local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local v = token .. '-' .. c .. ' ' .. string.format('%.0f', fence) .. ' ' .. ARGV[5]
-  if redis.call('SET', KEYS[1], v, 'NX', 'PX', lease) then
-    return {1, fence, 0}
+  -- Not a number: the slow path says so.
+  local floor = tonumber(redis.call('GET', KEYS[2]) or 0)
+  if floor then
+    fence = math.max(fence, floor + 1)
+    local f = string.format('%.0f', fence)
+    if redis.call('SET', KEYS[1], token .. '-' .. c .. ' ' .. f .. ' ' .. ARGV[5], 'NX', 'PX',
+                  lease) then
+      redis.call('SET', KEYS[2], f)
+      return {1, fence, 0}
+    end
   end
 end
 if #KEYS < 6 then
@@ -48,7 +56,8 @@ local ttl, holder = tonumber(ARGV[3]), ARGV[5]
 local function has(letter)
   return string.find(mode, letter, 1, true) ~= nil
 end
-local robust, floor, cache, trylock = has('r'), has('f'), has('k'), has('t')
+local robust, cache, trylock = has('r'), has('k'), has('t')
+read_floor()
 
 local granted = nil
 local cur = redis.call('GET', K)
@@ -63,10 +72,10 @@ if not cur then
   -- granted it): the head of the queue gets it, not a newcomer.
   local head, claim = nil, nil
   if queue_ready() then
-    head, claim = grant_next(floor, token)
+    head, claim = grant_next(token)
   end
   if not head or head == token then
-    local fence = next_fence(floor)
+    local fence = next_fence()
     local dead, held, released = 0, '', ''
     if robust then
       dead, held, released = take_marker(token)

@@ -1,14 +1,13 @@
 -- release.lua: give a netmutex back, only if it is still ours, handing it
 -- to the first queued waiter if there is one.
--- KEYS K, Q, W, H, F (lib.lua), or K alone when mode is '': then 2 asks,
+-- KEYS K, P, Q, W, H (lib.lua), or K alone when mode is '': then 2 asks,
 -- before any write, for the call again with every key when waiters are
 -- queued; ARGV[1] token, ARGV[2] mode: letters 'r' (robust
 -- mutex: its marker goes), 'u' (a robust mutex unlocked after EOWNERDEAD
 -- without netmutex_consistent(): it stays ENOTRECOVERABLE for every later
 -- locker, as in pthread), 'x' (give back a grant quorum mode did not
 -- keep: nobody waits for that, so nobody is woken or handed the lock), 'f'
--- (quorum mode: the marker of a release stays, see take_marker; fences
--- build on the floor), 'p' (publish "released" for quorum mode's waiters),
+-- (quorum mode: the marker of a release stays, see take_marker), 'p' (publish "released" for quorum mode's waiters),
 -- or '' for none.
 -- Returns 1 released, 0 the key is gone (our lease ran out, or an earlier
 -- attempt whose reply was lost released it), -1 the key holds another
@@ -37,7 +36,7 @@ if #KEYS < 5 then
 end
 -- Checked before the first write: the queue's keys.
 local queued = string.sub(cur, 33, 33) == 'q' and not has('x') and not has('u') and
-               queue_ready()
+               queue_ready() and read_floor()
 if has('r') and has('f') then
   redis.call('SET', H, 'r' .. token, 'PX', ROBUST_KEEP_MS)
 elseif has('r') then
@@ -54,7 +53,7 @@ if has('x') then
   return 1
 end
 if queued then
-  local served, claim = grant_next(has('f'), nil)
+  local served, claim = grant_next(nil)
   if served then
     return {1, served, claim}
   end
