@@ -88,16 +88,20 @@ static void test_crc16_matches_server(void)
     g_rand_free(rand);
 }
 
-/* Every key a name can have is in the lock key's slot, whatever its bytes. */
+/* Every key a name can have is in the lock key's slot, whatever its bytes,
+ * and so is the fence floor of that slot (named with its slot tag). */
 static void test_brace_names_one_slot(void)
 {
     static const char *const brace[] = { "}x", "{a}b", "a}{b", "{", "}", "{}", "x{y}z" };
-    static const char *const suffixes[] = { ":q", ":w", ":h", ":f",
+    static const char *const suffixes[] = { ":q", ":w", ":h",
                                             ":g:0123456789abcdef0123456789abcdef" };
     long long slots[G_N_ELEMENTS(brace)];
 
     for (gsize n = 0; n < G_N_ELEMENTS(brace); n++) {
         slots[n] = slot_of_name(brace[n]);
+        char *floor = g_strdup_printf("netmutex:{%s}fence", nm_slot_tag((unsigned int)slots[n]));
+        g_assert_cmpint(nm_topo_keyslot(topo, floor, strlen(floor)), ==, slots[n]);
+        g_free(floor);
         for (gsize s = 0; s < G_N_ELEMENTS(suffixes); s++) {
             char *key = nm_key_of("netmutex:", brace[n], suffixes[s]);
             g_assert_cmpint(nm_topo_keyslot(topo, key, strlen(key)), ==, slots[n]);
