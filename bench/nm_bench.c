@@ -142,7 +142,12 @@
  *                      "bytes_per_name_after" and
  *                      "bytes_per_name_after_2_leases" = growth of
  *                      used_memory since before the first, per name, target
- *                      <= 16 for the latter.
+ *                      <= 16 for the latter.  That growth includes the fence
+ *                      floors the names' slots got ("floor_keys_before",
+ *                      "floor_keys_after_2_leases": one small key per hash
+ *                      slot, at most 16384 in all, src/lua/lib.lua): a
+ *                      bounded, one-time cost, not one per name, which the
+ *                      per-name figure spreads over -n names.
  *   many_locks         One process locks N distinct names (-n, default
  *                      100,000) with a short lease (--lease-ms, default
  *                      3,000), holds them for 3 lease periods while the

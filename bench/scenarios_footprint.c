@@ -984,7 +984,13 @@ typedef struct {
     long long used_memory;   /* INFO memory: what the allocator handed out */
     long long dbsize;        /* every key of the database, expired or not */
     long long keys;          /* live keys whose names contain the scenario's */
+    long long floors;        /* fence floors: one per hash slot, not per name */
 } residue_snap_t;
+
+/* The fence floors' keys, <prefix>{<slot tag>}fence (src/lua/lib.lua): at
+ * most one per hash slot, 16384 in all, so what they take is bounded and
+ * is not residue of any name; it is reported on its own. */
+#define FLOOR_PATTERN "*}fence"
 
 /* Keys matching PATTERN, by SCAN (which also drops those that expired). */
 static long long count_keys(redisContext *c, const char *pattern)
@@ -1026,7 +1032,8 @@ static int read_residue(redisContext *c, const char *pattern, residue_snap_t *s)
     s->dbsize = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
     freeReplyObject(r);
     s->keys = count_keys(c, pattern);
-    return s->keys < 0 || s->dbsize < 0 ? -1 : 0;
+    s->floors = count_keys(c, FLOOR_PATTERN);
+    return s->keys < 0 || s->dbsize < 0 || s->floors < 0 ? -1 : 0;
 }
 
 /* Locks and unlocks N names one after the other, each with a mutex of its
@@ -1080,6 +1087,8 @@ static void residue_report(const char *scenario, long n, long lease_ms, double c
     j_int(&j, "keys_before", s[0].keys);
     j_int(&j, "keys_after", s[1].keys);
     j_figure(&j, "keys_after_2_leases", (double)s[2].keys, 0.0, AT_MOST);
+    j_int(&j, "floor_keys_before", s[0].floors);
+    j_int(&j, "floor_keys_after_2_leases", s[2].floors);
     j_int(&j, "used_memory_before", s[0].used_memory);
     j_int(&j, "used_memory_after", s[1].used_memory);
     j_int(&j, "used_memory_after_2_leases", s[2].used_memory);

@@ -6,7 +6,8 @@
  * every node is asked at once and poll() collects the answers, so a round
  * costs one round trip whatever the number of nodes.  A group answered by
  * a redirection (ASK: its slot is being migrated and the key has moved;
- * MOVED: the map is behind) is renewed again in the same round, lease by
+ * MOVED: the map is behind), or TRYAGAIN (a group's keys are split between
+ * the two nodes of a migration), is renewed again in the same round, lease by
  * lease, each request following the redirection as any other does
  * (cluster_route.c): a migration that takes longer than a lease must not
  * let the leases on its slot run out.
@@ -197,7 +198,7 @@ static void settle(nm_config_t *cfg, const node_job_t *job, redisContext *c, int
 {
     if (err == ENOENT)
         nm_script_load(c, NM_SCRIPT_RENEW, until); /* flushed: retried soon */
-    else if (err == NM_EREDIRECT)
+    else if (err == NM_EREDIRECT || err == NM_ETRYAGAIN)
         nm_cluster_mark_stale(cfg); /* slots moved: the retry goes to the new node */
     else if (err) {
         nm_conn_drop_node(job->addr.host, job->addr.port);
@@ -220,7 +221,7 @@ static void run_jobs(nm_config_t *cfg, const plan_t *p, size_t from, size_t n, i
         const node_job_t *job = &p->jobs[from + i];
         if (f.ctx[i])
             settle(cfg, job, f.ctx[i], f.err[i], until);
-        if (f.out[i] && f.err[i] == NM_EREDIRECT)
+        if (f.out[i] && (f.err[i] == NM_EREDIRECT || f.err[i] == NM_ETRYAGAIN))
             follow_redirects(cfg, p, job, f.out[i], f.got[i], until);
         if (f.out[i])
             take_answers(p, job, f.out[i], f.got[i]);

@@ -1,17 +1,30 @@
 /*
  * cluster_route.c -- one request about a key, sent to the node that serves
  * the key's slot, following MOVED and ASK (cluster.h).
+ *
+ * A slot being migrated answers three ways, none of them an error for the
+ * caller: MOVED (the map is behind: it is fixed and read again), ASK (this
+ * one request goes to the importing node, after ASKING), and TRYAGAIN (the
+ * request's keys are split between the two nodes: nothing was done, and
+ * nothing will be until the migration moves on).  All are retried until
+ * the request's deadline, TRYAGAIN and long chains of redirections after
+ * a pause that doubles up to PAUSE_MAX_MS; only then is the request given
+ * up, as NM_ECONN, which the caller retries within its own deadline like
+ * any request that got no answer in time.
  */
 #include "nm.h"
 
 #include <errno.h>
 #include <string.h>
 
+#include "clock.h"
 #include "cluster_state.h"
 #include "conn.h"
 #include "reply.h"
 
+/* Redirections followed without a pause. */
 #define MAX_HOPS 5
+#define PAUSE_MAX_MS 50
 /* Internal to this file: the node could not be dialed, nothing was sent. */
 #define NM_EUNDIALED EHOSTUNREACH
 
@@ -86,13 +99,25 @@ static int send_to(nm_config_t *cfg, const nm_node_addr_t *node, int ask, const 
     return err;
 }
 
+/* Sleeps *PAUSE ms before the next try, and doubles it (up to
+ * PAUSE_MAX_MS); 0 when DEADLINE would pass first: give up. */
+static int pause_before_retry(int64_t *pause, int64_t deadline)
+{
+    if (nm_remaining_ms(deadline) <= *pause)
+        return 0;
+    nm_sleep_ms(*pause);
+    *pause = NM_MIN(*pause * 2, PAUSE_MAX_MS);
+    return 1;
+}
+
 static int route(nm_config_t *cfg, const char *key, size_t len, const request_t *q,
                  int64_t deadline, redisReply **out, int *sent)
 {
     nm_node_addr_t node;
-    int ask = 0, err = NM_ECONN;
+    int ask = 0, hops = 0, err;
+    int64_t pause = 1;
     *sent = 0;
-    for (int hop = 0; hop < MAX_HOPS; hop++) {
+    for (;;) {
         if (!ask && (err = nm_cluster_node_of(cfg, key, len, deadline, &node)) != 0)
             return err;
         err = send_to(cfg, &node, ask, q, deadline, out, sent);
@@ -102,13 +127,21 @@ static int route(nm_config_t *cfg, const char *key, size_t len, const request_t 
             nm_cluster_mark_stale(cfg);
             return NM_ECONN;
         }
-        if (err != NM_EREDIRECT)
+        if (err == NM_EREDIRECT) {
+            ask = nm_cluster_redirected(cfg, &node);
+            if (ask < 0)
+                return EPROTO;
+        }
+        if (err != NM_EREDIRECT && err != NM_ETRYAGAIN)
             return err;
-        ask = nm_cluster_redirected(cfg, &node);
-        if (ask < 0)
-            return EPROTO;
+        if (err == NM_ETRYAGAIN || ++hops >= MAX_HOPS) {
+            /* A migration under way: the map is read again meanwhile. */
+            ask = hops = 0;
+            nm_cluster_mark_stale(cfg);
+            if (!pause_before_retry(&pause, deadline))
+                return NM_ECONN;
+        }
     }
-    return NM_ECONN; /* the slot keeps moving: try again later */
 }
 
 int nm_cluster_script(nm_config_t *cfg, const char *key, size_t key_len, nm_script_t id,

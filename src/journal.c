@@ -40,12 +40,13 @@ static void expire_locked(int64_t now)
 }
 
 void nm_journal_note(const nm_config_t *cfg, uint64_t master_gen, const char *key,
-                     size_t key_len, const char *token, int robust, int unrecoverable)
+                     size_t key_len, size_t keys_size, const char *token, int robust,
+                     int unrecoverable)
 {
-    char *copy = malloc(key_len);
+    char *copy = malloc(keys_size);
     if (!copy)
         return;
-    memcpy(copy, key, key_len);
+    memcpy(copy, key, keys_size);
     pthread_mutex_lock(&journal_lock);
     if (!ring && !(ring = calloc(NM_JOURNAL_MAX, sizeof *ring))) {
         pthread_mutex_unlock(&journal_lock);
@@ -59,7 +60,7 @@ void nm_journal_note(const nm_config_t *cfg, uint64_t master_gen, const char *ke
     nm_journal_entry_t *e = at_seq(next_seq);
     *e = (nm_journal_entry_t){ .seq = next_seq, .cfg_gen = cfg->generation,
                                .master_gen = master_gen, .at = now, .key = copy,
-                               .key_len = key_len, .robust = robust,
+                               .key_len = key_len, .keys_size = keys_size, .robust = robust,
                                .unrecoverable = unrecoverable };
     memcpy(e->token, token, NM_TOKEN_LEN);
     next_seq++;
@@ -91,10 +92,10 @@ static int due_locked(const nm_journal_entry_t *e, uint64_t cfg_gen, uint64_t ma
 static int copy_locked(const nm_journal_entry_t *e, nm_journal_entry_t *out)
 {
     *out = *e;
-    out->key = malloc(e->key_len);
+    out->key = malloc(e->keys_size);
     if (!out->key)
         return ENOMEM;
-    memcpy(out->key, e->key, e->key_len);
+    memcpy(out->key, e->key, e->keys_size);
     return 0;
 }
 

@@ -50,19 +50,23 @@ typedef struct nm_journal_entry {
     uint64_t cfg_gen;      /* the configuration's generation (config.h) */
     uint64_t master_gen;   /* the sentinels' master when last sent */
     int64_t at;            /* monotonic ms, when first sent */
-    char *key;             /* the lock key, key_len bytes (owned) */
-    size_t key_len;
+    char *key;             /* every key of the lock (keys.h), keys_size
+                              bytes (owned): a release re-sent may need
+                              them all; the lock key is the first key_len */
+    size_t key_len, keys_size;
     char token[NM_TOKEN_LEN + 1];
     int robust;            /* release.lua's 'r' */
     int unrecoverable;     /* release.lua's 'u' */
 } nm_journal_entry_t;
 
-/* Notes a release of TOKEN on lock key KEY under CFG, sent while the
+/* Notes a release of TOKEN on lock key KEY (of length KEY_LEN, the first
+ * of KEYS_SIZE bytes of keys, nm_keys_size()) under CFG, sent while the
  * sentinels' master was MASTER_GEN (read before it was sent: a master
  * published meanwhile has a greater one, and gets it again).  Out of
  * memory, nothing is noted. */
 void nm_journal_note(const nm_config_t *cfg, uint64_t master_gen, const char *key,
-                     size_t key_len, const char *token, int robust, int unrecoverable);
+                     size_t key_len, size_t keys_size, const char *token, int robust,
+                     int unrecoverable);
 
 /* Whether releases under configuration CFG_GEN younger than NM_JOURNAL_MS
  * are kept at NOW (the background thread then asks the sentinels often). */

@@ -6,9 +6,49 @@
 #include <string.h>
 
 #include "keys.h"
+#include "slot.h"
 
 #define GRANT_SUFFIX ":g:"
 #define GRANT_SUFFIX_LEN 3
+
+/* The siblings' suffixes, in nm_key_t's order. */
+static const char *const suffix[NM_KEY_COUNT] = {
+    [NM_KEY_QUEUE] = ":q", [NM_KEY_WAITERS] = ":w", [NM_KEY_MARKER] = ":h",
+    [NM_KEY_GRANT] = GRANT_SUFFIX,
+};
+#define FLOOR_NAME "fence"
+
+/* The length of sibling WHICH (a suffixed key) for a lock key of LEN. */
+static size_t sibling_length(size_t len, nm_key_t which)
+{
+    return len + strlen(suffix[which]) + (which == NM_KEY_GRANT ? NM_TOKEN_LEN : 0);
+}
+
+/* The length of key WHICH for a lock key of LEN bytes, the floor key at
+ * FLOOR (it holds no NUL: the prefix is a C string, the slot tag
+ * alphanumeric). */
+static size_t key_length(size_t len, const char *floor, nm_key_t which)
+{
+    if (which == NM_KEY_LOCK)
+        return len;
+    if (which == NM_KEY_FLOOR)
+        return strlen(floor);
+    return sibling_length(len, which);
+}
+
+/* <prefix>{<slot tag>}fence for the slot of lock key K (LEN bytes) at W. */
+static size_t write_floor(char *w, const nm_config_t *cfg, const char *k, size_t len)
+{
+    const char *tag = nm_slot_tag(nm_slot_of(k, len));
+    memcpy(w, cfg->prefix, cfg->prefix_len);
+    w += cfg->prefix_len;
+    *w++ = '{';
+    memcpy(w, tag, strlen(tag));
+    w += strlen(tag);
+    *w++ = '}';
+    memcpy(w, FLOOR_NAME, strlen(FLOOR_NAME));
+    return cfg->prefix_len + strlen(tag) + 2 + strlen(FLOOR_NAME);
+}
 
 /* The hash tag depends on the name's bytes only through a digest, so no
  * name (one that holds '{' or '}' included) can move a key of its own to
@@ -32,7 +72,10 @@ int nm_keys_build(const nm_config_t *cfg, const char *name, size_t name_len,
                   const char *token, char **keys, size_t *len)
 {
     size_t klen = cfg->prefix_len + NM_KEY_TAG_LEN + 2 + name_len;
-    char *k = calloc(2 * klen + GRANT_SUFFIX_LEN + NM_TOKEN_LEN + 2, 1), *w = k;
+    size_t total = klen + 1 + cfg->prefix_len + NM_SLOT_TAG_MAX + 3 + strlen(FLOOR_NAME);
+    for (int i = NM_KEY_QUEUE; i < NM_KEY_COUNT; i++)
+        total += sibling_length(klen, (nm_key_t)i) + 1;
+    char *k = calloc(total, 1), *w = k;
     if (!k)
         return ENOMEM;
     memcpy(w, cfg->prefix, cfg->prefix_len);
@@ -42,21 +85,41 @@ int nm_keys_build(const nm_config_t *cfg, const char *name, size_t name_len,
     w += NM_KEY_TAG_LEN;
     *w++ = '}';
     memcpy(w, name, name_len);
-    if (token) {
-        char *g = k + klen + 1;
-        memcpy(g, k, klen);
-        memcpy(g + klen, GRANT_SUFFIX, GRANT_SUFFIX_LEN);
-        memcpy(g + klen + GRANT_SUFFIX_LEN, token, NM_TOKEN_LEN);
+    w = k + klen + 1;
+    w += write_floor(w, cfg, k, klen) + 1;
+    for (int i = NM_KEY_QUEUE; i < NM_KEY_COUNT; i++) {
+        size_t n = strlen(suffix[i]);
+        memcpy(w, k, klen);
+        memcpy(w + klen, suffix[i], n);
+        if (i == NM_KEY_GRANT) /* no token: zeros, never sent */
+            memcpy(w + klen + n, token ? token : "00000000000000000000000000000000",
+                   NM_TOKEN_LEN);
+        w += sibling_length(klen, (nm_key_t)i) + 1;
     }
     *keys = k;
     *len = klen;
     return 0;
 }
 
+const char *nm_keys_get(const char *keys, size_t len, nm_key_t which, size_t *key_len)
+{
+    const char *k = keys, *floor = keys + len + 1;
+    for (int i = 0; i < (int)which; i++)
+        k += key_length(len, floor, (nm_key_t)i) + 1;
+    *key_len = key_length(len, floor, which);
+    return k;
+}
+
+size_t nm_keys_size(const char *keys, size_t len)
+{
+    size_t glen;
+    const char *g = nm_keys_get(keys, len, NM_KEY_GRANT, &glen);
+    return (size_t)(g - keys) + glen + 1;
+}
+
 const char *nm_keys_grant(const char *keys, size_t len, size_t *grant_len)
 {
-    *grant_len = len + GRANT_SUFFIX_LEN + NM_TOKEN_LEN;
-    return keys + len + 1;
+    return nm_keys_get(keys, len, NM_KEY_GRANT, grant_len);
 }
 
 char *nm_keys_grant_for(const char *key, size_t len, const char *token, size_t *grant_len)

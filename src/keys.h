@@ -1,11 +1,12 @@
 /*
  * keys.h -- the Redis keys of one mutex (src/lua/lib.lua has the schema).
  *
- * Scripts are given the lock key alone and derive its siblings.  The one
- * key the library itself uses besides it is a waiter's grant list, which
- * it waits on with BLPOP.  Both live in one allocation: the lock key, NUL,
- * then the grant list's name.  Keys are passed to Redis with explicit
- * lengths, so any byte of the name is safe.
+ * Redis Cluster refuses, while a slot is being migrated, any key a script
+ * touches that its caller did not declare (lib.lua), so a script is given
+ * every key it may touch, as a prefix of one fixed order (nm_key_t).  They
+ * live in one allocation, each NUL-terminated: the lock key first, then
+ * its siblings.  Keys are passed to Redis with explicit lengths, so any
+ * byte of the name is safe.
  */
 #ifndef NM_KEYS_H
 #define NM_KEYS_H
@@ -15,19 +16,42 @@
 #include "config.h"
 #include "token.h"
 
+/* The order of a script's KEYS (lib.lua): every script takes the first N
+ * of these, N its own (lease.c, status.c). */
+typedef enum nm_key {
+    NM_KEY_LOCK,    /* K */
+    NM_KEY_FLOOR,   /* P: the fence floor of K's slot (not of the name) */
+    NM_KEY_QUEUE,   /* Q */
+    NM_KEY_WAITERS, /* W */
+    NM_KEY_MARKER,  /* H */
+    NM_KEY_GRANT,   /* G: the caller's own grant list */
+    NM_KEY_COUNT
+} nm_key_t;
+
 /* The hash tag of every key of a name: 16 lowercase hex digits of a 64-bit
  * FNV-1a digest of the name's bytes, NUL-terminated in TAG. */
 #define NM_KEY_TAG_LEN 16
 void nm_keys_tag(const char *name, size_t name_len, char tag[NM_KEY_TAG_LEN + 1]);
 
-/* Builds the lock key <prefix>{<tag>}<name> under CFG's prefix and, after
- * it, the grant list <prefix>{<tag>}<name>:g:<TOKEN> (TOKEN may be NULL when
- * no grant is awaited).  The prefix holds no brace and the tag is hex, so
- * Redis Cluster hashes the tag alone: every key of a name is in one slot,
- * whatever bytes the name holds.  *KEYS is malloc'ed; *LEN is the lock
- * key's length.  0 or ENOMEM. */
+/* Builds every key of the name under CFG's prefix: the lock key
+ * <prefix>{<tag>}<name> first, then the others in nm_key_t's order: the
+ * floor of its slot <prefix>{<slot tag>}fence (slot.h), its siblings, the
+ * grant list <prefix>{<tag>}<name>:g:<TOKEN> last (TOKEN may be NULL when
+ * no grant is awaited: a script that takes it is then never called).  The
+ * prefix holds no brace and the tag is hex, so Redis Cluster hashes the
+ * tag alone: every key of a name is in one slot, whatever bytes the name
+ * holds.  *KEYS is malloc'ed; *LEN is the lock key's length.  0 or
+ * ENOMEM. */
 int nm_keys_build(const nm_config_t *cfg, const char *name, size_t name_len,
                   const char *token, char **keys, size_t *len);
+
+/* Key WHICH in KEYS (of lock key length LEN), and its length. */
+const char *nm_keys_get(const char *keys, size_t len, nm_key_t which, size_t *key_len);
+
+/* The size of the whole allocation KEYS (of lock key length LEN) in bytes,
+ * every key with its NUL: what a copy that may be given to any script
+ * needs. */
+size_t nm_keys_size(const char *keys, size_t len);
 
 /* The grant list's name in KEYS (of lock key length LEN), and its length. */
 const char *nm_keys_grant(const char *keys, size_t len, size_t *grant_len);

@@ -122,22 +122,36 @@ static size_t holder_text(const nm_config_t *cfg, char *buf, size_t size)
     return n < 0 ? 0 : NM_MIN((size_t)n, size - 1);
 }
 
-/* The script's arguments: L's lock key (the scripts derive the others
- * from it, lib.lua), then ARGS. */
+/* How many of L's keys (keys.h's order) each script is given: every key
+ * it may touch (lib.lua, "Declared keys").  The fast paths of acquire.lua
+ * (the lock key and its slot's fence floor) and release.lua (the lock key)
+ * take fewer, and ask for the call again with every key when they need
+ * more (NM_EKEYS below). */
+#define KEYS_ACQUIRE NM_KEY_COUNT
+#define KEYS_CANCEL NM_KEY_COUNT
+#define KEYS_RELEASE (NM_KEY_MARKER + 1)
+#define KEYS_FENCE (NM_KEY_FLOOR + 1)
+#define KEYS_BREAK (NM_KEY_MARKER + 1)
+#define KEYS_LOCK_ONLY 1
+#define KEYS_LOCK_FLOOR (NM_KEY_FLOOR + 1)
+/* Internal to this file: a fast path needs every key (see above). */
+#define NM_EKEYS ENOKEY
+
+/* The script's arguments: NKEYS of L's keys, then ARGS. */
 #define MAX_ARGS 5
 typedef struct script_argv {
-    const char *argv[1 + MAX_ARGS];
-    size_t lens[1 + MAX_ARGS];
+    const char *argv[NM_KEY_COUNT + MAX_ARGS];
+    size_t lens[NM_KEY_COUNT + MAX_ARGS];
 } script_argv_t;
 
-static void fill_argv(const nm_lease_t *l, int nargs, const char **args,
+static void fill_argv(const nm_lease_t *l, int nkeys, int nargs, const char **args,
                       const size_t *arg_lens, script_argv_t *a)
 {
-    a->argv[0] = l->key;
-    a->lens[0] = l->key_len;
+    for (int i = 0; i < nkeys; i++)
+        a->argv[i] = nm_keys_get(l->key, l->key_len, (nm_key_t)i, &a->lens[i]);
     for (int i = 0; i < nargs; i++) {
-        a->argv[1 + i] = args[i];
-        a->lens[1 + i] = arg_lens[i];
+        a->argv[nkeys + i] = args[i];
+        a->lens[nkeys + i] = arg_lens[i];
     }
 }
 
@@ -222,47 +236,77 @@ static int call(nm_lease_t *l, int argc, const char **argv, const size_t *lens, 
     return note_result(l, err);
 }
 
-/* Runs script ID of L (its lock key, then ARGS) on the calling thread's
- * connection, as call() does. */
-static int run(nm_lease_t *l, nm_script_t id, int nargs, const char **args,
-               const size_t *arg_lens, int64_t deadline, redisReply **out, int *sent)
+/* Runs script ID with ARGC words ARGV (NKEYS keys of L's slot first) on
+ * the calling thread's connection, as call() does. */
+static int run_argv(nm_lease_t *l, nm_script_t id, int nkeys, int argc, const char **argv,
+                    const size_t *lens, int64_t deadline, redisReply **out, int *sent)
 {
-    script_argv_t a;
     redisContext *c;
-
-    fill_argv(l, nargs, args, arg_lens, &a);
     *sent = 0;
     deadline = nm_request_deadline(l->cfg->io_timeout_ms, deadline);
     int on, err = nm_cluster_mode(l->cfg, deadline, &on);
     if (!err && on) /* cluster.h: to the node of the key's slot */
-        return note_result(l, nm_cluster_script(l->cfg, l->key, l->key_len, id, 1, 1 + nargs,
-                                                a.argv, a.lens, deadline, out, sent));
+        return note_result(l, nm_cluster_script(l->cfg, l->key, l->key_len, id, nkeys, argc,
+                                                argv, lens, deadline, out, sent));
     if (!err)
         err = nm_conn_get(l->cfg, 0, deadline, &c);
     if (err)
         return err;
     *sent = 1;
-    err = nm_script_run(c, id, 1, 1 + nargs, a.argv, a.lens, deadline, out);
+    err = nm_script_run(c, id, nkeys, argc, argv, lens, deadline, out);
     return note_result(l, err);
 }
 
+/* Runs script ID of L (NKEYS of its keys, then ARGS) on the calling
+ * thread's connection, as call() does. */
+static int run(nm_lease_t *l, nm_script_t id, int nkeys, int nargs, const char **args,
+               const size_t *arg_lens, int64_t deadline, redisReply **out, int *sent)
+{
+    script_argv_t a;
+    fill_argv(l, nkeys, nargs, args, arg_lens, &a);
+    return run_argv(l, id, nkeys, nkeys + nargs, a.argv, a.lens, deadline, out, sent);
+}
+
+/* Pushes the grant to queued waiter TOKEN, for whom a script of ours
+ * reserved the lock for CLAIM ms (lib.lua, Grants).  A hint: if it fails,
+ * the waiter finds the reservation at its next queue refresh or loses its
+ * turn, never anybody's safety, so failures are not reported. */
+static void push_grant(nm_lease_t *l, const char *token, size_t token_len, long long claim,
+                       int64_t deadline)
+{
+    char ms[24];
+    size_t glen;
+    redisReply *r;
+    int sent;
+    char *grant = token_len == NM_TOKEN_LEN ? nm_keys_grant_for(l->key, l->key_len, token, &glen)
+                                            : NULL;
+    if (!grant)
+        return;
+    snprintf(ms, sizeof ms, "%lld", claim);
+    const char *argv[2] = { grant, ms };
+    size_t lens[2] = { glen, strlen(ms) };
+    if (run_argv(l, NM_SCRIPT_GRANT, 1, 2, argv, lens, deadline, &r, &sent) == 0)
+        freeReplyObject(r);
+    free(grant);
+}
+
 /* Quorum mode: runs the same script on every server at once. */
-static void run_all(nm_lease_t *l, nm_script_t id, int nargs, const char **args,
+static void run_all(nm_lease_t *l, nm_script_t id, int nkeys, int nargs, const char **args,
                     const size_t *arg_lens, int64_t deadline, nm_votes_t *v)
 {
     script_argv_t a;
-    fill_argv(l, nargs, args, arg_lens, &a);
-    nm_quorum_call(l->cfg, id, 1, 1 + nargs, a.argv, a.lens, deadline, v);
+    fill_argv(l, nkeys, nargs, args, arg_lens, &a);
+    nm_quorum_call(l->cfg, id, nkeys, nkeys + nargs, a.argv, a.lens, deadline, v);
 }
 
 /* Quorum mode: run_all() of a script that answers 1 for "done", and
  * whether a quorum did it (nm_redlock_done).  *SENT_AT, if not NULL, is
  * when the requests left. */
-static int run_all_done(nm_lease_t *l, nm_script_t id, int nargs, const char **args,
+static int run_all_done(nm_lease_t *l, nm_script_t id, int nkeys, int nargs, const char **args,
                         const size_t *arg_lens, int64_t deadline, int64_t *sent_at)
 {
     nm_votes_t v;
-    run_all(l, id, nargs, args, arg_lens, deadline, &v);
+    run_all(l, id, nkeys, nargs, args, arg_lens, deadline, &v);
     if (sent_at)
         *sent_at = v.sent_at;
     int err = nm_redlock_done(l->cfg, &v);
@@ -279,7 +323,7 @@ static int release_all(nm_lease_t *l, int unrecoverable, int quietly, int64_t de
     release_mode(l, unrecoverable, quietly, mode);
     const char *args[2] = { l->token, mode };
     size_t lens[2] = { NM_TOKEN_LEN, strlen(mode) };
-    return run_all_done(l, NM_SCRIPT_RELEASE, 2, args, lens, deadline, NULL);
+    return run_all_done(l, NM_SCRIPT_RELEASE, KEYS_RELEASE, 2, args, lens, deadline, NULL);
 }
 
 /* Quorum mode's second round (redlock.c): every granting server's fence
@@ -290,7 +334,7 @@ static int raise_fence(nm_lease_t *l, long long raise_to, int64_t deadline)
     snprintf(fence, sizeof fence, "%lld", raise_to);
     const char *args[2] = { l->token, fence };
     size_t lens[2] = { NM_TOKEN_LEN, strlen(fence) };
-    return run_all_done(l, NM_SCRIPT_FENCE, 2, args, lens, deadline, NULL);
+    return run_all_done(l, NM_SCRIPT_FENCE, KEYS_FENCE, 2, args, lens, deadline, NULL);
 }
 
 /* Quorum mode's acquire attempt: the acquire script on every server, kept
@@ -300,7 +344,7 @@ static int acquire_all(nm_lease_t *l, const char **args, const size_t *lens,
 {
     nm_votes_t v;
     long long raise_to = 0;
-    run_all(l, NM_SCRIPT_ACQUIRE, 5, args, lens, deadline, &v);
+    run_all(l, NM_SCRIPT_ACQUIRE, KEYS_ACQUIRE, 5, args, lens, deadline, &v);
     int err = nm_redlock_granted(l, &v, &raise_to, pttl);
     nm_votes_clear(&v);
     if (!err && raise_to && raise_fence(l, raise_to, deadline) != 0) {
@@ -329,20 +373,27 @@ static int replicated(nm_lease_t *l, int64_t deadline)
 
 /* The {granted, fence-or-pttl, dead} triple of acquire.lua and cancel.lua:
  * 0 (ours: fence and dead stored in L), EBUSY or NM_EASKED (*PTTL set),
- * ENOTRECOVERABLE. */
-static int take_triple(nm_lease_t *l, redisReply *r, long long *pttl)
+ * ENOTRECOVERABLE, NM_EKEYS.  A grant the script reserved for a queued
+ * waiter is pushed to it, by DEADLINE. */
+static int take_triple(nm_lease_t *l, redisReply *r, long long *pttl, int64_t deadline)
 {
-    long long v[3], waited = 0;
+    long long v[3], waited = 0, claim;
+    const char *token;
+    size_t token_len;
     int err = nm_reply_integers(r, v, 3);
     /* The sixth, when there: others queued already (acquire.lua). */
-    if (!err && r->elements >= 6)
+    if (!err && v[0] == 1 && r->elements >= 6)
         err = nm_reply_integer(r->element[5], &waited);
+    if (!err && v[0] == 0 && nm_reply_grant(r, 3, &token, &token_len, &claim) == 0)
+        push_grant(l, token, token_len, claim, deadline);
     freeReplyObject(r);
     if (err)
         return err;
     l->waited = waited != 0;
     if (v[0] == -1)
         return ENOTRECOVERABLE;
+    if (v[0] == 3)
+        return NM_EKEYS;
     if (v[0] != 1) {
         *pttl = v[1];
         return v[0] == 2 ? NM_EASKED : EBUSY;
@@ -373,9 +424,18 @@ static int acquire_once(nm_lease_t *l, unsigned int queue_ttl, int queued, int t
         *sent = 0; /* acquire_all cleans up after itself */
         return acquire_all(l, args, lens, deadline, pttl);
     }
-    int err = run(l, NM_SCRIPT_ACQUIRE, 5, args, lens, deadline, &r, sent);
+    /* The fast path (acquire.lua) needs the lock key alone. */
+    int nkeys = queued || l->robust ? KEYS_ACQUIRE : KEYS_LOCK_FLOOR;
+    int err = run(l, NM_SCRIPT_ACQUIRE, nkeys, 5, args, lens, deadline, &r, sent);
     if (!err)
-        err = take_triple(l, r, pttl);
+        err = take_triple(l, r, pttl, deadline);
+    if (err == NM_EKEYS) {
+        err = run(l, NM_SCRIPT_ACQUIRE, KEYS_ACQUIRE, 5, args, lens, deadline, &r, sent);
+        if (!err)
+            err = take_triple(l, r, pttl, deadline);
+    }
+    if (err == NM_EKEYS) /* it asked for the keys it was given */
+        err = EPROTO;
     if (!err)
         err = replicated(l, deadline);
     if (!err)
@@ -397,9 +457,11 @@ static int cancel_once(nm_lease_t *l, int64_t deadline)
     int sent;
 
     int64_t sent_at = nm_now_ms();
-    int err = run(l, NM_SCRIPT_CANCEL, 3, args, lens, deadline, &r, &sent);
+    int err = run(l, NM_SCRIPT_CANCEL, KEYS_CANCEL, 3, args, lens, deadline, &r, &sent);
     if (!err)
-        err = take_triple(l, r, &pttl);
+        err = take_triple(l, r, &pttl, deadline);
+    if (err == NM_EKEYS)
+        err = EPROTO;
     if (!err)
         err = replicated(l, deadline);
     if (!err)
@@ -407,7 +469,25 @@ static int cancel_once(nm_lease_t *l, int64_t deadline)
     return err;
 }
 
-/* Runs the release script once: its result in *RESULT. */
+/* release.lua's answer R: its result in *RESULT (2: again with every
+ * key); a grant it reserved for a queued waiter is pushed to it. */
+static int take_release(nm_lease_t *l, redisReply *r, int64_t deadline, long long *result)
+{
+    const char *token;
+    size_t token_len;
+    long long claim;
+    int err = r->type == REDIS_REPLY_ARRAY ? nm_reply_integers(r, result, 1)
+                                           : nm_reply_integer(r, result);
+    if (!err && r->type == REDIS_REPLY_ARRAY &&
+        nm_reply_grant(r, 1, &token, &token_len, &claim) == 0)
+        push_grant(l, token, token_len, claim, deadline);
+    freeReplyObject(r);
+    return err;
+}
+
+/* Runs the release script once: its result in *RESULT.  The fast path
+ * (mode '') is given the lock key alone unless waiters were seen; it asks
+ * for every key when it finds some queued. */
 static int release_send(nm_lease_t *l, int unrecoverable, int64_t deadline, long long *result,
                         int *sent)
 {
@@ -416,13 +496,18 @@ static int release_send(nm_lease_t *l, int unrecoverable, int64_t deadline, long
     const char *args[2] = { l->token, mode };
     size_t lens[2] = { NM_TOKEN_LEN, strlen(mode) };
     redisReply *r;
+    int nkeys = *mode || l->waited ? KEYS_RELEASE : KEYS_LOCK_ONLY;
 
-    int err = run(l, NM_SCRIPT_RELEASE, 2, args, lens, deadline, &r, sent);
-    if (err)
-        return err;
-    err = nm_reply_integer(r, result);
-    freeReplyObject(r);
-    return err;
+    for (;;) {
+        int err = run(l, NM_SCRIPT_RELEASE, nkeys, 2, args, lens, deadline, &r, sent);
+        if (!err)
+            err = take_release(l, r, deadline, result);
+        if (err || *result != 2)
+            return err;
+        if (nkeys == KEYS_RELEASE)
+            return EPROTO; /* it asked for the keys it was given */
+        nkeys = KEYS_RELEASE;
+    }
 }
 
 /* release_send(), noted in the journal of recent releases when the server
@@ -438,7 +523,8 @@ static int release_once(nm_lease_t *l, int unrecoverable, int64_t deadline, long
     uint64_t gen = nm_sentinel_master_gen(srv);
     int err = release_send(l, unrecoverable, deadline, result, sent);
     if (*sent && srv->sentinel)
-        nm_journal_note(l->cfg, gen, l->key, l->key_len, l->token, l->robust, unrecoverable);
+        nm_journal_note(l->cfg, gen, l->key, l->key_len, nm_keys_size(l->key, l->key_len),
+                        l->token, l->robust, unrecoverable);
     return err;
 }
 
@@ -852,10 +938,11 @@ int nm_lease_extend(nm_lease_t *l, unsigned int ms, int64_t *sent_at)
     long long v = 0;
 
     if (quorum_mode(l))
-        return run_all_done(l, NM_SCRIPT_RENEW, 2, args, lens, NM_FOREVER, sent_at);
+        return run_all_done(l, NM_SCRIPT_RENEW, KEYS_LOCK_ONLY, 2, args, lens, NM_FOREVER,
+                            sent_at);
     for (int i = 0; i < 2 && err == NM_ECONN; i++) {
         *sent_at = nm_now_ms();
-        err = run(l, NM_SCRIPT_RENEW, 2, args, lens, NM_FOREVER, &r, &sent);
+        err = run(l, NM_SCRIPT_RENEW, KEYS_LOCK_ONLY, 2, args, lens, NM_FOREVER, &r, &sent);
     }
     if (err)
         return err == NM_ECONN ? EIO : err;
@@ -919,8 +1006,8 @@ int nm_lease_mark_idle(nm_lease_t *l, int idle)
     size_t lens[2] = { NM_TOKEN_LEN, 1 };
     redisReply *r;
     int sent;
-    int err = run(l, NM_SCRIPT_MARK, 2, args, lens, nm_now_ms() + l->cfg->io_timeout_ms, &r,
-                  &sent);
+    int err = run(l, NM_SCRIPT_MARK, KEYS_LOCK_ONLY, 2, args, lens,
+                  nm_now_ms() + l->cfg->io_timeout_ms, &r, &sent);
     if (!err)
         freeReplyObject(r);
     return err;
@@ -939,14 +1026,14 @@ int nm_lease_break(const char *name, size_t name_len)
         err = nm_keys_build(l.cfg, name, name_len, NULL, &l.key, &l.key_len);
     if (!err && quorum_mode(&l)) {
         nm_votes_t votes;
-        run_all(&l, NM_SCRIPT_BREAK, 0, NULL, NULL, NM_FOREVER, &votes);
+        run_all(&l, NM_SCRIPT_BREAK, KEYS_BREAK, 0, NULL, NULL, NM_FOREVER, &votes);
         err = nm_redlock_broken(l.cfg, &votes);
         nm_votes_clear(&votes);
         nm_lease_forget(&l);
         return err;
     }
     for (int i = 0; i < 2 && (i == 0 || err == NM_ECONN) && l.key; i++)
-        err = run(&l, NM_SCRIPT_BREAK, 0, NULL, NULL, NM_FOREVER, &r, &sent);
+        err = run(&l, NM_SCRIPT_BREAK, KEYS_BREAK, 0, NULL, NULL, NM_FOREVER, &r, &sent);
     if (!err) {
         err = nm_reply_integer(r, &held);
         freeReplyObject(r);

@@ -16,6 +16,8 @@
 /* More unread bytes than any reply of ours needs: the server floods. */
 #define NM_READER_MAX (16u << 20)
 
+#define NON_LOCAL "Script attempted to access a non local key"
+
 static int starts_with(const char *s, size_t len, const char *word)
 {
     size_t n = strlen(word);
@@ -39,9 +41,15 @@ int nm_reply_error_errno(const redisReply *r)
     /* A server still loading its data set, or stuck in a long script, will
      * answer later: the same as not answering now. */
     if (starts_with(s, len, "LOADING") || starts_with(s, len, "BUSY") ||
-        starts_with(s, len, "MASTERDOWN") || starts_with(s, len, "TRYAGAIN") ||
-        starts_with(s, len, "CLUSTERDOWN"))
+        starts_with(s, len, "MASTERDOWN") || starts_with(s, len, "CLUSTERDOWN"))
         return NM_ECONN;
+    /* A migration under way: the keys are split between two nodes.  The
+     * "non local key" error comes from a script that touched a key its
+     * caller did not declare; ours declare every key (lib.lua), so it
+     * should not happen, and if it does it is as retryable as TRYAGAIN. */
+    if (starts_with(s, len, "TRYAGAIN") ||
+        memmem(s, len, NON_LOCAL, sizeof NON_LOCAL - 1) != NULL)
+        return NM_ETRYAGAIN;
     /* A master demoted by a failover refuses writes, and ends a blocked
      * BLPOP: the connection leads to the wrong node, so it is dropped and
      * the next dial finds the master (sentinel.h). */
@@ -348,5 +356,18 @@ int nm_reply_strings(const redisReply *r, const char **strs, size_t *lens, size_
     for (size_t i = 0; i < n; i++)
         if (nm_reply_string(r->element[i], &strs[i], &lens[i]))
             return EPROTO;
+    return 0;
+}
+
+int nm_reply_grant(const redisReply *r, size_t at, const char **token, size_t *len,
+                   long long *claim)
+{
+    if (r->type != REDIS_REPLY_ARRAY)
+        return EPROTO;
+    if (r->elements <= at)
+        return ENOENT;
+    if (r->elements < at + 2 || nm_reply_string(r->element[at], token, len) ||
+        nm_reply_integer(r->element[at + 1], claim))
+        return EPROTO;
     return 0;
 }

@@ -15,10 +15,16 @@
  *   ENOENT  NOSCRIPT: the server lost our script (re-load and retry);
  *   NM_EREDIRECT  MOVED / ASK: a cluster node does not serve the key's
  *           slot (the reply's text, nm_reply_last_error, says who does);
+ *   NM_ETRYAGAIN  TRYAGAIN, or a script refused a key as "non local": the
+ *           slot is being migrated and the request's keys are split
+ *           between the two nodes (lib.lua, "Declared keys"); nothing was
+ *           done, and the same request will be served once the migration
+ *           is over (cluster_route.c retries it within its deadline);
  *   EPROTO  any other error reply, or a reply of an unexpected shape.
  * A server that will answer later (LOADING, BUSY, ...) or is the wrong node
  * (READONLY: a demoted master) counts as NM_ECONN. */
 #define NM_EREDIRECT EXDEV
+#define NM_ETRYAGAIN EAGAIN
 
 /* Deadlines.  Every connection is non-blocking at the socket (nm_io_setup)
  * and every wait for it is a poll() bounded by the call's DEADLINE
@@ -97,6 +103,13 @@ int nm_reply_string(const redisReply *r, const char **str, size_t *len);
 
 /* The reply is an array of at least N strings: pointers into the reply. */
 int nm_reply_strings(const redisReply *r, const char **strs, size_t *lens, size_t n);
+
+/* The reply is an array that names, at index AT, a queued waiter a script
+ * reserved the lock for: its token (a string, a pointer into the reply)
+ * and its claim in ms (an integer).  ENOENT when the array ends before AT
+ * (nobody to hand the lock to), EPROTO for another shape. */
+int nm_reply_grant(const redisReply *r, size_t at, const char **token, size_t *len,
+                   long long *claim);
 
 /* The text of the last error reply the calling thread received, for
  * messages that say what the server objected to ("" if none yet). */

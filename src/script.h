@@ -22,6 +22,7 @@ typedef enum nm_script {
     NM_SCRIPT_STATUS,
     NM_SCRIPT_FENCE,
     NM_SCRIPT_MARK,
+    NM_SCRIPT_GRANT,
     NM_SCRIPT_COUNT
 } nm_script_t;
 

@@ -21,4 +21,13 @@ uint16_t nm_crc16(const char *buf, size_t len);
 /* The cluster slot of KEY (LEN bytes, binary-safe), hash tag rule included. */
 unsigned int nm_slot_of(const char *key, size_t len);
 
+/* The slot tag of SLOT: a short string (1 to NM_SLOT_TAG_MAX letters and
+ * digits, NUL-terminated) that CRC16 hashes to SLOT, so that a key tagged
+ * {<it>} lives in SLOT.  The per-slot keys (lib.lua, "Fences") are named
+ * with it.  It is the first such string in a fixed order (shorter first,
+ * then by the alphabet 0-9, a-z, A-Z), so every process and version agrees;
+ * the table is computed once, at the first call (a few milliseconds). */
+#define NM_SLOT_TAG_MAX 4
+const char *nm_slot_tag(unsigned int slot);
+
 #endif /* NM_SLOT_H */

@@ -18,6 +18,10 @@
 #include "reply.h"
 #include "status.h"
 
+/* status.lua reads K and Q, the first and third (lib.lua, "Declared
+ * keys"). */
+#define STATUS_KEYS (NM_KEY_QUEUE + 1)
+
 /* One server's answer (status.lua). */
 typedef struct view {
     const redisReply *token, *holder;
@@ -96,10 +100,11 @@ static void ask_servers(nm_config_t *cfg, const char **argv, const size_t *lens,
     v->n = 1;
     v->err[0] = nm_cluster_mode(cfg, deadline, &on);
     if (!v->err[0] && on)
-        v->err[0] = nm_cluster_script(cfg, argv[0], lens[0], NM_SCRIPT_STATUS, 1, 1, argv, lens,
-                                      deadline, &v->reply[0], &sent);
+        v->err[0] = nm_cluster_script(cfg, argv[0], lens[0], NM_SCRIPT_STATUS, STATUS_KEYS,
+                                      STATUS_KEYS, argv, lens, deadline, &v->reply[0], &sent);
     else if (!v->err[0])
-        nm_quorum_call(cfg, NM_SCRIPT_STATUS, 1, 1, argv, lens, NM_FOREVER, v);
+        nm_quorum_call(cfg, NM_SCRIPT_STATUS, STATUS_KEYS, STATUS_KEYS, argv, lens, NM_FOREVER,
+                       v);
 }
 
 int nm_status(const char *name, size_t name_len, netmutex_status_t *st)
@@ -107,8 +112,8 @@ int nm_status(const char *name, size_t name_len, netmutex_status_t *st)
     nm_config_t *cfg;
     char *keys;
     size_t key_len;
-    const char *argv[1];
-    size_t lens[1];
+    const char *argv[STATUS_KEYS];
+    size_t lens[STATUS_KEYS];
     view_t views[NM_SERVERS_MAX];
     int ok[NM_SERVERS_MAX] = { 0 };
     nm_votes_t v;
@@ -118,8 +123,8 @@ int nm_status(const char *name, size_t name_len, netmutex_status_t *st)
         return err;
     err = nm_keys_build(cfg, name, name_len, NULL, &keys, &key_len);
     if (!err) {
-        argv[0] = keys;
-        lens[0] = key_len;
+        for (int i = 0; i < STATUS_KEYS; i++)
+            argv[i] = nm_keys_get(keys, key_len, (nm_key_t)i, &lens[i]);
         ask_servers(cfg, argv, lens, &v);
         size_t answered = 0;
         for (size_t i = 0; i < v.n; i++)

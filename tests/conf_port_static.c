@@ -57,8 +57,9 @@ static char *next_line(run_t *r)
 }
 
 /* Lock keys ("netmutex:{TAG}NAME", TAG the digest of NAME: a key with a
- * suffix has a tag that is not its remainder's) in the server: the
- * mutexes held now. */
+ * suffix has a tag that is not its remainder's, and a slot's fence floor
+ * "netmutex:{<slot tag>}fence" a short one) in the server: the mutexes
+ * held now. */
 static long long held_count(void)
 {
     redisReply *reply = nm_redis_cmd(redis, "KEYS netmutex:{*");
@@ -67,6 +68,8 @@ static long long held_count(void)
     for (size_t i = 0; i < reply->elements; i++) {
         const char *k = reply->element[i]->str + strlen("netmutex:{");
         char tag[NM_TEST_TAG_LEN + 1];
+        if (strlen(k) <= NM_TEST_TAG_LEN || k[NM_TEST_TAG_LEN] != '}')
+            continue;
         const char *name = k + NM_TEST_TAG_LEN + 1;
         nm_test_key_tag(name, strlen(name), tag);
         n += strncmp(k, tag, NM_TEST_TAG_LEN) == 0;

@@ -88,16 +88,20 @@ static void test_crc16_matches_server(void)
     g_rand_free(rand);
 }
 
-/* Every key a name can have is in the lock key's slot, whatever its bytes. */
+/* Every key a name can have is in the lock key's slot, whatever its bytes,
+ * and so is the fence floor of that slot (named with its slot tag). */
 static void test_brace_names_one_slot(void)
 {
     static const char *const brace[] = { "}x", "{a}b", "a}{b", "{", "}", "{}", "x{y}z" };
-    static const char *const suffixes[] = { ":q", ":w", ":h", ":f",
+    static const char *const suffixes[] = { ":q", ":w", ":h",
                                             ":g:0123456789abcdef0123456789abcdef" };
     long long slots[G_N_ELEMENTS(brace)];
 
     for (gsize n = 0; n < G_N_ELEMENTS(brace); n++) {
         slots[n] = slot_of_name(brace[n]);
+        char *floor = g_strdup_printf("netmutex:{%s}fence", nm_slot_tag((unsigned int)slots[n]));
+        g_assert_cmpint(nm_topo_keyslot(topo, floor, strlen(floor)), ==, slots[n]);
+        g_free(floor);
         for (gsize s = 0; s < G_N_ELEMENTS(suffixes); s++) {
             char *key = nm_key_of("netmutex:", brace[n], suffixes[s]);
             g_assert_cmpint(nm_topo_keyslot(topo, key, strlen(key)), ==, slots[n]);
@@ -225,6 +229,7 @@ typedef struct Shared {
 
 static Shared *shared;
 static char *names[NAMES];
+static int nnames = NAMES; /* the workers use names[0 .. nnames) */
 static int iterations; /* per thread; 0: until shared->stop */
 static unsigned int lease_ms;
 
@@ -266,12 +271,12 @@ static void *worker_thread(void *p)
 {
     int t = GPOINTER_TO_INT(p);
     netmutex_t m[NAMES];
-    for (int i = 0; i < NAMES; i++)
+    for (int i = 0; i < nnames; i++)
         if (netmutex_init(&m[i], names[i], NULL) != 0)
             fail("init", EINVAL);
     for (int k = 0; iterations ? k < iterations : !__atomic_load_n(&shared->stop, __ATOMIC_SEQ_CST);
          k++) {
-        int i = (k * 5 + t) % NAMES, rc = netmutex_lock(&m[i]);
+        int i = (k * 5 + t) % nnames, rc = netmutex_lock(&m[i]);
         if (rc) {
             fail("lock", rc);
             continue;
@@ -284,7 +289,7 @@ static void *worker_thread(void *p)
             fail("unlock", rc);
         __atomic_add_fetch(&shared->done, 1, __ATOMIC_SEQ_CST);
     }
-    for (int i = 0; i < NAMES; i++)
+    for (int i = 0; i < nnames; i++)
         netmutex_destroy(&m[i]);
     return NULL;
 }
@@ -604,9 +609,11 @@ static NmRedis *other_master(NmRedis *from)
 }
 
 /* A held lock's slot is migrated to another master: a new name of that
- * slot is served by the importing node meanwhile (ASK), the held lease is
- * renewed on its new node after the move (MOVED) and never reported lost,
- * and its unlock finds it there. */
+ * slot waits meanwhile (its lock key and the slot's fence floor are split
+ * between the nodes: TRYAGAIN until the deadline, never EPROTO), the held
+ * lease is renewed on its new node after the move (MOVED) and never
+ * reported lost, its unlock finds it there, and the new name can be
+ * locked once the migration is over. */
 static void test_slot_migration(void)
 {
     char *held_name, *fresh_name;
@@ -633,10 +640,10 @@ static void test_slot_migration(void)
 
     nm_redis_ok(to, "CLUSTER SETSLOT %lld IMPORTING %s", slot, from_id);
     nm_redis_ok(from, "CLUSTER SETSLOT %lld MIGRATING %s", slot, to_id);
-    nm_assert_rc(netmutex_trylock(&fresh), 0); /* not on FROM: ASK */
-    g_assert_cmpint(exists_asking(to, fresh_key), ==, 1);
-    nm_assert_rc(netmutex_unlock(&fresh), 0);
-    nmt_sleep_ms(nm_ms(700)); /* renewals of HELD still on FROM */
+    struct timespec until;
+    nm_deadline(&until, CLOCK_REALTIME, nm_ms(700)); /* renewals of HELD still on FROM */
+    nm_assert_rc(netmutex_timedlock(&fresh, &until), ETIMEDOUT);
+    g_assert_cmpint(exists_asking(to, fresh_key), ==, 0);
 
     nm_topo_finish_migration(topo, slot, from, to);
     nmt_sleep_ms(nm_ms(1500)); /* renewals now meet MOVED */
@@ -707,6 +714,191 @@ static void test_migration_renewal_follows_ask(void)
     g_free(to_id);
     g_free(key);
     g_free(name);
+}
+
+/* Marks SLOT as moving from FROM to TO (IMPORTING first, as redis-cli
+ * does), with no key moved yet. */
+static void start_migration(long long slot, NmRedis *from, NmRedis *to)
+{
+    char *from_id = node_id(from), *to_id = node_id(to);
+    nm_redis_ok(to, "CLUSTER SETSLOT %lld IMPORTING %s", slot, from_id);
+    nm_redis_ok(from, "CLUSTER SETSLOT %lld MIGRATING %s", slot, to_id);
+    g_free(from_id);
+    g_free(to_id);
+}
+
+/* Moves whatever keys SLOT still has on FROM to TO until none is left
+ * there (keys come and go while the slot is in use: a key gone meanwhile
+ * answers NOKEY), then gives TO the slot on every master. */
+static void finish_busy_migration(long long slot, NmRedis *from, NmRedis *to)
+{
+    char *to_id = node_id(to);
+    gint64 end = nmt_now_ms() + PROMPT_MS;
+    for (;;) {
+        redisReply *keys = nm_redis_cmd(from, "CLUSTER GETKEYSINSLOT %lld 100", slot);
+        g_assert_cmpint(keys->type, ==, REDIS_REPLY_ARRAY);
+        size_t n = keys->elements;
+        for (size_t i = 0; i < n; i++) {
+            redisReply *r = nm_redis_cmd(from, "MIGRATE 127.0.0.1 %d %s 0 5000",
+                                         nm_redis_port(to), keys->element[i]->str);
+            g_assert_true(r->type == REDIS_REPLY_STATUS);
+            freeReplyObject(r);
+        }
+        freeReplyObject(keys);
+        if (n == 0)
+            break;
+        g_assert_true(nmt_now_ms() < end);
+    }
+    for (int i = 0; i < NM_TOPO_NODES; i++)
+        if (nm_topo_is_master(topo->node[i]))
+            nm_redis_ok(topo->node[i], "CLUSTER SETSLOT %lld NODE %s", slot, to_id);
+    g_free(to_id);
+}
+
+/* The slot of a held name is marked MIGRATING/IMPORTING with no key moved
+ * yet.  A waiter in another process must wait, not fail: its request
+ * touches keys that are not all on one node, which Redis answers with ASK
+ * and TRYAGAIN, both retried; before, the acquire script reached the
+ * queue's keys undeclared, the node refused them as "non local" and lock
+ * returned EPROTO at once.  Once the migration is over and the holder
+ * unlocks, the waiter has the lock. */
+static void test_migration_waiter_waits(void)
+{
+    char *url = nm_topo_url(topo), *name = nm_test_name("rx");
+    long long slot = slot_of_name(name);
+    NmRedis *from = nm_topo_master_of(topo, slot), *to = other_master(from);
+    netmutex_t a;
+
+    configure_cluster(nm_ms(10000));
+    NmRemote *waiter = nm_remote_start_url(url, NULL, name, NETMUTEX_NORMAL, 0);
+    nm_assert_rc(netmutex_init(&a, name, NULL), 0);
+    nm_assert_rc(netmutex_lock(&a), 0);
+    start_migration(slot, from, to);
+    nm_remote_send(waiter, 'l');
+    g_assert_false(nm_remote_poll(waiter, nm_ms(1000))); /* waits, no EPROTO */
+    finish_busy_migration(slot, from, to);
+    nm_assert_rc(netmutex_unlock(&a), 0);
+    nm_assert_rc(nm_remote_result(waiter), 0);
+    nm_assert_rc(nm_remote(waiter, 'u'), 0);
+    nm_assert_rc(netmutex_trylock(&a), 0);
+    nm_assert_rc(netmutex_unlock(&a), 0);
+    nm_assert_rc(netmutex_destroy(&a), 0);
+    nm_remote_stop(waiter);
+    nm_assert_rc(netmutex_shutdown(), 0);
+    g_free(name);
+    g_free(url);
+}
+
+/* A held name has a waiter queued; its slot is being migrated and the
+ * queue's keys (:q, :w) have moved, the lock key not yet.  The holder's
+ * unlock waits for the migration rather than fail, and the waiter has the
+ * lock right after it: before, the release script reached the queue
+ * undeclared, the node refused it ("non local key"), unlock failed and the
+ * name stayed locked until the lease ran out. */
+static void test_migration_release_queue_moved(void)
+{
+    char *url = nm_topo_url(topo), *name = nm_test_name("rx");
+    char *q = nm_key_of("netmutex:", name, ":q"), *w = nm_key_of("netmutex:", name, ":w");
+    long long slot = slot_of_name(name);
+    NmRedis *from = nm_topo_master_of(topo, slot), *to = other_master(from);
+    netmutex_t a;
+
+    configure_cluster(nm_ms(20000));
+    NmRemote *waiter = nm_remote_start_url(url, NULL, name, NETMUTEX_NORMAL, 0);
+    nm_assert_rc(netmutex_init(&a, name, NULL), 0);
+    NmHolder *holder = nm_holder_start(&a);
+    nm_remote_send(waiter, 'l');
+    g_assert_true(nm_wait_queue_len(from, name, 1, PROMPT_MS));
+    start_migration(slot, from, to);
+    nm_redis_ok(from, "MIGRATE 127.0.0.1 %d %s 0 5000 KEYS %s %s", nm_redis_port(to), "", q, w);
+    nm_holder_release_later(holder, 0);
+    nmt_sleep_ms(nm_ms(300));
+    finish_busy_migration(slot, from, to);
+    gint64 t0 = nmt_now_ms();
+    nm_assert_rc(nm_holder_join(holder), 0);
+    nm_assert_rc(nm_remote_result(waiter), 0);
+    g_test_message("the waiter had the lock %lld ms after the migration ended",
+                   (long long)(nmt_now_ms() - t0));
+    g_assert_cmpint(nmt_now_ms() - t0, <, nm_ms(5000)); /* well within the lease */
+    nm_assert_rc(nm_remote(waiter, 'u'), 0);
+    nm_assert_rc(netmutex_destroy(&a), 0);
+    nm_remote_stop(waiter);
+    nm_assert_rc(netmutex_shutdown(), 0);
+    g_free(q);
+    g_free(w);
+    g_free(name);
+    g_free(url);
+}
+
+/* NAMES_IN_SLOTS names in as many slots, all served by one master. */
+#define NAMES_IN_SLOTS 4
+static void pick_names_in_slots(const char *prefix, long long *slots)
+{
+    NmRedis *master = NULL;
+    int n = 0;
+    for (int k = 0; n < NAMES_IN_SLOTS; k++) {
+        char *suffix = g_strdup_printf("%s-%d", prefix, k);
+        char *name = nm_test_name(suffix);
+        long long slot = slot_of_name(name);
+        NmRedis *m = nm_topo_master_of(topo, slot);
+        bool fresh = !master || m == master;
+        for (int i = 0; i < n; i++)
+            fresh = fresh && slots[i] != slot;
+        if (fresh) {
+            master = m;
+            slots[n] = slot;
+            names[n++] = name;
+        } else {
+            g_free(name);
+        }
+        g_free(suffix);
+    }
+}
+
+/* Four slots in use (processes lock their names all along) are migrated
+ * to another master together.  No lock or unlock fails on the way (ASK,
+ * TRYAGAIN and MOVED are retried, never reported), the counters stay
+ * exact, and once the migration is over every name can be locked again
+ * within a second (scaled). */
+static void test_migration_four_busy_slots(void)
+{
+    long long slots[NAMES_IN_SLOTS];
+    pid_t pids[PROCS];
+    netmutex_t m[NAMES_IN_SLOTS];
+
+    pick_names_in_slots("busy", slots);
+    nnames = NAMES_IN_SLOTS;
+    iterations = 0;
+    lease_ms = nm_ms(5000);
+    NmRedis *from = nm_topo_master_of(topo, slots[0]), *to = other_master(from);
+    start_workers(pids);
+    g_assert_true(wait_done(40, PROMPT_MS));
+    for (int i = 0; i < NAMES_IN_SLOTS; i++)
+        start_migration(slots[i], from, to);
+    nmt_sleep_ms(nm_ms(200)); /* the workers meet the open slots */
+    for (int i = 0; i < NAMES_IN_SLOTS; i++)
+        finish_busy_migration(slots[i], from, to);
+    long long at_end = __atomic_load_n(&shared->done, __ATOMIC_SEQ_CST);
+    g_assert_true(wait_done(at_end + 3 * NAMES_IN_SLOTS, nm_ms(15000)));
+    __atomic_store_n(&shared->stop, 1, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < PROCS; i++)
+        nm_child_wait_ok(pids[i], PROMPT_MS);
+    check_outcome(shared->done);
+
+    configure_cluster(0);
+    for (int i = 0; i < NAMES_IN_SLOTS; i++) {
+        struct timespec until;
+        nm_assert_rc(netmutex_init(&m[i], names[i], NULL), 0);
+        nm_deadline(&until, CLOCK_REALTIME, nm_ms(1000));
+        nm_assert_rc(netmutex_timedlock(&m[i], &until), 0);
+        nm_assert_rc(netmutex_unlock(&m[i]), 0);
+        nm_assert_rc(netmutex_destroy(&m[i]), 0);
+    }
+    nm_assert_rc(netmutex_shutdown(), 0);
+    for (int i = 0; i < NAMES_IN_SLOTS; i++)
+        g_assert_cmpint(shared->res[i].counter, >, 0);
+    nnames = NAMES;
+    free_names();
 }
 
 /* ---- the command line tool ------------------------------------------------------- */
@@ -809,6 +1001,10 @@ int main(int argc, char **argv)
     g_test_add_func("/cluster/failover/master-killed", test_master_killed);
     g_test_add_func("/cluster/migration/ask-then-moved-held-lock", test_slot_migration);
     g_test_add_func("/cluster/migration/renewal-follows-ask", test_migration_renewal_follows_ask);
+    g_test_add_func("/cluster/migration/waiter-waits-no-eproto", test_migration_waiter_waits);
+    g_test_add_func("/cluster/migration/release-with-queue-moved",
+                    test_migration_release_queue_moved);
+    g_test_add_func("/cluster/migration/four-busy-slots", test_migration_four_busy_slots);
     g_test_add_func("/cluster/cli/list-status-break", test_cli);
 
     rc = g_test_run();

@@ -422,7 +422,7 @@ static void check_name_maps_to_key(const char *name)
     nm_assert_rc(netmutex_lock(&m), 0);
     token = nm_redis_get(redis, 0, key, strlen(key));
     g_assert_true(nm_is_token(token));
-    /* The lock key and the meta hash: nothing else. */
+    /* The lock key and its slot's fence floor: nothing else. */
     keys = nm_redis_cmd(redis, "KEYS *");
     g_assert_cmpint(keys->type, ==, REDIS_REPLY_ARRAY);
     g_assert_cmpuint(keys->elements, <=, 2);

@@ -14,15 +14,19 @@
  *               from SCRIPT LOAD poisons nothing; quorum mode survives an
  *               empty restart of every server;
  *   server      a server that may evict lock keys is refused; fences keep
- *               growing across an empty restart.
+ *               growing across an empty restart, and across a step back
+ *               of the server's clock (tests/clockshift.c).
  */
 #include "ac_config.h"
 
 #include "fixture.h"
 #include "hostile.h"
 
+#include <glib/gstdio.h>
+#include <limits.h>
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 static NmRedis *redis;
 
@@ -532,6 +536,93 @@ static void test_fence_survives_empty_restart(void)
     g_free(name);
 }
 
+/* tests/clockshift.c, built beside the test programs: NM_CLOCKSHIFT_LIB
+ * (make check sets it), else beside the libtool wrapper of this program. */
+static char *clockshift_lib(void)
+{
+    char exe[PATH_MAX];
+    const char *env = g_getenv("NM_CLOCKSHIFT_LIB");
+    if (env && *env)
+        return g_strdup(env);
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    g_assert_cmpint(n, >, 0);
+    exe[n] = '\0';
+    char *dir = g_path_get_dirname(exe);
+    char *lib = g_build_filename(dir, "..", "clockshift.so", NULL);
+    g_free(dir);
+    return lib;
+}
+
+/* The server's TIME, in seconds. */
+static long long server_seconds(NmRedis *r)
+{
+    redisReply *reply = nm_redis_cmd(r, "TIME");
+    g_assert_cmpint(reply->type, ==, REDIS_REPLY_ARRAY);
+    long long s = g_ascii_strtoll(reply->element[0]->str, NULL, 10);
+    freeReplyObject(reply);
+    return s;
+}
+
+/* Lock, fence, unlock. */
+static guint64 fence_of_one_hold(netmutex_t *m)
+{
+    guint64 fence;
+    nm_assert_rc(netmutex_lock(m), 0);
+    nm_assert_rc(netmutex_fence(m, &fence), 0);
+    nm_assert_rc(netmutex_unlock(m), 0);
+    return fence;
+}
+
+/* The server's wall clock steps back 600 s (an NTP step, a VM restore, a
+ * failover to a replica whose clock is behind) between two holds of one
+ * name: the second fence is still greater than the first, and the third
+ * greater again.  Before, a fence was the server's clock alone, and went
+ * back with it. */
+static void test_fence_after_clock_step_back(void)
+{
+    char *lib = clockshift_lib(), *dir = g_dir_make_tmp("nm-clock-XXXXXX", NULL);
+    char *file = g_build_filename(dir, "offset", NULL);
+    netmutex_t m;
+
+    g_assert_true(g_file_test(lib, G_FILE_TEST_EXISTS));
+    g_assert_true(g_file_set_contents(file, "0", -1, NULL));
+    g_setenv("NM_CLOCKSHIFT_FILE", file, TRUE);
+    g_setenv("LD_PRELOAD", lib, TRUE);
+    NmRedis *shifted = nm_redis_start(NULL); /* the server inherits both */
+    g_unsetenv("LD_PRELOAD");
+    g_unsetenv("NM_CLOCKSHIFT_FILE");
+    nm_configure(shifted);
+    /* Not cached: every hold below is an acquisition of its own. */
+    char *name = nm_test_name("m");
+    netmutex_attr_t attr;
+    nm_assert_rc(netmutex_attr_init(&attr), 0);
+    nm_assert_rc(netmutex_attr_setcache(&attr, 0), 0);
+    nm_assert_rc(netmutex_init(&m, name, &attr), 0);
+    nm_assert_rc(netmutex_attr_destroy(&attr), 0);
+
+    guint64 before = fence_of_one_hold(&m);
+    long long was = server_seconds(shifted);
+    g_assert_true(g_file_set_contents(file, "-600", -1, NULL));
+    nmt_sleep_ms(50); /* the library reads the file every 10 ms */
+    g_assert_cmpint(server_seconds(shifted), <, was - 500); /* it did step back */
+    guint64 after = fence_of_one_hold(&m);
+    g_test_message("fence before the step %" G_GUINT64_FORMAT ", after %" G_GUINT64_FORMAT,
+                   before, after);
+    g_assert_cmpuint(after, >, before);
+    g_assert_cmpuint(fence_of_one_hold(&m), >, after);
+
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_assert_rc(netmutex_shutdown(), 0);
+    nm_redis_free(shifted);
+    nm_configure(redis);
+    g_unlink(file);
+    g_rmdir(dir);
+    g_free(file);
+    g_free(dir);
+    g_free(lib);
+    g_free(name);
+}
+
 int main(int argc, char **argv)
 {
     nm_test_init(&argc, &argv);
@@ -556,6 +647,8 @@ int main(int argc, char **argv)
     g_test_add_func("/safety/server/eviction-volatile", test_eviction_volatile);
     g_test_add_func("/safety/server/fence-after-empty-restart",
                     test_fence_survives_empty_restart);
+    g_test_add_func("/safety/server/fence-after-clock-step-back",
+                    test_fence_after_clock_step_back);
 
     int rc = nm_test_finish(g_test_run());
     nm_redis_free(redis);

@@ -89,7 +89,8 @@ static void configure(NmTopo *t, unsigned int lease_ms, unsigned int min_replica
 /* How many lock keys (the default prefix) NODE holds. */
 static long long lock_keys(NmRedis *node)
 {
-    redisReply *r = nm_redis_cmd(node, "KEYS netmutex:*");
+    /* The keys of names ({<16 hex digits>}), not the slots' fence floors. */
+    redisReply *r = nm_redis_cmd(node, "KEYS netmutex:{????????????????}*");
     g_assert_cmpint(r->type, ==, REDIS_REPLY_ARRAY);
     long long n = (long long)r->elements;
     freeReplyObject(r);

@@ -28,7 +28,7 @@ static void note(int i, uint64_t gen)
 {
     char key[32];
     g_snprintf(key, sizeof key, "k%d", i);
-    nm_journal_note(&cfg, gen, key, strlen(key), TOKEN, i % 2, 0);
+    nm_journal_note(&cfg, gen, key, strlen(key), strlen(key) + 1, TOKEN, i % 2, 0);
 }
 
 static size_t due_count(uint64_t master_gen, int64_t now, nm_journal_entry_t **out)

@@ -63,7 +63,33 @@ static void test_build_readme_example(void)
     free(keys);
 }
 
-/* Without a token the lock key alone is built, still NUL-terminated. */
+/* Every key a script is given, in lib.lua's order K, P, Q, W, H, G; P,
+ * the fence floor, is named after the slot tag of K's slot. */
+static void test_build_declared_order(void)
+{
+    const char *k = "netmutex:{41b90dde29446fdd}jobs";
+    char *floor = g_strdup_printf("netmutex:{%s}fence", nm_slot_tag(nm_slot_of(k, strlen(k))));
+    const char *const want[NM_KEY_COUNT] = {
+        k, floor, "netmutex:{41b90dde29446fdd}jobs:q",
+        "netmutex:{41b90dde29446fdd}jobs:w", "netmutex:{41b90dde29446fdd}jobs:h",
+        "netmutex:{41b90dde29446fdd}jobs:g:0123456789abcdef0123456789abcdef",
+    };
+    nm_config_t cfg = config_with_prefix("netmutex:");
+    char *keys;
+    size_t len, klen;
+
+    g_assert_cmpint(nm_keys_build(&cfg, "jobs", 4, token, &keys, &len), ==, 0);
+    for (int i = 0; i < NM_KEY_COUNT; i++) {
+        const char *key = nm_keys_get(keys, len, (nm_key_t)i, &klen);
+        g_assert_cmpmem(key, klen, want[i], strlen(want[i]));
+        g_assert_cmpint(key[klen], ==, '\0');
+    }
+    g_assert_cmpuint(nm_slot_of(floor, strlen(floor)), ==, nm_slot_of(k, strlen(k)));
+    g_free(floor);
+    free(keys);
+}
+
+/* Without a token the lock key is built all the same, NUL-terminated. */
 static void test_build_without_token(void)
 {
     nm_config_t cfg = config_with_prefix("app/");
@@ -157,6 +183,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/unit/keys/tag/known", test_tag_known);
     g_test_add_func("/unit/keys/build/readme-example", test_build_readme_example);
+    g_test_add_func("/unit/keys/build/declared-order", test_build_declared_order);
     g_test_add_func("/unit/keys/build/without-token", test_build_without_token);
     g_test_add_func("/unit/keys/build/empty", test_build_empty);
     g_test_add_func("/unit/keys/build/binary-one-slot", test_build_binary_one_slot);

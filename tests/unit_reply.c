@@ -47,12 +47,15 @@ static void test_error_errno(void)
         { "BUSY Redis is busy running a script.", NM_ECONN },
         { "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
           NM_ECONN },
-        { "TRYAGAIN Multiple keys request during rehashing of slot", NM_ECONN },
         { "CLUSTERDOWN The cluster is down", NM_ECONN },
         { "READONLY You can't write against a read only replica.", NM_ECONN },
         { "UNBLOCKED force unblock from blocking operation, instance state changed", NM_ECONN },
         { "MOVED 3999 127.0.0.1:6381", NM_EREDIRECT },
         { "ASK 3999 127.0.0.1:6381", NM_EREDIRECT },
+        /* A migration under way (cluster_route.c retries these). */
+        { "TRYAGAIN Multiple keys request during rehashing of slot", NM_ETRYAGAIN },
+        { "ERR Error running script (call to f_0123): @user_script:1: @user_script: 1: "
+          "Script attempted to access a non local key in a cluster node", NM_ETRYAGAIN },
         /* Anything else, and near misses, are protocol errors. */
         { "ERR unknown command 'FOO'", EPROTO },
         { "ERR Error running script (call to f_0123): @user_script:1: oops", EPROTO },

@@ -95,6 +95,26 @@ static void test_slot_len_bounds(void)
     g_assert_cmpuint(nm_slot_of("", 0), ==, 0);
 }
 
+/* Every slot has a tag of 1 to NM_SLOT_TAG_MAX letters and digits that a
+ * key {<tag>}... hashes to that slot; the first ones follow the fixed
+ * order (CRC16 of "0" is 0x3653, of "1" 0x2672: slots 13907 and 9842). */
+static void test_tag_every_slot(void)
+{
+    for (unsigned int slot = 0; slot < NM_SLOTS; slot++) {
+        const char *tag = nm_slot_tag(slot);
+        size_t len = strlen(tag);
+        g_assert_cmpuint(len, >=, 1);
+        g_assert_cmpuint(len, <=, NM_SLOT_TAG_MAX);
+        for (size_t i = 0; i < len; i++)
+            g_assert_true(g_ascii_isalnum(tag[i]));
+        char *key = g_strdup_printf("p{%s}fence", tag);
+        g_assert_cmpuint(nm_slot_of(key, strlen(key)), ==, slot);
+        g_free(key);
+    }
+    g_assert_cmpstr(nm_slot_tag(nm_crc16("0", 1) % NM_SLOTS), ==, "0");
+    g_assert_cmpstr(nm_slot_tag(nm_crc16("1", 1) % NM_SLOTS), ==, "1");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -102,5 +122,6 @@ int main(int argc, char **argv)
     g_test_add_func("/unit/slot/keyslot/known", test_slot_known);
     g_test_add_func("/unit/slot/keyslot/range-and-tag", test_slot_range_and_tag);
     g_test_add_func("/unit/slot/keyslot/len-bounds", test_slot_len_bounds);
+    g_test_add_func("/unit/slot/tag/every-slot", test_tag_every_slot);
     return g_test_run();
 }

@@ -1,8 +1,10 @@
 -- acquire.lua: take a netmutex if it is free, else (optionally) queue.
--- KEYS K (see lib.lua; the script derives the rest)
+-- KEYS K, P, Q, W, H, G (lib.lua), or K and P alone for the fast path
+-- (mode without 'w', 'r' or 'f'): then {3, 0, 0} asks, before any write,
+-- for the call again with every key when the fast path did not settle it.
 -- ARGV[1] token, ARGV[2] lease in ms, ARGV[3] queue entry lifetime in ms
 -- (0: do not queue; trylock), ARGV[4] mode: letters 'w' (the caller is
--- queued already), 'r' (robust mutex), 'f' (quorum mode: fence floor), 'k'
+-- queued already), 'r' (robust mutex), 'f' (quorum mode), 'k'
 -- (the caller's process may keep the lock cached after unlock), 't' (a
 -- trylock: it queues, for ARGV[3] ms, only to ask a caching holder), or
 -- '' for none, ARGV[5] holder description "host:pid:tid".
@@ -11,13 +13,16 @@
 -- mode uses to tell a holder that died from one whose release missed this
 -- server; waited: 1 if others are queued for it already, so a caching
 -- holder gives it back at unlock -- the fast path leaves both out), {0, pttl, 0} when someone else holds it (pttl -1: the key never
--- expires), {2, pttl, 0} when a trylock found a caching holder and asked it
+-- expires), with two more, {0, pttl, 0, token, claim}, when it found the
+-- lock free and reserved it for the queued waiter TOKEN (the caller pushes
+-- the grant: lib.lua, Grants), {2, pttl, 0} when a trylock found a caching holder and asked it
 -- to give the lock back (the caller waits on its G for the grant or "0"),
 -- or {-1, 0, 0} when the mutex was left ENOTRECOVERABLE.
 local token, lease, mode = ARGV[1], ARGV[2], ARGV[4]
 -- The fast path, for a newcomer (not queued) to a plain mutex (not robust,
--- not quorum mode): the clock, and SET NX --
--- the same work as the simplest lock there is.  (lib.lua's lock_value,
+-- not quorum mode): the clock and the slot's fence floor (lib.lua,
+-- Fences), SET NX, and the floor moved up --
+-- the work of the simplest lock there is, and one key more.  (lib.lua's lock_value,
 -- spelled out: the prelude comes after this.)  A newcomer may so overtake
 -- queued waiters only while the lock is free, which, with waiters, happens
 -- only when a holder or a granted waiter died.
@@ -31,18 +36,30 @@ end
 if fast then
   local t = redis.call('TIME')
   local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local v = token .. '-' .. c .. ' ' .. string.format('%.0f', fence) .. ' ' .. ARGV[5]
-  if redis.call('SET', KEYS[1], v, 'NX', 'PX', lease) then
-    return {1, fence, 0}
+  -- Not a number: the slow path says so.
+  local floor = tonumber(redis.call('GET', KEYS[2]) or 0)
+  if floor then
+    fence = math.max(fence, floor + 1)
+    local f = string.format('%.0f', fence)
+    if redis.call('SET', KEYS[1], token .. '-' .. c .. ' ' .. f .. ' ' .. ARGV[5], 'NX', 'PX',
+                  lease) then
+      redis.call('SET', KEYS[2], f)
+      return {1, fence, 0}
+    end
   end
+end
+if #KEYS < 6 then
+  return {3, 0, 0}
 end
 -- @lib
 local ttl, holder = tonumber(ARGV[3]), ARGV[5]
 local function has(letter)
   return string.find(mode, letter, 1, true) ~= nil
 end
-local robust, floor, cache, trylock = has('r'), has('f'), has('k'), has('t')
+local robust, cache, trylock = has('r'), has('k'), has('t')
+read_floor()
 
+local granted = nil
 local cur = redis.call('GET', K)
 if cur == UNRECOVERABLE then
   return {-1, 0, 0}
@@ -53,12 +70,12 @@ end
 if not cur then
   -- Free, but waiters queued first (the holder's lease ran out, so nobody
   -- granted it): the head of the queue gets it, not a newcomer.
-  local head = nil
+  local head, claim = nil, nil
   if queue_ready() then
-    head = grant_next(floor, token)
+    head, claim = grant_next(token)
   end
   if not head or head == token then
-    local fence = next_fence(floor)
+    local fence = next_fence()
     local dead, held, released = 0, '', ''
     if robust then
       dead, held, released = take_marker(token)
@@ -68,6 +85,7 @@ if not cur then
     return {1, fence, dead, held, released, q == 'q' and 1 or 0}
   end
   cur = redis.call('GET', K)
+  granted = {head, claim}
 end
 if trylock and not holder_caches(cur) then
   -- A thread holds it, as far as anybody can tell: EBUSY, queue untouched.
@@ -76,4 +94,8 @@ end
 if ttl > 0 then
   enqueue(cur, token, lease, ttl, holder, trylock and 't' or 'w')
 end
-return {trylock and ttl > 0 and 2 or 0, redis.call('PTTL', K), 0}
+local answer = {trylock and ttl > 0 and 2 or 0, redis.call('PTTL', K), 0}
+if granted then
+  answer[4], answer[5] = granted[1], granted[2]
+end
+return answer

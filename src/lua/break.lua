@@ -1,7 +1,7 @@
 -- break.lua: an administrator frees a netmutex whoever holds it, and clears
 -- ENOTRECOVERABLE (which is the lock key's value then), the robust marker
--- and the queue.  The fence floor (F) is kept: fences must never go back.
--- KEYS K (see lib.lua).  Returns 1 if the lock was held or marked
+-- and the queue.  The slot's fence floor (P) is kept: fences must never go back.
+-- KEYS K, P, Q, W, H (lib.lua).  Returns 1 if the lock was held or marked
 -- ENOTRECOVERABLE, 0 if there was nothing to free.
 local cur = redis.call('GET', K)
 local held = redis.call('DEL', K)

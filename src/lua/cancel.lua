@@ -1,5 +1,5 @@
 -- cancel.lua: a queued waiter gives up (deadline, error, exit).
--- KEYS K (see lib.lua); ARGV[1] token, ARGV[2] lease in ms, ARGV[3] mode
+-- KEYS K, P, Q, W, H, G (lib.lua); ARGV[1] token, ARGV[2] lease in ms, ARGV[3] mode
 -- (acquire.lua's letters; 'r' and 'k' count here).
 -- Returns acquire's {1, fence, dead, held, released, waited} if the lock was granted
 -- to it meanwhile: this request confirms the grant (see lib.lua), so it is
@@ -15,5 +15,5 @@ redis.call('LLEN', Q)
 redis.call('HLEN', W)
 redis.call('LREM', Q, 0, token)
 redis.call('HDEL', W, token)
-redis.call('DEL', grant_key(token))
+redis.call('DEL', G)
 return {0, 0, 0}

@@ -3,12 +3,26 @@
 --
 -- Keys of one mutex (all share the {<tag>} hash tag, so one cluster slot;
 -- <tag> is 16 hex digits of the FNV-1a digest of the name, keys.c, so no
--- brace in a name can move it);
--- a key exists only while it has something to say, so a name that is not
--- held, waited for or marked leaves nothing on the server:
--- A script is given K alone and derives the others from it: they share K's
--- hash tag, so they are in K's cluster slot, and every argument less is
--- less to marshal on every call.
+-- brace in a name can move it), and P, the fence floor of that slot;
+-- a key of a name exists only while it has something to say, so a name
+-- that is not held, waited for or marked leaves nothing on the server (P
+-- is the slot's, not the name's: at most 16384 of them in all).
+--
+-- Declared keys.  A script is given, in KEYS, every key it may touch, in
+-- this order: K, P, Q, W, H, G (its caller's own grant list); each script
+-- takes the first few it needs (its top comment says how many; keys.h
+-- holds the order for the C side).  Redis Cluster requires it: while a
+-- slot is being migrated, a node refuses, in the middle of a script, a key
+-- the caller did not declare and that it does not hold ("non local key"),
+-- whereas declared keys are checked before the script runs and answered
+-- with ASK or TRYAGAIN, which the caller follows or retries
+-- (cluster_route.c).  A fast path given fewer keys (acquire.lua: K and P;
+-- release.lua: K) returns "again with every key" before its first write
+-- when it finds it needs more: an uncontended cycle declares no key it
+-- does not touch.  While a slot is being migrated, K and P of a name are
+-- on different nodes until the end, so its acquisitions wait for the end
+-- (TRYAGAIN); renewals and an uncontended release, K alone, go on.
+--
 --   K  <prefix>{<tag>}<name>      the lock, PX = its lease.  Value:
 --                            "<token><q><c> <fence> <holder>" --
 --                            token: 32 hex; q: 'q' while waiters are queued
@@ -27,12 +41,19 @@
 --   H  <prefix>{<tag>}<name>:h    robust mutexes: "h<token>" of the holder, kept
 --                            for ROBUST_KEEP_MS; a holder that released
 --                            deletes it, so finding it means the holder died
---   F  <prefix>{<tag>}<name>:f    quorum mode: a floor for the next fence, while
---                            a raised fence is ahead of this server's clock
 --   G  <prefix>{<tag>}<name>:g:<t> list: the grant to queued waiter t, which
 --                            waits for it with BLPOP on its own connection
---                            ("1"), or a caching holder's answer to a trylock
---                            that the mutex is really held ("0")
+--                            ("1", pushed by grant.lua), or a caching
+--                            holder's answer to a trylock that the mutex is
+--                            really held ("0")
+--   P  <prefix>{<s>}fence        the fence floor of K's hash slot, not of the
+--                            name: the highest fence given in the slot so
+--                            far (in µs, no expiry).  <s> is the slot's tag
+--                            (slot.h: the first short string CRC16 puts in
+--                            that slot), so P shares K's slot in a cluster;
+--                            there are at most 16384 of them, however many
+--                            names come and go (the "nothing left per
+--                            name" rule holds: P is per slot)
 --   R  <prefix>{<tag>}<name>:r channel (never a key): "<holder> <kind><asker>"
 --                            asks a caching holder to give the lock back --
 --                            kind 'w' a waiter, 't' a trylock (answer "0" on
@@ -40,16 +61,42 @@
 --                            in a Redis Cluster a shard channel (SPUBLISH)
 --
 -- Fences.  A fence is this server's clock in microseconds when the lock was
--- taken.  Acquisitions of one name happen one after another (a release or
--- an expiry lies between), so the clock makes every fence greater than the
--- one before without anything kept per name; it also tells since when the
--- lock is held (fence / 1000 is the server's Unix time in ms).  Quorum mode raises fences to
--- the highest a quorum gave (redlock.c); a raised fence that is ahead of a
--- server's clock is kept there in F until the clock has passed it.
+-- taken, raised above the slot's floor P if the clock is not past it, and
+-- P becomes the new fence.  Acquisitions of one name happen one after
+-- another (a release or an expiry lies between), and P is at least every
+-- fence given in the slot, so every fence of a name is greater than the
+-- one before, even after the server's clock stepped back (NTP, a VM
+-- restore, a failover to a replica whose clock is behind): the fences then
+-- count up from P by one until the clock has caught up.  fence / 1000 is
+-- the server's Unix time in ms while the clock is ahead of P (status's
+-- "since").  One key per slot rather than per name: a released name still
+-- leaves nothing behind, and the floors are bounded at 16384 keys.
+-- What is guaranteed: strictly increasing per name across clock steps for
+-- as long as P survives; across a restart that lost the data (no
+-- persistence) only if the clock did not go back meanwhile (the fence is
+-- the clock again, and the clock is past every earlier fence); a restart
+-- without data AND a clock behind it are covered only with persistence or
+-- a replica that has P.  Quorum mode raises fences to the highest a quorum
+-- gave (redlock.c): fence.lua raises P there too.
 --
 -- Redis does not roll a script back: a script that fails after its first
 -- write leaves that write behind.  So every script reads and checks what it
 -- depends on before it writes anything.
+--
+-- Grants.  The waiter a release (or an acquire that finds the lock free
+-- with waiters queued) serves is known only inside the script, so its
+-- grant list cannot be declared by the caller.  The script reserves the
+-- lock for it and returns its token and claim; the caller then pushes to
+-- that waiter's G with grant.lua, which declares it.  The hand-off so
+-- costs the releaser one more round trip (the waiter's side is unchanged:
+-- its BLPOP returns, it confirms), and only when it hands off.  Safety does
+-- not rest on the push: a grant is a hint the waiter confirms with a
+-- request of its own, and the reservation is in K, written atomically with
+-- the queue's change.  A push that never comes (the releaser died between
+-- the two) costs the waiter its wait until its next queue refresh.  The
+-- alternatives were worse: one grant list per lock would be popped by
+-- whichever waiter blocked first, not by the one served, and declaring
+-- every waiter's list would make a release's KEYS as long as the queue.
 --
 -- A grant to a queued waiter is only a reservation for GRANT_CLAIM_MS: the
 -- waiter confirms it with a request of its own (confirm), and one that died
@@ -64,11 +111,8 @@
 
 local GRANT_CLAIM_MS = 150
 local WAITER_STALE_MS = 500
-local K = KEYS[1]
-local Q, W, H, F, R = K .. ':q', K .. ':w', K .. ':h', K .. ':f', K .. ':r'
-local function grant_key(token)
-  return K .. ':g:' .. token
-end
+local K, P, Q, W, H, G = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local R = K .. ':r'
 local ROBUST_KEEP_MS = 7 * 24 * 3600 * 1000
 local UNRECOVERABLE = 'netmutex:unrecoverable'
 
@@ -92,16 +136,23 @@ local function parse(v)
 end
 
 
--- The next fence (FLOOR: quorum mode reads F, see above).
-local function next_fence(floor)
-  local fence = now_us()
-  if floor then
-    local f = redis.call('GET', F)
-    if f and not tonumber(f) then
-      error('netmutex: ' .. F .. ' is not a number')
-    end
-    fence = math.max(fence, (tonumber(f) or 0) + 1)
+-- The slot's floor (see Fences): read before the first write, as every
+-- script reads what it depends on; one that is not a number is an error.
+local floor_now = nil
+local function read_floor()
+  local f = redis.call('GET', P)
+  if f and not tonumber(f) then
+    error('netmutex: ' .. P .. ' is not a number')
   end
+  floor_now = tonumber(f) or 0
+  return floor_now
+end
+
+-- The next fence: the clock, above the floor, which it becomes.
+local function next_fence()
+  local fence = math.max(now_us(), (floor_now or read_floor()) + 1)
+  floor_now = fence
+  redis.call('SET', P, string.format('%.0f', fence))
   return fence
 end
 
@@ -134,11 +185,12 @@ end
 
 -- Hands the free lock K to the first queued waiter whose entry has not
 -- expired (a waiter that died stops refreshing its entry), reserved for
--- GRANT_CLAIM_MS, and pushes the grant to the list that waiter blocks on.
--- SELF, the caller's token, is not granted anything: it is returned, for
--- the caller to take.  Returns the token served, or nil when nobody live is
--- queued.  The caller checked queue_ready() before its first write.
-local function grant_next(floor, self)
+-- its claim (GRANT_CLAIM_MS at most).  SELF, the caller's token, is not
+-- granted anything: it is returned, for the caller to take.  Returns the
+-- token served and its claim in ms (the caller pushes the grant: see
+-- Grants), or nil when nobody live is queued.  The caller checked
+-- queue_ready() and read_floor() before its first write.
+local function grant_next(self)
   local now = nil
   while true do
     local token = redis.call('LPOP', Q)
@@ -150,16 +202,13 @@ local function grant_next(floor, self)
     now = now or now_us()
     local refreshed, lease, holder = string.match(entry or '', '^(%d+):(%d+):(.*)$')
     if refreshed and now / 1000 - tonumber(refreshed) < WAITER_STALE_MS then
+      local claim = math.min(GRANT_CLAIM_MS, tonumber(lease))
       if token ~= self then
         local q = redis.call('LLEN', Q) > 0 and 'q' or '-'
-        local claim = math.min(GRANT_CLAIM_MS, tonumber(lease))
-        local fence = next_fence(floor)
+        local fence = next_fence()
         redis.call('SET', K, lock_value(token, q, 'c', fence, holder), 'PX', claim)
-        local G = grant_key(token)
-        redis.call('RPUSH', G, '1')
-        redis.call('PEXPIRE', G, claim)
       end
-      return token
+      return token, claim
     end
   end
 end
@@ -232,6 +281,6 @@ local function confirm(cur, token, lease, robust, cache)
     dead, held, released = take_marker(token)
   end
   redis.call('SET', K, lock_value(token, q, cache and 'k' or '-', fence, holder), 'PX', lease)
-  redis.call('DEL', grant_key(token))
+  redis.call('DEL', G)
   return {1, fence, dead, held, released, q == 'q' and 1 or 0}
 end

@@ -1,7 +1,7 @@
 -- mark.lua: a caching holder tells whether one of its threads is in the
 -- lock ('k') or none has been for a while ('i'), for netmutex_status; the
 -- process keeps the lease either way (cache.c).
--- KEYS K (see lib.lua); ARGV[1] token, ARGV[2] 'i' or 'k'.
+-- KEYS K (lib.lua); ARGV[1] token, ARGV[2] 'i' or 'k'.
 -- Returns 1 if the lock is ours and cached and says so now, else 0.
 local v = redis.call('GET', KEYS[1])
 if not v or string.sub(v, 1, 32) ~= ARGV[1] then

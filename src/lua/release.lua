@@ -1,16 +1,19 @@
 -- release.lua: give a netmutex back, only if it is still ours, handing it
 -- to the first queued waiter if there is one.
--- KEYS K (see lib.lua); ARGV[1] token, ARGV[2] mode: letters 'r' (robust
+-- KEYS K, P, Q, W, H (lib.lua), or K alone when mode is '': then 2 asks,
+-- before any write, for the call again with every key when waiters are
+-- queued; ARGV[1] token, ARGV[2] mode: letters 'r' (robust
 -- mutex: its marker goes), 'u' (a robust mutex unlocked after EOWNERDEAD
 -- without netmutex_consistent(): it stays ENOTRECOVERABLE for every later
 -- locker, as in pthread), 'x' (give back a grant quorum mode did not
 -- keep: nobody waits for that, so nobody is woken or handed the lock), 'f'
--- (quorum mode: the marker of a release stays, see take_marker; fences
--- build on the floor), 'p' (publish "released" for quorum mode's waiters),
+-- (quorum mode: the marker of a release stays, see take_marker), 'p' (publish "released" for quorum mode's waiters),
 -- or '' for none.
 -- Returns 1 released, 0 the key is gone (our lease ran out, or an earlier
 -- attempt whose reply was lost released it), -1 the key holds another
--- owner's token (ours ran out and someone else took it).
+-- owner's token (ours ran out and someone else took it), or {1, token,
+-- claim} when released and reserved for the queued waiter TOKEN (the
+-- caller pushes the grant: lib.lua, Grants).
 local token, mode = ARGV[1], ARGV[2]
 local cur = redis.call('GET', KEYS[1])
 -- The fast path: ours, nobody queued, a plain mutex: compare and delete.
@@ -28,9 +31,12 @@ end
 if string.sub(cur, 1, 32) ~= token then
   return -1
 end
+if #KEYS < 5 then
+  return 2
+end
 -- Checked before the first write: the queue's keys.
 local queued = string.sub(cur, 33, 33) == 'q' and not has('x') and not has('u') and
-               queue_ready()
+               queue_ready() and read_floor()
 if has('r') and has('f') then
   redis.call('SET', H, 'r' .. token, 'PX', ROBUST_KEEP_MS)
 elseif has('r') then
@@ -46,8 +52,11 @@ if has('x') then
   -- the caller itself, which would retry at once (and again, and again).
   return 1
 end
-if queued and grant_next(has('f'), nil) then
-  return 1
+if queued then
+  local served, claim = grant_next(nil)
+  if served then
+    return {1, served, claim}
+  end
 end
 if has('p') then
   -- pcall: an ACL user without channel rights must still be able to

@@ -1,5 +1,5 @@
 -- status.lua: what this server knows about a netmutex; changes nothing.
--- KEYS K (see lib.lua).
+-- KEYS K, P, Q (lib.lua).
 -- Returns {token or '', pttl, fence, holder, since, queued, unrecoverable,
 -- granted, cached}: fence, holder and since describe the current holder (0,
 -- '' and 0 when free: nothing is kept of a released lock); granted is 1
