@@ -720,7 +720,7 @@ static void test_migration_renewal_follows_ask(void)
  * does), with no key moved yet. */
 static void start_migration(long long slot, NmRedis *from, NmRedis *to)
 {
-    char *from_id = node_id(from), *to_id = node_id(to);
+    char *from_id = nm_topo_node_id(from), *to_id = nm_topo_node_id(to);
     nm_redis_ok(to, "CLUSTER SETSLOT %lld IMPORTING %s", slot, from_id);
     nm_redis_ok(from, "CLUSTER SETSLOT %lld MIGRATING %s", slot, to_id);
     g_free(from_id);
@@ -732,7 +732,7 @@ static void start_migration(long long slot, NmRedis *from, NmRedis *to)
  * answers NOKEY), then gives TO the slot on every master. */
 static void finish_busy_migration(long long slot, NmRedis *from, NmRedis *to)
 {
-    char *to_id = node_id(to);
+    char *to_id = nm_topo_node_id(to);
     gint64 end = nmt_now_ms() + PROMPT_MS;
     for (;;) {
         redisReply *keys = nm_redis_cmd(from, "CLUSTER GETKEYSINSLOT %lld 100", slot);
