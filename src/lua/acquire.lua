@@ -95,7 +95,7 @@ if ttl > 0 then
   enqueue(cur, token, lease, ttl, holder, trylock and 't' or 'w')
 end
 local answer = {trylock and ttl > 0 and 2 or 0, redis.call('PTTL', K), 0}
-if granted then
+if granted and not push_here(granted[1], granted[2]) then
   answer[4], answer[5] = granted[1], granted[2]
 end
 return answer

@@ -97,6 +97,10 @@
 -- alternatives were worse: one grant list per lock would be popped by
 -- whichever waiter blocked first, not by the one served, and declaring
 -- every waiter's list would make a release's KEYS as long as the queue.
+-- Outside a Redis Cluster the script pushes the grant itself (push_here):
+-- a single server has no slot that can be migrating, so the undeclared
+-- list is always local, and the hand-off keeps its two round trips (the
+-- release, then the waiter's confirmation) instead of three.
 --
 -- A grant to a queued waiter is only a reservation for GRANT_CLAIM_MS: the
 -- waiter confirms it with a request of its own (confirm), and one that died
@@ -218,6 +222,20 @@ end
 -- leaves classic pub/sub, as before Redis 7).
 local function in_cluster()
   return type(redis.pcall('CLUSTER', 'KEYSLOT', R)) == 'number'
+end
+
+-- Outside a Redis Cluster, pushes the grant to waiter TOKEN, reserved for
+-- CLAIM ms, here and now (grant.lua's work; see Grants) and returns true;
+-- in a cluster returns false: the caller pushes it with grant.lua, which
+-- declares the list.
+local function push_here(token, claim)
+  if in_cluster() then
+    return false
+  end
+  local list = K .. ':g:' .. token
+  redis.call('RPUSH', list, '1')
+  redis.call('PEXPIRE', list, claim)
+  return true
 end
 
 -- Whether the lock CUR is held by a process that may keep it cached.

@@ -54,8 +54,11 @@ if has('x') then
 end
 if queued then
   local served, claim = grant_next(nil)
-  if served then
+  if served and not push_here(served, claim) then
     return {1, served, claim}
+  end
+  if served then
+    return 1
   end
 end
 if has('p') then
