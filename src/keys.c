@@ -50,6 +50,21 @@ static size_t write_floor(char *w, const nm_config_t *cfg, const char *k, size_t
     return cfg->prefix_len + strlen(tag) + 2 + strlen(FLOOR_NAME);
 }
 
+/* The siblings of lock key K (LEN bytes), NUL-terminated one after the
+ * other at W, in nm_key_t's order; the grant list's is TOKEN's. */
+static void write_siblings(char *w, const char *k, size_t len, const char *token)
+{
+    for (int i = NM_KEY_QUEUE; i < NM_KEY_COUNT; i++) {
+        size_t n = strlen(suffix[i]);
+        memcpy(w, k, len);
+        memcpy(w + len, suffix[i], n);
+        if (i == NM_KEY_GRANT) /* no token: zeros, never sent */
+            memcpy(w + len + n, token ? token : "00000000000000000000000000000000",
+                   NM_TOKEN_LEN);
+        w += sibling_length(len, (nm_key_t)i) + 1;
+    }
+}
+
 /* The hash tag depends on the name's bytes only through a digest, so no
  * name (one that holds '{' or '}' included) can move a key of its own to
  * another cluster slot.  FNV-1a: it only has to spread names and be the
@@ -87,15 +102,7 @@ int nm_keys_build(const nm_config_t *cfg, const char *name, size_t name_len,
     memcpy(w, name, name_len);
     w = k + klen + 1;
     w += write_floor(w, cfg, k, klen) + 1;
-    for (int i = NM_KEY_QUEUE; i < NM_KEY_COUNT; i++) {
-        size_t n = strlen(suffix[i]);
-        memcpy(w, k, klen);
-        memcpy(w + klen, suffix[i], n);
-        if (i == NM_KEY_GRANT) /* no token: zeros, never sent */
-            memcpy(w + klen + n, token ? token : "00000000000000000000000000000000",
-                   NM_TOKEN_LEN);
-        w += sibling_length(klen, (nm_key_t)i) + 1;
-    }
+    write_siblings(w, k, klen, token);
     *keys = k;
     *len = klen;
     return 0;
@@ -112,9 +119,21 @@ const char *nm_keys_get(const char *keys, size_t len, nm_key_t which, size_t *ke
 
 size_t nm_keys_size(const char *keys, size_t len)
 {
-    size_t glen;
-    const char *g = nm_keys_get(keys, len, NM_KEY_GRANT, &glen);
-    return (size_t)(g - keys) + glen + 1;
+    return len + 1 + strlen(keys + len + 1) + 1;
+}
+
+int nm_keys_full(const char *keys, size_t len, const char *token, char **full)
+{
+    size_t head = nm_keys_size(keys, len), total = head;
+    for (int i = NM_KEY_QUEUE; i < NM_KEY_COUNT; i++)
+        total += sibling_length(len, (nm_key_t)i) + 1;
+    char *k = calloc(total, 1);
+    if (!k)
+        return ENOMEM;
+    memcpy(k, keys, head);
+    write_siblings(k + head, keys, len, token);
+    *full = k;
+    return 0;
 }
 
 const char *nm_keys_grant(const char *keys, size_t len, size_t *grant_len)

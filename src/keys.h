@@ -48,10 +48,16 @@ int nm_keys_build(const nm_config_t *cfg, const char *name, size_t name_len,
 /* Key WHICH in KEYS (of lock key length LEN), and its length. */
 const char *nm_keys_get(const char *keys, size_t len, nm_key_t which, size_t *key_len);
 
-/* The size of the whole allocation KEYS (of lock key length LEN) in bytes,
- * every key with its NUL: what a copy that may be given to any script
- * needs. */
+/* The size in bytes of the first two keys of KEYS (of lock key length
+ * LEN), the lock key and its floor, with their NULs: all a lease keeps
+ * (lease.c), since the others follow from them and the token, and only
+ * the contended paths' scripts are given them. */
 size_t nm_keys_size(const char *keys, size_t len);
+
+/* Every key of the name, in a new allocation *FULL (malloc'ed), from the
+ * first two at KEYS (of lock key length LEN) and TOKEN (may be NULL), as
+ * nm_keys_build() gives them.  0 or ENOMEM. */
+int nm_keys_full(const char *keys, size_t len, const char *token, char **full);
 
 /* The grant list's name in KEYS (of lock key length LEN), and its length. */
 const char *nm_keys_grant(const char *keys, size_t len, size_t *grant_len);

@@ -137,22 +137,34 @@ static size_t holder_text(const nm_config_t *cfg, char *buf, size_t size)
 /* Internal to this file: a fast path needs every key (see above). */
 #define NM_EKEYS ENOKEY
 
-/* The script's arguments: NKEYS of L's keys, then ARGS. */
+/* The script's arguments: NKEYS of L's keys, then ARGS.  A lease keeps
+ * its lock key and floor alone (keys.h: a held lock's memory); a script
+ * given more, on a contended path, has the rest built for the call in
+ * FULL, which the caller frees. */
 #define MAX_ARGS 5
 typedef struct script_argv {
     const char *argv[NM_KEY_COUNT + MAX_ARGS];
     size_t lens[NM_KEY_COUNT + MAX_ARGS];
+    char *full;
 } script_argv_t;
 
-static void fill_argv(const nm_lease_t *l, int nkeys, int nargs, const char **args,
-                      const size_t *arg_lens, script_argv_t *a)
+static int fill_argv(const nm_lease_t *l, int nkeys, int nargs, const char **args,
+                     const size_t *arg_lens, script_argv_t *a)
 {
+    const char *keys = l->key;
+    a->full = NULL;
+    if (nkeys > KEYS_LOCK_FLOOR) {
+        if (nm_keys_full(l->key, l->key_len, l->token, &a->full) != 0)
+            return ENOMEM;
+        keys = a->full;
+    }
     for (int i = 0; i < nkeys; i++)
-        a->argv[i] = nm_keys_get(l->key, l->key_len, (nm_key_t)i, &a->lens[i]);
+        a->argv[i] = nm_keys_get(keys, l->key_len, (nm_key_t)i, &a->lens[i]);
     for (int i = 0; i < nargs; i++) {
         a->argv[nkeys + i] = args[i];
         a->lens[nkeys + i] = arg_lens[i];
     }
+    return 0;
 }
 
 static int quorum_mode(const nm_lease_t *l)
@@ -263,8 +275,12 @@ static int run(nm_lease_t *l, nm_script_t id, int nkeys, int nargs, const char *
                const size_t *arg_lens, int64_t deadline, redisReply **out, int *sent)
 {
     script_argv_t a;
-    fill_argv(l, nkeys, nargs, args, arg_lens, &a);
-    return run_argv(l, id, nkeys, nkeys + nargs, a.argv, a.lens, deadline, out, sent);
+    *sent = 0;
+    if (fill_argv(l, nkeys, nargs, args, arg_lens, &a) != 0)
+        return ENOMEM;
+    int err = run_argv(l, id, nkeys, nkeys + nargs, a.argv, a.lens, deadline, out, sent);
+    free(a.full);
+    return err;
 }
 
 /* Pushes the grant to queued waiter TOKEN, for whom a script of ours
@@ -295,8 +311,16 @@ static void run_all(nm_lease_t *l, nm_script_t id, int nkeys, int nargs, const c
                     const size_t *arg_lens, int64_t deadline, nm_votes_t *v)
 {
     script_argv_t a;
-    fill_argv(l, nkeys, nargs, args, arg_lens, &a);
+    if (fill_argv(l, nkeys, nargs, args, arg_lens, &a) != 0) {
+        memset(v, 0, sizeof *v);
+        v->n = l->cfg->nservers;
+        for (size_t i = 0; i < v->n; i++)
+            v->err[i] = ENOMEM;
+        v->sent_at = nm_now_ms();
+        return;
+    }
     nm_quorum_call(l->cfg, id, nkeys, nkeys + nargs, a.argv, a.lens, deadline, v);
+    free(a.full);
 }
 
 /* Quorum mode: run_all() of a script that answers 1 for "done", and
@@ -758,7 +782,9 @@ static int wait_grant(nm_lease_t *l, int64_t pause, int64_t deadline)
         reply_by = NM_MIN(reply_by, NM_MAX(until, deadline) + CLEANUP_MS);
     char timeout[24];
     size_t grant_len;
-    const char *grant = nm_keys_grant(l->key, l->key_len, &grant_len);
+    char *grant = nm_keys_grant_for(l->key, l->key_len, l->token, &grant_len);
+    if (!grant)
+        return ENOMEM;
     snprintf(timeout, sizeof timeout, "%.3f", (double)ms / 1000);
     const char *argv[3] = { "BLPOP", grant, timeout };
     size_t lens[3] = { 5, grant_len, strlen(timeout) };
@@ -766,6 +792,7 @@ static int wait_grant(nm_lease_t *l, int64_t pause, int64_t deadline)
     int sent;
 
     int err = call(l, 3, argv, lens, until, reply_by, &r, &sent);
+    free(grant);
     if (err)
         return err;
     err = r->type != REDIS_REPLY_ARRAY ? EBUSY : grant_says_held(r) ? NM_EHELD : 0;
@@ -867,6 +894,15 @@ static int give_up(nm_lease_t *l, const attempt_state_t *st, int err)
     return err;
 }
 
+/* A held lock keeps its lock key and floor alone: the siblings are built
+ * when a contended path's script needs them (fill_argv). */
+static void keep_lock_and_floor(nm_lease_t *l)
+{
+    char *small = realloc(l->key, nm_keys_size(l->key, l->key_len));
+    if (small)
+        l->key = small;
+}
+
 int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
                      unsigned int lease_ms, unsigned int flags, nm_wait_t wait,
                      int64_t deadline)
@@ -886,6 +922,8 @@ int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
     err = nm_token_new(l->token);
     if (!err)
         err = nm_keys_build(l->cfg, name, name_len, l->token, &l->key, &l->key_len);
+    if (!err)
+        keep_lock_and_floor(l);
     if (!err)
         err = acquire_loop(l, wait, deadline, &st);
     if (err && l->key)

@@ -156,6 +156,33 @@ static void test_grant_for(void)
     free(keys);
 }
 
+/* What a lease keeps (the lock key and floor, nm_keys_size) rebuilds,
+ * with the token, every key nm_keys_build gave, byte for byte. */
+static void test_full_from_kept(void)
+{
+    nm_config_t cfg = config_with_prefix("netmutex:");
+    char *keys, *kept, *full;
+    size_t len;
+
+    g_assert_cmpint(nm_keys_build(&cfg, "a{b}\0c", 7, token, &keys, &len), ==, 0);
+    size_t size = nm_keys_size(keys, len);
+    size_t floor_len;
+    nm_keys_get(keys, len, NM_KEY_FLOOR, &floor_len);
+    g_assert_cmpuint(size, ==, len + 1 + floor_len + 1);
+    kept = g_memdup2(keys, size);
+    g_assert_cmpint(nm_keys_full(kept, len, token, &full), ==, 0);
+    for (int i = 0; i < NM_KEY_COUNT; i++) {
+        size_t a, b;
+        const char *ka = nm_keys_get(keys, len, (nm_key_t)i, &a);
+        const char *kb = nm_keys_get(full, len, (nm_key_t)i, &b);
+        g_assert_cmpmem(ka, a, kb, b);
+        g_assert_cmpint(kb[b], ==, '\0');
+    }
+    free(full);
+    g_free(kept);
+    free(keys);
+}
+
 /* The longest prefix the configuration accepts with a long name. */
 static void test_build_long(void)
 {
@@ -189,5 +216,6 @@ int main(int argc, char **argv)
     g_test_add_func("/unit/keys/build/binary-one-slot", test_build_binary_one_slot);
     g_test_add_func("/unit/keys/build/long", test_build_long);
     g_test_add_func("/unit/keys/grant-for", test_grant_for);
+    g_test_add_func("/unit/keys/full-from-kept", test_full_from_kept);
     return g_test_run();
 }
