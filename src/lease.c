@@ -207,6 +207,12 @@ static void acquire_mode(const nm_lease_t *l, int queued, int trylock, char *mod
 static int note_result(nm_lease_t *l, int err)
 {
     char cause[200];
+    /* A redirection or TRYAGAIN means something only to cluster_route.c;
+     * a server we do not take for a Cluster node that answers so is one we
+     * do not understand, and the internal codes (EXDEV, EAGAIN) must not
+     * reach the caller as if they were its errors. */
+    if ((err == NM_EREDIRECT || err == NM_ETRYAGAIN) && !nm_cluster_on(l->cfg))
+        err = EPROTO;
     if (err == NM_ECONN && nm_cluster_on(l->cfg)) {
         /* cluster.c dropped the node's connection and reported it */
     } else if (err == NM_ECONN) {
