@@ -75,6 +75,9 @@ incomplete:
 static const char wrong_sha[] = "$40\r\n0123456789012345678901234567890123456789\r\n";
 static const char info[] = "$52\r\n# Memory\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n\r\n";
 
+static const char tryagain[] = "-TRYAGAIN Multiple keys request during rehashing of slot\r\n";
+static const char moved[] = "-MOVED 3999 127.0.0.1:1\r\n";
+
 static void answer_script(NmHostile *h, conn_t *c, const char *cmd)
 {
     g_atomic_int_inc(&h->scripts);
@@ -94,6 +97,12 @@ static void answer_script(NmHostile *h, conn_t *c, const char *cmd)
     case NM_HOSTILE_FLOOD:
         send_all(c->fd, "$999999999999\r\n", 16);
         c->flooding = true;
+        break;
+    case NM_HOSTILE_TRYAGAIN:
+        send_all(c->fd, tryagain, sizeof tryagain - 1);
+        break;
+    case NM_HOSTILE_MOVED:
+        send_all(c->fd, moved, sizeof moved - 1);
         break;
     }
 }

@@ -21,6 +21,8 @@ typedef enum NmHostileMode {
     NM_HOSTILE_DRIP,      /* scripts: a bulk header, then a byte per 500 ms */
     NM_HOSTILE_SILENT,    /* scripts: read, never answered */
     NM_HOSTILE_FLOOD,     /* scripts: a bulk reply of endless bytes */
+    NM_HOSTILE_TRYAGAIN,  /* scripts: -TRYAGAIN, as a Cluster node would */
+    NM_HOSTILE_MOVED,     /* scripts: -MOVED, as a Cluster node would */
 } NmHostileMode;
 
 typedef struct NmHostile NmHostile;

@@ -440,6 +440,42 @@ static void test_wrong_sha_poisons_nothing(void)
     g_free(url);
 }
 
+/* A server not taken for a Cluster node (its INFO has no cluster
+ * section) that answers TRYAGAIN or MOVED, as a node would: the lock calls
+ * say EPROTO, never the internal values those answers mean to the Cluster
+ * route (EAGAIN, EXDEV), and a timed lock does not wait on them. */
+static void run_cluster_answer(NmHostileMode mode)
+{
+    NmHostile *hs = nm_hostile_start(mode);
+    char *url = nm_hostile_url(hs);
+    netmutex_config_t cfg = { .url = url };
+    netmutex_t m;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    struct timespec at;
+
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    nm_assert_rc(netmutex_trylock(&m), EPROTO);
+    clock_gettime(CLOCK_REALTIME, &at);
+    at.tv_sec += 5;
+    nm_assert_rc(netmutex_timedlock(&m, &at), EPROTO);
+    g_assert_cmpuint(nm_hostile_scripts(hs), >, 0);
+    nm_configure(redis);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_hostile_free(hs);
+    g_free(name);
+    g_free(url);
+}
+
+static void test_tryagain_outside_cluster(void)
+{
+    run_cluster_answer(NM_HOSTILE_TRYAGAIN);
+}
+
+static void test_moved_outside_cluster(void)
+{
+    run_cluster_answer(NM_HOSTILE_MOVED);
+}
+
 /* Quorum mode: every server restarted empty (no scripts, and our cached
  * connections stale) still answers the first call. */
 static void test_quorum_after_empty_restart(void)
@@ -642,6 +678,8 @@ int main(int argc, char **argv)
     g_test_add_func("/safety/script/validates-before-writing",
                     test_script_validates_before_writing);
     g_test_add_func("/safety/script/wrong-sha", test_wrong_sha_poisons_nothing);
+    g_test_add_func("/safety/script/tryagain-outside-cluster", test_tryagain_outside_cluster);
+    g_test_add_func("/safety/script/moved-outside-cluster", test_moved_outside_cluster);
     g_test_add_func("/safety/script/quorum-empty-restart", test_quorum_after_empty_restart);
     g_test_add_func("/safety/server/eviction-allkeys", test_eviction_allkeys);
     g_test_add_func("/safety/server/eviction-volatile", test_eviction_volatile);
