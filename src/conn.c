@@ -186,18 +186,39 @@ void nm_conn_report(const nm_config_t *cfg, size_t i, int err, const char *cause
         netmutex_log(NETMUTEX_LOG_INFO, "%s: reachable again", where);
 }
 
+/* A program that runs children (the CLI runs a command under a lock) must
+ * not hand them our sockets, but hiredis opens a socket without
+ * SOCK_CLOEXEC, and FD_CLOEXEC can only be set once it hands the socket
+ * back: a fork() in between (another thread of the caller, while the
+ * background thread dials) gave the child's exec() our socket.  So a dial
+ * holds this lock shared from its connect until the flag is set, and the
+ * fork handlers take it exclusively, after every other lock of ours: a
+ * fork waits for dials under way (each bounded by its connect timeout),
+ * and no dial holds another lock of ours while it holds this one. */
+static pthread_rwlock_t dialing = PTHREAD_RWLOCK_INITIALIZER;
+
+void nm_conn_before_fork(void) { pthread_rwlock_wrlock(&dialing); }
+void nm_conn_after_fork_parent(void) { pthread_rwlock_unlock(&dialing); }
+
+static redisContext *connect_cloexec(const nm_server_t *srv, const char *host, int port,
+                                     struct timeval tv)
+{
+    pthread_rwlock_rdlock(&dialing);
+    redisContext *c = host ? redisConnectWithTimeout(host, port, tv)
+                           : redisConnectUnixWithTimeout(srv->path, tv);
+    if (c && c->fd >= 0)
+        fcntl(c->fd, F_SETFD, fcntl(c->fd, F_GETFD) | FD_CLOEXEC);
+    pthread_rwlock_unlock(&dialing);
+    return c;
+}
+
 int nm_conn_open(const nm_server_t *srv, const char *host, int port, int64_t until,
                  redisContext **out, char *cause, size_t size)
 {
     int64_t budget = NM_MAX(nm_remaining_ms(until), 1);
-    struct timeval tv = ms_timeval(budget);
-    redisContext *c = host ? redisConnectWithTimeout(host, port, tv)
-                           : redisConnectUnixWithTimeout(srv->path, tv);
+    redisContext *c = connect_cloexec(srv, host, port, ms_timeval(budget));
     int err = c == NULL ? ENOMEM : c->err || nm_io_setup(c) != 0 ? NM_ECONN : 0;
     if (!err) {
-        /* A program that runs children (the CLI runs a command under a
-         * lock) must not hand them our sockets. */
-        fcntl(c->fd, F_SETFD, fcntl(c->fd, F_GETFD) | FD_CLOEXEC);
         if (host)
             redisEnableKeepAlive(c);
         err = handshake(c, srv, until);
@@ -398,4 +419,9 @@ void nm_conn_close_thread(void)
 void nm_conn_after_fork_child(void)
 {
     fork_epoch++;
+    /* Made anew, not unlocked: glibc knows a write lock's owner by thread
+     * id, and the child's thread has another, so an unlock here would be
+     * taken for a reader's and leave the lock held for good. */
+    static const pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
+    dialing = fresh;
 }
