@@ -214,6 +214,18 @@ static void test_dead_waiter(void)
     g_free(name);
 }
 
+/* After a waiter's process left: nothing queued, the unlock hands the
+ * lock to nobody (it stays free for a trylock), and M and NAME are freed. */
+static void unlock_finds_no_waiter(netmutex_t *m, char *name)
+{
+    g_assert_cmpint(nm_queue_len(redis, name), ==, 0);
+    nm_assert_rc(netmutex_unlock(m), 0);
+    nm_assert_rc(netmutex_trylock(m), 0);
+    nm_assert_rc(netmutex_unlock(m), 0);
+    nm_assert_rc(netmutex_destroy(m), 0);
+    g_free(name);
+}
+
 /* A process that exits normally while one of its threads waits takes that
  * waiter out of the queue at once (its entry would otherwise stay until it
  * expires). */
@@ -227,12 +239,7 @@ static void test_exit_leaves_queue(void)
     nm_assert_rc(nm_remote(w, 'w'), 0);
     g_assert_true(nm_wait_queue_len(redis, name, 1, nm_ms(10000)));
     nm_remote_exit(w);
-    g_assert_cmpint(nm_queue_len(redis, name), ==, 0);
-    nm_assert_rc(netmutex_unlock(&m), 0);
-    nm_assert_rc(netmutex_trylock(&m), 0);
-    nm_assert_rc(netmutex_unlock(&m), 0);
-    nm_assert_rc(netmutex_destroy(&m), 0);
-    g_free(name);
+    unlock_finds_no_waiter(&m, name);
 }
 
 static int exit_remote(void *rem)
@@ -264,12 +271,7 @@ static void test_exit_before_reply(void)
     nmt_sleep_ms(nm_ms(200));
     nm_redis_resume(redis);
     nm_assert_rc(nm_call_wait(exiting, nm_ms(20000)), 0);
-    g_assert_cmpint(nm_queue_len(redis, name), ==, 0);
-    nm_assert_rc(netmutex_unlock(&m), 0);
-    nm_assert_rc(netmutex_trylock(&m), 0);
-    nm_assert_rc(netmutex_unlock(&m), 0);
-    nm_assert_rc(netmutex_destroy(&m), 0);
-    g_free(name);
+    unlock_finds_no_waiter(&m, name);
 }
 
 /* ---- deadlines ---------------------------------------------------------------- */
