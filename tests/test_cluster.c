@@ -598,16 +598,6 @@ static long long exists_asking(NmRedis *r, const char *key)
     return n;
 }
 
-/* A master other than FROM. */
-static NmRedis *other_master(NmRedis *from)
-{
-    for (int i = 0; i < NM_TOPO_NODES; i++)
-        if (topo->node[i] != from && nm_topo_is_master(topo->node[i]))
-            return topo->node[i];
-    g_assert_not_reached();
-    return NULL;
-}
-
 /* A held lock's slot is migrated to another master: a new name of that
  * slot waits meanwhile (its lock key and the slot's fence floor are split
  * between the nodes: TRYAGAIN until the deadline, never EPROTO), the held
@@ -624,7 +614,7 @@ static void test_slot_migration(void)
 
     two_names_one_slot(&held_name, &fresh_name);
     long long slot = slot_of_name(held_name);
-    NmRedis *from = nm_topo_master_of(topo, slot), *to = other_master(from);
+    NmRedis *from = nm_topo_master_of(topo, slot), *to = nm_topo_other_master(topo, from);
     char *from_id = nm_topo_node_id(from), *to_id = nm_topo_node_id(to);
     char *fresh_key = nm_lock_key(fresh_name), *held_key = nm_lock_key(held_name);
 
@@ -677,7 +667,7 @@ static void test_migration_renewal_follows_ask(void)
 {
     char *name = nm_test_name("ask-renew"), *key = nm_lock_key(name);
     long long slot = slot_of_name(name);
-    NmRedis *from = nm_topo_master_of(topo, slot), *to = other_master(from);
+    NmRedis *from = nm_topo_master_of(topo, slot), *to = nm_topo_other_master(topo, from);
     char *from_id = nm_topo_node_id(from), *to_id = nm_topo_node_id(to);
     netmutex_t m;
     netmutex_attr_t attr;
@@ -766,7 +756,7 @@ static void test_migration_waiter_waits(void)
 {
     char *url = nm_topo_url(topo), *name = nm_test_name("rx");
     long long slot = slot_of_name(name);
-    NmRedis *from = nm_topo_master_of(topo, slot), *to = other_master(from);
+    NmRedis *from = nm_topo_master_of(topo, slot), *to = nm_topo_other_master(topo, from);
     netmutex_t a;
 
     configure_cluster(nm_ms(10000));
@@ -800,7 +790,7 @@ static void test_migration_release_queue_moved(void)
     char *url = nm_topo_url(topo), *name = nm_test_name("rx");
     char *q = nm_key_of("netmutex:", name, ":q"), *w = nm_key_of("netmutex:", name, ":w");
     long long slot = slot_of_name(name);
-    NmRedis *from = nm_topo_master_of(topo, slot), *to = other_master(from);
+    NmRedis *from = nm_topo_master_of(topo, slot), *to = nm_topo_other_master(topo, from);
     netmutex_t a;
 
     configure_cluster(nm_ms(20000));
@@ -870,7 +860,7 @@ static void test_migration_four_busy_slots(void)
     nnames = NAMES_IN_SLOTS;
     iterations = 0;
     lease_ms = nm_ms(5000);
-    NmRedis *from = nm_topo_master_of(topo, slots[0]), *to = other_master(from);
+    NmRedis *from = nm_topo_master_of(topo, slots[0]), *to = nm_topo_other_master(topo, from);
     start_workers(pids);
     g_assert_true(wait_done(40, PROMPT_MS));
     for (int i = 0; i < NAMES_IN_SLOTS; i++)

@@ -182,16 +182,6 @@ static void test_revoke_on_each_master(void)
     g_free(third);
 }
 
-/* A master other than FROM. */
-static NmRedis *other_master(NmRedis *from)
-{
-    for (int i = 0; i < NM_TOPO_NODES; i++)
-        if (topo->node[i] != from && nm_topo_is_master(topo->node[i]))
-            return topo->node[i];
-    g_assert_not_reached();
-    return NULL;
-}
-
 /* The slot of a cached name moves to another master: the old master
  * drops the holder's shard subscription, the holder subscribes again on
  * the new one, where requests are published now, and a lease it caches
@@ -201,7 +191,7 @@ static void test_subscription_follows_migration(void)
     char *name = name_away_from(NULL, "migrated");
     char *key = nm_lock_key(name), *channel = g_strconcat(key, ":r", NULL);
     long long slot = nm_topo_keyslot(topo, key, strlen(key));
-    NmRedis *from = nm_topo_master_of(topo, slot), *to = other_master(from);
+    NmRedis *from = nm_topo_master_of(topo, slot), *to = nm_topo_other_master(topo, from);
     char *from_id = nm_topo_node_id(from), *to_id = nm_topo_node_id(to);
 
     configure_cluster();

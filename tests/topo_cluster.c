@@ -124,6 +124,15 @@ NmRedis *nm_topo_master_of(NmTopo *t, long long slot)
     return NULL;
 }
 
+NmRedis *nm_topo_other_master(NmTopo *t, NmRedis *from)
+{
+    for (int i = 0; i < NM_TOPO_NODES; i++)
+        if (t->node[i] != from && nm_topo_is_master(t->node[i]))
+            return t->node[i];
+    g_error("no master other than the one given");
+    return NULL;
+}
+
 bool nm_topo_is_master(NmRedis *r)
 {
     redisReply *reply = nm_redis_cmd(r, "ROLE");

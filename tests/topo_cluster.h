@@ -38,6 +38,8 @@ int nm_topo_master_port(NmRedis *r, long long slot);
 
 /* Whether node R is a master now (ROLE). */
 bool nm_topo_is_master(NmRedis *r);
+/* A master of T other than FROM. */
+NmRedis *nm_topo_other_master(NmTopo *t, NmRedis *from);
 
 /* Node R's id (CLUSTER MYID), a new string. */
 char *nm_topo_node_id(NmRedis *r);
