@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "cluster.h"
@@ -16,6 +16,7 @@
 #include "reply.h"
 #include "sentinel.h"
 #include "server_check.h"
+#include "sock.h"
 
 
 typedef struct conn_slot {
@@ -43,12 +44,6 @@ static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 /* Bumped in every forked child; a cache of an older epoch holds the
  * parent's sockets. */
 static unsigned long fork_epoch;
-
-static struct timeval ms_timeval(int64_t ms)
-{
-    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
-    return tv;
-}
 
 static void nodes_clear(conn_cache_t *cache)
 {
@@ -186,29 +181,26 @@ void nm_conn_report(const nm_config_t *cfg, size_t i, int err, const char *cause
         netmutex_log(NETMUTEX_LOG_INFO, "%s: reachable again", where);
 }
 
-/* A program that runs children (the CLI runs a command under a lock) must
- * not hand them our sockets, but hiredis opens a socket without
- * SOCK_CLOEXEC, and FD_CLOEXEC can only be set once it hands the socket
- * back: a fork() in between (another thread of the caller, while the
- * background thread dials) gave the child's exec() our socket.  So a dial
- * holds this lock shared from its connect until the flag is set, and the
- * fork handlers take it exclusively, after every other lock of ours: a
- * fork waits for dials under way (each bounded by its connect timeout),
- * and no dial holds another lock of ours while it holds this one. */
-static pthread_rwlock_t dialing = PTHREAD_RWLOCK_INITIALIZER;
-
-void nm_conn_before_fork(void) { pthread_rwlock_wrlock(&dialing); }
-void nm_conn_after_fork_parent(void) { pthread_rwlock_unlock(&dialing); }
-
-static redisContext *connect_cloexec(const nm_server_t *srv, const char *host, int port,
-                                     struct timeval tv)
+/* A context on our own socket (sock.h), which is close-on-exec from its
+ * birth: hiredis's own connect opens a socket without SOCK_CLOEXEC, and a
+ * fork() by another thread of the caller before the flag could be set gave
+ * the child's exec() our socket.  The address is kept as hiredis keeps the
+ * one it dials: the Sentinel check compares it with the master's. */
+static redisContext *context_on(int fd, const char *host, int port)
 {
-    pthread_rwlock_rdlock(&dialing);
-    redisContext *c = host ? redisConnectWithTimeout(host, port, tv)
-                           : redisConnectUnixWithTimeout(srv->path, tv);
-    if (c && c->fd >= 0)
-        fcntl(c->fd, F_SETFD, fcntl(c->fd, F_GETFD) | FD_CLOEXEC);
-    pthread_rwlock_unlock(&dialing);
+    redisContext *c = redisConnectFd(fd);
+    if (!c) {
+        close(fd);
+        return NULL;
+    }
+    if (host) {
+        c->connection_type = REDIS_CONN_TCP;
+        c->tcp.port = port;
+        if (!(c->tcp.host = strdup(host))) {
+            redisFree(c);
+            return NULL;
+        }
+    }
     return c;
 }
 
@@ -216,8 +208,11 @@ int nm_conn_open(const nm_server_t *srv, const char *host, int port, int64_t unt
                  redisContext **out, char *cause, size_t size)
 {
     int64_t budget = NM_MAX(nm_remaining_ms(until), 1);
-    redisContext *c = connect_cloexec(srv, host, port, ms_timeval(budget));
-    int err = c == NULL ? ENOMEM : c->err || nm_io_setup(c) != 0 ? NM_ECONN : 0;
+    int fd = nm_sock_open(host, port, srv->path, nm_now_ms() + budget, cause, size);
+    if (fd < 0)
+        return NM_ECONN;
+    redisContext *c = context_on(fd, host, port);
+    int err = c == NULL ? ENOMEM : nm_io_setup(c) != 0 ? NM_ECONN : 0;
     if (!err) {
         if (host)
             redisEnableKeepAlive(c);
@@ -419,9 +414,4 @@ void nm_conn_close_thread(void)
 void nm_conn_after_fork_child(void)
 {
     fork_epoch++;
-    /* Made anew, not unlocked: glibc knows a write lock's owner by thread
-     * id, and the child's thread has another, so an unlock here would be
-     * taken for a reader's and leave the lock held for good. */
-    static const pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
-    dialing = fresh;
 }

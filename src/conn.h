@@ -80,10 +80,5 @@ void nm_conn_close_thread(void);
 
 /* Called in the child after fork(): forget every inherited connection. */
 void nm_conn_after_fork_child(void);
-/* Fork handlers for the lock that keeps a socket being dialed from
- * reaching a child before it is close-on-exec (conn.c): taken last, after
- * every other lock of the library. */
-void nm_conn_before_fork(void);
-void nm_conn_after_fork_parent(void);
 
 #endif /* NM_CONN_H */

@@ -48,9 +48,9 @@
  * watchdog, the list of queued waiters (lease.c), then the leaf locks of
  * the cache's list, the cluster state, the configuration and the journal
  * of recent releases (journal.c), which are never held while another is
- * taken, and last the dial lock (conn.c), held shared only around a
- * connect, with no other lock taken inside it.  No path takes them in
- * another order, so quiescing them all cannot deadlock. */
+ * taken.  No path takes them in another order, so quiescing them all
+ * cannot deadlock.  (A dial needs no lock here: its socket is
+ * close-on-exec from birth, sock.c.) */
 static void before_fork(void)
 {
     nm_cache_before_fork();
@@ -61,12 +61,10 @@ static void before_fork(void)
     nm_cluster_before_fork();
     nm_config_before_fork();
     nm_journal_before_fork();
-    nm_conn_before_fork();
 }
 
 static void after_fork_parent(void)
 {
-    nm_conn_after_fork_parent();
     nm_journal_after_fork_parent();
     nm_config_after_fork();
     nm_cluster_after_fork();
