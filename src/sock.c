@@ -85,7 +85,7 @@ static int open_tcp(const char *host, int port, int64_t until, char *cause, size
     snprintf(service, sizeof service, "%d", port);
     int rc = getaddrinfo(host, service, &hints, &list);
     if (rc != 0) {
-        snprintf(cause, size, "%s: %s", host, gai_strerror(rc));
+        snprintf(cause, size, "%s", gai_strerror(rc));
         return -1;
     }
     int fd = -1, err = ECONNREFUSED;
