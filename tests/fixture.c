@@ -141,9 +141,13 @@ char *nm_mutex_init(netmutex_t *m, const char *suffix, int type,
 #endif
 #endif
 
+/* Neither sanitizer's allocator survives a fork() made while another
+ * thread allocates: the child inherits the allocator's lock held, and its
+ * first malloc of that size class waits forever (seen under TSan: the
+ * child's background thread stuck in the allocator's mutex, 1 run in 8). */
 bool nm_fork_with_threads_is_safe(void)
 {
-#ifdef NM_BUILT_WITH_ASAN
+#if defined(NM_BUILT_WITH_ASAN) || defined(NM_BUILT_WITH_TSAN)
     return false;
 #else
     return true;

@@ -275,8 +275,7 @@ static int timedlock_ms(netmutex_t *m, unsigned int ms)
 /* See nm_fork_with_threads_is_safe. */
 static void skip_fork_with_threads(void)
 {
-    g_test_skip("AddressSanitizer's allocator is not fork-safe while other "
-                "threads run");
+    g_test_skip("the sanitizer's allocator is not fork-safe while other threads run");
 }
 
 /* ---- 1. exact counter across processes ----------------------------------- */

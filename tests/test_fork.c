@@ -6,13 +6,10 @@
  * or the parent's connection -- not even when both talk to Redis at the
  * same time, or when another parent thread holds a lock during fork().
  *
- * Under AddressSanitizer the first three are skipped (see
- * nm_fork_with_threads_is_safe).  Under ThreadSanitizer these forks happen while the library's watchdog
- * thread runs, and the child starts its own: TSan needs die_after_fork=0
- * for that (tests/Makefile.am sets it).  It then works because the
- * library gives the watchdog a stack of its own; a thread started in the
- * child on a stack glibc recycled from a parent thread would make TSan
- * fail with "dup thread with used id".
+ * Under AddressSanitizer and ThreadSanitizer the forks while threads run
+ * are skipped (see nm_fork_with_threads_is_safe): the sanitizers'
+ * allocators are not fork-safe then.  The plain and valgrind variants run
+ * them all.
  */
 #include "ac_config.h"
 
@@ -38,8 +35,7 @@ static int child_expect(int got, int want, const char *what)
 /* See nm_fork_with_threads_is_safe. */
 static void skip_fork_with_threads(void)
 {
-    g_test_skip("AddressSanitizer's allocator is not fork-safe while other "
-                "threads run");
+    g_test_skip("the sanitizer's allocator is not fork-safe while other threads run");
 }
 
 static void add_fork_test(const char *path, GTestFunc fn)

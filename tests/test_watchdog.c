@@ -731,7 +731,7 @@ static int nothing(void *arg)
 
 static void skip_fork_with_threads(void)
 {
-    g_test_skip("AddressSanitizer's allocator is not fork-safe while other threads run");
+    g_test_skip("the sanitizer's allocator is not fork-safe while other threads run");
 }
 
 int main(int argc, char **argv)
@@ -754,8 +754,8 @@ int main(int argc, char **argv)
                     test_client_kill_renewals_continue);
     g_test_add_func("/watchdog/fence/increases-across-processes-death-and-expiry",
                     test_fence_increases);
-    /* Forks while the library's watchdog thread runs: GCC 12's ASan cannot
-     * (see nm_fork_with_threads_is_safe); every other variant runs it. */
+    /* Forks while the library's watchdog thread runs: the sanitizers cannot
+     * (see nm_fork_with_threads_is_safe); plain and valgrind run it. */
     g_test_add_func("/watchdog/fork/child-cannot-unlock-parent-lease-renewed",
                     nm_fork_with_threads_is_safe() ? test_fork_while_holding
                                                    : skip_fork_with_threads);
