@@ -1,6 +1,8 @@
 /*
- * cluster.c -- detecting a Redis Cluster, its slot map, and sending a
- * key's request to its node (cluster.h).
+ * cluster.c -- detecting a Redis Cluster on a connection, and its slot
+ * map (cluster.h): what the map says and how it is read from a node.
+ * Getting the connections is the callers' (cluster_route.c): this file
+ * sits below conn.c, which calls it at every dial.
  */
 #include "nm.h"
 
@@ -12,9 +14,9 @@
 
 #include "clock.h"
 #include "cluster_state.h"
-#include "conn.h"
 #include "log.h"
 #include "reply.h"
+#include "url.h"
 
 /* A stale map is read again at most this often: during a failover every
  * node may answer with yesterday's map for a moment. */
@@ -43,19 +45,14 @@ void nm_cluster_unlock(void)
 
 /* ---- detection ------------------------------------------------------------ */
 
+int nm_cluster_known(const nm_config_t *cfg)
+{
+    return __atomic_load_n(&cfg->cluster->state, __ATOMIC_ACQUIRE) != NM_CL_UNKNOWN;
+}
+
 int nm_cluster_on(const nm_config_t *cfg)
 {
     return cfg->cluster && __atomic_load_n(&cfg->cluster->state, __ATOMIC_ACQUIRE) == NM_CL_ON;
-}
-
-int nm_cluster_mode(nm_config_t *cfg, int64_t deadline, int *on)
-{
-    redisContext *c;
-    int err = 0;
-    if (cfg->cluster && __atomic_load_n(&cfg->cluster->state, __ATOMIC_ACQUIRE) == NM_CL_UNKNOWN)
-        err = nm_conn_get(cfg, 0, deadline, &c);
-    *on = nm_cluster_on(cfg);
-    return err;
 }
 
 /* Whether the server behind C says cluster_enabled:1.  A server that
@@ -103,7 +100,7 @@ int nm_cluster_probe(redisContext *c, const nm_config_t *cfg, const nm_server_t 
     static uint64_t said; /* atomic: a generation */
     if (__atomic_exchange_n(&said, cfg->generation, __ATOMIC_RELAXED) == cfg->generation)
         return EINVAL;
-    nm_server_describe(srv, where, sizeof where);
+    nm_url_describe(srv, where, sizeof where);
     netmutex_log(NETMUTEX_LOG_ERROR, "%s: refused: a Redis Cluster node in a list of servers; "
                  "quorum mode with a Redis Cluster is not supported", where);
     return EINVAL;
@@ -244,9 +241,7 @@ static int read_map(redisContext *c, const char *asked, int64_t deadline, slot_m
     return err;
 }
 
-/* Where to ask for the map: the nodes we know, then the seeds (or the
- * configuration's one server).  *N of them in a new array. */
-static nm_node_addr_t *candidates(nm_config_t *cfg, size_t *n)
+nm_node_addr_t *nm_cluster_candidates(nm_config_t *cfg, size_t *n)
 {
     nm_cluster_t *cl = cfg->cluster;
     const nm_server_t *seeds = cl->nseeds ? cl->seeds : cfg->servers;
@@ -280,25 +275,25 @@ static void map_install(nm_cluster_t *cl, slot_map_t *m)
     free(m->slot_node);
 }
 
-int nm_cluster_refresh(nm_config_t *cfg, int64_t deadline)
+int nm_cluster_read_map(redisContext *c, const char *asked, int64_t deadline,
+                        nm_cluster_t *cl)
 {
     slot_map_t m = { 0 };
-    size_t n;
-    nm_node_addr_t *v = candidates(cfg, &n);
-    int err = v ? NM_ECONN : ENOMEM;
-    redisContext *c;
-
-    if (v && n == 0 && nm_conn_get(cfg, 0, deadline, &c) == 0) /* a unix:// seed */
-        err = read_map(c, "127.0.0.1", deadline, &m);
-    for (size_t i = 0; err && i < n && nm_remaining_ms(deadline) > 0; i++) {
-        err = nm_conn_get_node(cfg, v[i].host, v[i].port, deadline, &c);
-        if (!err && (err = read_map(c, v[i].host, deadline, &m)) == NM_ECONN)
-            nm_conn_drop_node(v[i].host, v[i].port);
-    }
-    free(v);
+    int err = read_map(c, asked, deadline, &m);
     if (!err)
-        map_install(cfg->cluster, &m);
+        map_install(cl, &m);
     return err;
+}
+
+int nm_cluster_lookup(nm_cluster_t *cl, const char *key, size_t len, nm_node_addr_t *out)
+{
+    unsigned int slot = nm_slot_of(key, len);
+    nm_cluster_lock();
+    uint16_t idx = cl->slot_node[slot];
+    if (idx != NM_CL_NO_NODE)
+        *out = cl->nodes[idx];
+    nm_cluster_unlock();
+    return idx != NM_CL_NO_NODE ? 0 : NM_ECONN;
 }
 
 void nm_cluster_mark_stale(nm_config_t *cfg)
@@ -308,29 +303,13 @@ void nm_cluster_mark_stale(nm_config_t *cfg)
     nm_cluster_unlock();
 }
 
-/* Whether the map must be read before it is used. */
-static int want_refresh(nm_cluster_t *cl)
+int nm_cluster_want_refresh(nm_cluster_t *cl)
 {
     nm_cluster_lock();
     int want = cl->nnodes == 0 ||
                (cl->stale && nm_now_ms() - cl->refreshed_at >= REFRESH_MIN_MS);
     nm_cluster_unlock();
     return want;
-}
-
-int nm_cluster_node_of(nm_config_t *cfg, const char *key, size_t len, int64_t deadline,
-                       nm_node_addr_t *out)
-{
-    nm_cluster_t *cl = cfg->cluster;
-    unsigned int slot = nm_slot_of(key, len);
-    if (want_refresh(cl))
-        nm_cluster_refresh(cfg, deadline); /* a failed read keeps the map we had */
-    nm_cluster_lock();
-    uint16_t idx = cl->slot_node[slot];
-    if (idx != NM_CL_NO_NODE)
-        *out = cl->nodes[idx];
-    nm_cluster_unlock();
-    return idx != NM_CL_NO_NODE ? 0 : NM_ECONN;
 }
 
 /* "MOVED <slot> <host>:<port>" or "ASK ...": 1 (ASK) or 0 (MOVED) with the
@@ -402,10 +381,4 @@ int nm_cluster_slot_master(nm_config_t *cfg, unsigned int slot, char *host, int 
     }
     nm_cluster_unlock();
     return idx != NM_CL_NO_NODE ? 0 : NM_ECONN;
-}
-
-void nm_cluster_refresh_stale(nm_config_t *cfg, int64_t deadline)
-{
-    if (cfg->cluster && want_refresh(cfg->cluster))
-        nm_cluster_refresh(cfg, deadline);
 }

@@ -35,16 +35,11 @@ typedef struct nm_cluster nm_cluster_t;
 
 /* ---- configuration (config.c) ---- */
 
-/* Parses URL when it is of the redis-cluster:// form: *SERVERS gets the
- * first seed alone (*N = 1) and *OUT the cluster state with every seed.
- * ENOENT: not that form (parse it as usual); EINVAL (said in the log) for
- * a malformed one, or one in a list with other URLs; ENOMEM. */
-int nm_cluster_parse_url(const char *url, nm_server_t **servers, size_t *n,
-                         nm_cluster_t **out);
-
-/* The state of a configuration with one plain URL, which may turn out to
- * reach a cluster: *OUT, or NULL for a quorum configuration.  0, ENOMEM. */
-int nm_cluster_attach(const nm_server_t *servers, size_t n, nm_cluster_t **out);
+/* The cluster state of a configuration of URLS: for a redis-cluster://
+ * URL one that knows it is a cluster and takes the seeds (out of URLS);
+ * for one plain URL, one that may turn out to reach a cluster; NULL for a
+ * quorum or Sentinel configuration.  0, ENOMEM. */
+int nm_cluster_attach(nm_urls_t *urls, nm_cluster_t **out);
 
 void nm_cluster_free(nm_cluster_t *cl);
 

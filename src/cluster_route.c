@@ -1,6 +1,8 @@
 /*
  * cluster_route.c -- one request about a key, sent to the node that serves
- * the key's slot, following MOVED and ASK (cluster.h).
+ * the key's slot, following MOVED and ASK (cluster.h); and the slot map,
+ * read through the calling thread's connections (conn.c) when it is
+ * missing or stale.
  *
  * A slot being migrated answers three ways, none of them an error for the
  * caller: MOVED (the map is behind: it is fixed and read again), ASK (this
@@ -15,6 +17,7 @@
 #include "nm.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
@@ -27,6 +30,51 @@
 #define PAUSE_MAX_MS 50
 /* Internal to this file: the node could not be dialed, nothing was sent. */
 #define NM_EUNDIALED EHOSTUNREACH
+
+/* ---- the map, read through this thread's connections --------------------- */
+
+int nm_cluster_mode(nm_config_t *cfg, int64_t deadline, int *on)
+{
+    redisContext *c;
+    int err = 0;
+    /* The first dial of the server probes it (conn.c, nm_cluster_probe). */
+    if (cfg->cluster && !nm_cluster_known(cfg))
+        err = nm_conn_get(cfg, 0, deadline, &c);
+    *on = nm_cluster_on(cfg);
+    return err;
+}
+
+int nm_cluster_refresh(nm_config_t *cfg, int64_t deadline)
+{
+    size_t n;
+    nm_node_addr_t *v = nm_cluster_candidates(cfg, &n);
+    int err = v ? NM_ECONN : ENOMEM;
+    redisContext *c;
+
+    if (v && n == 0 && nm_conn_get(cfg, 0, deadline, &c) == 0) /* a unix:// seed */
+        err = nm_cluster_read_map(c, "127.0.0.1", deadline, cfg->cluster);
+    for (size_t i = 0; err && i < n && nm_remaining_ms(deadline) > 0; i++) {
+        err = nm_conn_get_node(cfg, v[i].host, v[i].port, deadline, &c);
+        if (!err && (err = nm_cluster_read_map(c, v[i].host, deadline, cfg->cluster)) == NM_ECONN)
+            nm_conn_drop_node(v[i].host, v[i].port);
+    }
+    free(v);
+    return err;
+}
+
+int nm_cluster_node_of(nm_config_t *cfg, const char *key, size_t len, int64_t deadline,
+                       nm_node_addr_t *out)
+{
+    if (nm_cluster_want_refresh(cfg->cluster))
+        nm_cluster_refresh(cfg, deadline); /* a failed read keeps the map we had */
+    return nm_cluster_lookup(cfg->cluster, key, len, out);
+}
+
+void nm_cluster_refresh_stale(nm_config_t *cfg, int64_t deadline)
+{
+    if (cfg->cluster && nm_cluster_want_refresh(cfg->cluster))
+        nm_cluster_refresh(cfg, deadline);
+}
 
 /* What to send, once the connection is chosen. */
 typedef struct request {

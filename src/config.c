@@ -1,28 +1,25 @@
 /*
- * config.c -- URL and environment parsing, and the current configuration.
+ * config.c -- the settings (API, environment, defaults), and the current
+ * configuration.  URLs are url.c's.
  *
- * The parser is strict on purpose: a typo in a URL should fail loudly at
- * netmutex_configure() with EINVAL, not turn into a lock that silently talks
- * to the wrong server or database.
+ * Strict on purpose: a setting that is set must be valid, or
+ * netmutex_configure() fails with EINVAL and says which and why, rather
+ * than fall back to a default nobody asked for.
  */
 #include "nm.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/un.h>
 
 #include "cluster.h"
 #include "config.h"
 #include "log.h"
 #include "sentinel.h"
-
-/* ---- small string helpers ------------------------------------------ */
+#include "url.h"
 
 static char *dup_range(const char *s, size_t len)
 {
@@ -34,265 +31,7 @@ static char *dup_range(const char *s, size_t len)
     return p;
 }
 
-/* Parses all of [S, S+LEN) as a decimal number in [MIN, MAX]. */
-static int parse_uint_range(const char *s, size_t len, long min, long max, long *out)
-{
-    long v = 0;
-    if (len == 0 || len > 10)
-        return EINVAL;
-    for (size_t i = 0; i < len; i++) {
-        if (!isdigit((unsigned char)s[i]))
-            return EINVAL;
-        v = v * 10 + (s[i] - '0');
-    }
-    if (v < min || v > max)
-        return EINVAL;
-    *out = v;
-    return 0;
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = (char)tolower((unsigned char)c);
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* %XX-decodes [S, S+LEN) into a new string.  A decoded NUL is refused: it
- * would silently truncate a password. */
-static int percent_decode(const char *s, size_t len, char **out)
-{
-    char *p = malloc(len + 1), *w = p;
-    if (!p)
-        return ENOMEM;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] != '%') {
-            *w++ = s[i];
-            continue;
-        }
-        int hi = i + 2 < len ? hexval(s[i + 1]) : -1;
-        int lo = i + 2 < len ? hexval(s[i + 2]) : -1;
-        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-            free(p);
-            return EINVAL;
-        }
-        *w++ = (char)(hi * 16 + lo);
-        i += 2;
-    }
-    *w = '\0';
-    *out = p;
-    return 0;
-}
-
-/* ---- one URL ---------------------------------------------------------- */
-
-/* "user:password" or ":password" (no ACL user).  Anything else is refused
- * rather than guessed at. */
-static int parse_userinfo(const char *s, size_t len, nm_server_t *srv)
-{
-    const char *colon = memchr(s, ':', len);
-    if (!colon)
-        return EINVAL;
-    size_t ulen = (size_t)(colon - s);
-    int err = percent_decode(colon + 1, len - ulen - 1, &srv->password);
-    if (!err && ulen > 0)
-        err = percent_decode(s, ulen, &srv->user);
-    return err;
-}
-
-static int valid_host_char(char c, int bracketed)
-{
-    if (isalnum((unsigned char)c) || c == '.' || c == '-' || c == '_')
-        return 1;
-    return bracketed && (c == ':' || c == '%');
-}
-
-/* host[:port][/db], host being a name, IPv4 or [IPv6]. */
-static int parse_hostport(const char *s, size_t len, nm_server_t *srv)
-{
-    const char *end = s + len, *host = s, *p;
-    int bracketed = len > 0 && s[0] == '[';
-    size_t hlen;
-    long v;
-
-    if (bracketed) {
-        const char *close = memchr(s, ']', len);
-        if (!close)
-            return EINVAL;
-        host = s + 1;
-        hlen = (size_t)(close - host);
-        p = close + 1;
-    } else {
-        p = s;
-        while (p < end && *p != ':' && *p != '/')
-            p++;
-        hlen = (size_t)(p - s);
-    }
-    if (hlen == 0)
-        return EINVAL;
-    for (size_t i = 0; i < hlen; i++)
-        if (!valid_host_char(host[i], bracketed))
-            return EINVAL;
-    srv->port = 6379;
-    if (p < end && *p == ':') {
-        const char *port = ++p;
-        while (p < end && *p != '/')
-            p++;
-        if (parse_uint_range(port, (size_t)(p - port), 1, 65535, &v))
-            return EINVAL;
-        srv->port = (int)v;
-    }
-    if (p < end && *p == '/') {
-        p++;
-        if (p < end) {
-            if (parse_uint_range(p, (size_t)(end - p), 0, INT_MAX, &v))
-                return EINVAL;
-            srv->db = (int)v;
-        }
-        p = end;
-    }
-    if (p != end)
-        return EINVAL;
-    srv->host = dup_range(host, hlen);
-    return srv->host ? 0 : ENOMEM;
-}
-
-/* /absolute/path[?db=N] */
-static int parse_unix_path(const char *s, size_t len, nm_server_t *srv)
-{
-    const char *q = memchr(s, '?', len);
-    size_t plen = q ? (size_t)(q - s) : len;
-    long v;
-
-    if (plen < 2 || s[0] != '/' || plen >= sizeof(((struct sockaddr_un *)0)->sun_path))
-        return EINVAL;
-    if (q) {
-        size_t qlen = len - plen - 1;
-        if (qlen < 3 || memcmp(q + 1, "db=", 3) != 0 ||
-            parse_uint_range(q + 4, qlen - 3, 0, INT_MAX, &v))
-            return EINVAL;
-        srv->db = (int)v;
-    }
-    srv->path = dup_range(s, plen);
-    return srv->path ? 0 : ENOMEM;
-}
-
-static int has_prefix(const char *s, size_t len, const char *prefix)
-{
-    size_t n = strlen(prefix);
-    return len >= n && memcmp(s, prefix, n) == 0;
-}
-
-static int parse_url(const char *s, size_t len, nm_server_t *srv)
-{
-    int is_unix = has_prefix(s, len, "unix://");
-    size_t skip;
-    int err;
-
-    memset(srv, 0, sizeof *srv);
-    if (len > NM_URL_MAX || memchr(s, '\0', len))
-        return EINVAL;
-    if (is_unix)
-        skip = strlen("unix://");
-    else if (has_prefix(s, len, "redis://"))
-        skip = strlen("redis://");
-    else
-        return EINVAL;
-    s += skip;
-    len -= skip;
-    for (size_t i = 0; i < len; i++)
-        if (isspace((unsigned char)s[i]) || iscntrl((unsigned char)s[i]))
-            return EINVAL;
-
-    /* Credentials end at the last '@' before the host or path: a password
-     * may hold a raw '@', a host or db never does, and a socket path (which
-     * may) starts with the first '/'. */
-    size_t scan = len;
-    if (is_unix) {
-        const char *slash = memchr(s, '/', len);
-        scan = slash ? (size_t)(slash - s) : len;
-    }
-    const char *at = NULL;
-    for (size_t i = scan; i-- > 0;)
-        if (s[i] == '@') {
-            at = s + i;
-            break;
-        }
-    if (at) {
-        err = parse_userinfo(s, (size_t)(at - s), srv);
-        if (err)
-            return err;
-        len -= (size_t)(at + 1 - s);
-        s = at + 1;
-    }
-    srv->is_unix = is_unix;
-    return is_unix ? parse_unix_path(s, len, srv) : parse_hostport(s, len, srv);
-}
-
-static void server_clear(nm_server_t *srv)
-{
-    nm_sentinel_free(srv->sentinel);
-    free(srv->host);
-    free(srv->path);
-    free(srv->user);
-    free(srv->password);
-    memset(srv, 0, sizeof *srv);
-}
-
-void nm_servers_free(nm_server_t *servers, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        server_clear(&servers[i]);
-    free(servers);
-}
-
-int nm_config_parse_urls(const char *urls, nm_server_t **servers, size_t *n)
-{
-    size_t count = 1, i = 0;
-    int err = 0;
-
-    if (urls == NULL || *urls == '\0')
-        return EINVAL;
-    if (nm_sentinel_is_url(urls)) /* one server; its commas are its own */
-        return nm_sentinel_parse(urls, servers, n);
-    for (const char *p = urls; *p; p++)
-        count += *p == ',';
-    if (count > NETMUTEX_SERVERS_MAX || strlen(urls) > NETMUTEX_SERVERS_MAX * NM_URL_MAX)
-        return EINVAL;
-    nm_server_t *list = calloc(count, sizeof *list);
-    if (!list)
-        return ENOMEM;
-    for (const char *p = urls; i < count && !err; i++) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        err = parse_url(p, len, &list[i]);
-        p += len + 1;
-    }
-    if (err) {
-        nm_servers_free(list, count);
-        return err;
-    }
-    *servers = list;
-    *n = count;
-    return 0;
-}
-
 /* ---- building a configuration ---------------------------------------- */
-
-/* A bounded text buffer for messages: what does not fit is cut. */
-typedef struct msgbuf_t {
-    char buf[512];
-    size_t len;
-} msgbuf_t;
-
-static void out_append(msgbuf_t *out, const char *s, size_t n)
-{
-    n = NM_MIN(n, sizeof out->buf - 1 - out->len);
-    memcpy(out->buf + out->len, s, n);
-    out->len += n;
-    out->buf[out->len] = '\0';
-}
 
 /* Says which setting is wrong and why: "EINVAL" alone leaves a user to
  * guess among a dozen variables.  ENV is the variable's name; the field of
@@ -327,7 +66,7 @@ static int pick_uint(unsigned int api, const char *env, unsigned int dflt,
     if (api != 0) {
         *out = api;
     } else if (s != NULL && *s != '\0') {
-        if (parse_uint_range(s, strlen(s), min, max, &v))
+        if (nm_parse_uint(s, strlen(s), min, max, &v))
             return bad_setting(env, s, "not a whole number from %u to %u", min, max);
         *out = (unsigned int)v;
     } else {
@@ -338,53 +77,15 @@ static int pick_uint(unsigned int api, const char *env, unsigned int dflt,
     return 0;
 }
 
-/* Appends URL[0..LEN) to OUT with its credentials masked: what lies
- * between "//" and the last "@" shows as "***". */
-static void append_masked(msgbuf_t *out, const char *url, size_t len)
+/* A malformed URL, named in a message with every password masked, with
+ * WHY (the parser's reason, may be "") and the grammar it should follow. */
+static int bad_url(const char *url, const char *why, int from_api)
 {
-    const char *slash = NULL, *at = NULL;
-    for (size_t i = 0; i + 1 < len && !slash; i++)
-        slash = url[i] == '/' && url[i + 1] == '/' ? url + i + 2 : NULL;
-    for (size_t i = 0; i < len; i++)
-        at = url[i] == '@' ? url + i : at;
-    if (slash && at && slash < at) {
-        out_append(out, url, (size_t)(slash - url));
-        out_append(out, "***", 3);
-        out_append(out, at, len - (size_t)(at - url));
-    } else {
-        out_append(out, url, len);
-    }
-}
-
-/* Whether P starts a URL: a scheme, then "://". */
-static int starts_url(const char *p)
-{
-    size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789+-.");
-    return n > 0 && strncmp(p + n, "://", 3) == 0;
-}
-
-/* A malformed URL list, named in a message with every password masked.
- * The list is split only at commas that start another URL: a comma
- * elsewhere (a cluster's seeds, or a raw one in a password) stays in its
- * URL, whose password is masked up to its last '@'. */
-static int bad_url(const char *url, int from_api)
-{
-    msgbuf_t shown = { { 0 }, 0 };
-    if (nm_sentinel_is_url(url))
-        return nm_sentinel_bad_url(url, from_api);
-    for (const char *p = url; *p;) {
-        size_t len = 0;
-        while (p[len] && !(len > 0 && p[len - 1] == ',' && starts_url(p + len)))
-            len++;
-        append_masked(&shown, p, len);
-        p += len;
-    }
-    netmutex_log(NETMUTEX_LOG_ERROR, "%s '%s': not a list of 1 to %d URLs of the forms "
-                 "redis://[[user]:password@]host[:port][/db] and "
-                 "unix://[[user]:password@]/path[?db=N], nor one redis-sentinel:// URL, "
-                 "nor one redis-cluster://[[user]:password@]host[:port][,host[:port]...]",
-                 from_api ? "netmutex_config_t.url" : "NETMUTEX_URL", shown.buf,
-                 NETMUTEX_SERVERS_MAX);
+    char shown[512];
+    nm_url_mask(url, shown, sizeof shown);
+    netmutex_log(NETMUTEX_LOG_ERROR, "%s '%s': %s%s%s",
+                 from_api ? "netmutex_config_t.url" : "NETMUTEX_URL", shown, why,
+                 *why ? "; " : "", nm_url_grammar(url));
     return EINVAL;
 }
 
@@ -542,6 +243,26 @@ static int reserved_zero(const netmutex_config_t *u)
     return 1;
 }
 
+/* The servers URL names, with the state their kind needs: a cluster's
+ * (which takes the seeds) and a sentinel's. */
+static int use_urls(const char *url, int from_api, nm_config_t *cfg)
+{
+    char why[160];
+    nm_urls_t urls;
+    int err = nm_url_parse(url, &urls, why, sizeof why);
+    if (err)
+        return err == EINVAL ? bad_url(url, why, from_api) : err;
+    err = nm_cluster_attach(&urls, &cfg->cluster);
+    cfg->servers = urls.servers;
+    cfg->nservers = urls.n;
+    urls.servers = NULL;
+    urls.n = 0;
+    nm_urls_free(&urls);
+    if (!err)
+        err = nm_sentinel_attach(cfg->servers, cfg->nservers);
+    return err;
+}
+
 static int fill_config(const netmutex_config_t *u, nm_config_t *cfg)
 {
     static const netmutex_config_t none;
@@ -553,11 +274,7 @@ static int fill_config(const netmutex_config_t *u, nm_config_t *cfg)
     if (!reserved_zero(u))
         return EINVAL;
     const char *url = pick_str(u->url, "NETMUTEX_URL", NM_DEFAULT_URL);
-    err = nm_cluster_parse_url(url, &cfg->servers, &cfg->nservers, &cfg->cluster);
-    if (err == ENOENT && (err = nm_config_parse_urls(url, &cfg->servers, &cfg->nservers)) == 0)
-        err = nm_cluster_attach(cfg->servers, cfg->nservers, &cfg->cluster);
-    if (err == EINVAL)
-        return bad_url(url, u->url != NULL);
+    err = use_urls(url, u->url != NULL, cfg);
     if (err)
         return err;
     prefix = pick_str(u->key_prefix, "NETMUTEX_PREFIX", NM_DEFAULT_PREFIX);
@@ -601,6 +318,8 @@ static int fill_config(const netmutex_config_t *u, nm_config_t *cfg)
 static void config_free(nm_config_t *cfg)
 {
     nm_cluster_free(cfg->cluster);
+    for (size_t i = 0; cfg->servers && i < cfg->nservers; i++)
+        nm_sentinel_free(cfg->servers[i].sentinel);
     nm_servers_free(cfg->servers, cfg->nservers);
     free(cfg->prefix);
     free(cfg->holder);

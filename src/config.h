@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "netmutex.h"
+#include "url.h"
 
 #define NM_DEFAULT_URL "redis://127.0.0.1:6379"
 #define NM_DEFAULT_PREFIX "netmutex:"
@@ -28,22 +29,9 @@
 #define NM_DEFAULT_DRIFT_MS 2u
 #define NM_PREFIX_MAX 256u
 #define NM_TIMEOUT_MAX_MS 3600000u
-#define NM_URL_MAX 4096u
 #define NM_HOLDER_MAX 256u
 #define NM_DEFAULT_REPLICA_TIMEOUT_MS 1000u
 #define NM_MIN_REPLICAS_MAX 100u
-
-typedef struct nm_server {
-    int is_unix;
-    char *host;     /* TCP: name or address, without IPv6 brackets */
-    int port;       /* TCP only */
-    char *path;     /* unix only */
-    char *user;     /* NULL: no ACL user (AUTH password) */
-    char *password; /* NULL: no AUTH */
-    int db;         /* SELECT db when not 0 */
-    struct nm_sentinel *sentinel; /* redis-sentinel://: how to find the
-                                     master (sentinel.h); host is NULL */
-} nm_server_t;
 
 typedef struct nm_config {
     int refs;                 /* atomic */
@@ -73,12 +61,6 @@ typedef struct nm_config {
     struct nm_cluster *cluster; /* one server: whether and which Redis
                                    Cluster it reaches (cluster.h) */
 } nm_config_t;
-
-/* Parses a comma-separated URL list (see netmutex_config_t.url), or one
- * redis-sentinel:// URL (sentinel.h), into *SERVERS / *N.  EINVAL for
- * anything malformed, ENOMEM. */
-int nm_config_parse_urls(const char *urls, nm_server_t **servers, size_t *n);
-void nm_servers_free(nm_server_t *servers, size_t n);
 
 /* Builds a configuration from USER (may be NULL), falling back to the
  * environment and the defaults.  EINVAL, ENOMEM. */

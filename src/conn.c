@@ -2,7 +2,6 @@
 #include "nm.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,11 +11,12 @@
 #include "clock.h"
 #include "cluster.h"
 #include "conn.h"
+#include "dial.h"
 #include "log.h"
 #include "reply.h"
 #include "sentinel.h"
 #include "server_check.h"
-#include "sock.h"
+#include "url.h"
 
 
 typedef struct conn_slot {
@@ -116,54 +116,6 @@ static int cache_bind(conn_cache_t *cache, nm_config_t *cfg)
     return 0;
 }
 
-/* AUTH and SELECT, in that order, as the server requires. */
-static int handshake(redisContext *c, const nm_server_t *srv, int64_t deadline)
-{
-    redisReply *r;
-    char db[16];
-    int err = 0;
-
-    if (srv->password) {
-        const char *argv[3] = { "AUTH", srv->user, srv->password };
-        if (!srv->user)
-            argv[1] = srv->password;
-        err = nm_call(c, srv->user ? 3 : 2, argv, NULL, deadline, &r);
-        if (!err) {
-            err = nm_reply_expect_status(r, "OK");
-            freeReplyObject(r);
-        }
-    }
-    if (!err && srv->db != 0) {
-        snprintf(db, sizeof db, "%d", srv->db);
-        const char *argv[2] = { "SELECT", db };
-        err = nm_call(c, 2, argv, NULL, deadline, &r);
-        if (!err) {
-            err = nm_reply_expect_status(r, "OK");
-            freeReplyObject(r);
-        }
-    }
-    return err;
-}
-
-/* Why dialing failed, in words, for the outage report. */
-static void describe_failure(const redisContext *c, int err, int64_t budget, char *buf,
-                             size_t size)
-{
-    if (err == ENOMEM)
-        snprintf(buf, size, "out of memory");
-    else if (err == EACCES)
-        snprintf(buf, size, "refused: %s", nm_reply_last_error());
-    else if (err == EINVAL)
-        snprintf(buf, size, "a Redis Cluster node, in quorum mode");
-    else if (err == EPROTO)
-        snprintf(buf, size, "unexpected answer: %s", *nm_reply_last_error()
-                 ? nm_reply_last_error() : "a reply of another shape");
-    else if (c && c->err && c->errstr[0])
-        snprintf(buf, size, "%s", c->errstr);
-    else
-        snprintf(buf, size, "no answer within %lld ms", (long long)budget);
-}
-
 void nm_conn_report(const nm_config_t *cfg, size_t i, int err, const char *cause)
 {
     static int down[NETMUTEX_SERVERS_MAX]; /* atomic */
@@ -174,58 +126,11 @@ void nm_conn_report(const nm_config_t *cfg, size_t i, int err, const char *cause
         return;
     if (__atomic_exchange_n(&down[i], now_down, __ATOMIC_RELAXED) == now_down)
         return;
-    nm_server_describe(&cfg->servers[i], where, sizeof where);
+    nm_url_describe(&cfg->servers[i], where, sizeof where);
     if (now_down)
         netmutex_log(NETMUTEX_LOG_WARN, "%s: cannot use the server: %s", where, cause);
     else
         netmutex_log(NETMUTEX_LOG_INFO, "%s: reachable again", where);
-}
-
-/* A context on our own socket (sock.h), which is close-on-exec from its
- * birth: hiredis's own connect opens a socket without SOCK_CLOEXEC, and a
- * fork() by another thread of the caller before the flag could be set gave
- * the child's exec() our socket.  The address is kept as hiredis keeps the
- * one it dials: the Sentinel check compares it with the master's. */
-static redisContext *context_on(int fd, const char *host, int port)
-{
-    redisContext *c = redisConnectFd(fd);
-    if (!c) {
-        close(fd);
-        return NULL;
-    }
-    if (host) {
-        c->connection_type = REDIS_CONN_TCP;
-        c->tcp.port = port;
-        if (!(c->tcp.host = strdup(host))) {
-            redisFree(c);
-            return NULL;
-        }
-    }
-    return c;
-}
-
-int nm_conn_open(const nm_server_t *srv, const char *host, int port, int64_t until,
-                 redisContext **out, char *cause, size_t size)
-{
-    int64_t budget = NM_MAX(nm_remaining_ms(until), 1);
-    int fd = nm_sock_open(host, port, srv->path, nm_now_ms() + budget, cause, size);
-    if (fd < 0)
-        return NM_ECONN;
-    redisContext *c = context_on(fd, host, port);
-    int err = c == NULL ? ENOMEM : nm_io_setup(c) != 0 ? NM_ECONN : 0;
-    if (!err) {
-        if (host)
-            redisEnableKeepAlive(c);
-        err = handshake(c, srv, until);
-    }
-    if (err) {
-        describe_failure(c, err, budget, cause, size);
-        if (c)
-            redisFree(c);
-        return err;
-    }
-    *out = c;
-    return 0;
 }
 
 static int dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t budget,
@@ -236,7 +141,7 @@ static int dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t budget,
     int64_t until = nm_now_ms() + budget;
     redisContext *c;
     int err = srv->sentinel ? nm_sentinel_dial(srv, until, &c, cause, size)
-                            : nm_conn_open(srv, srv->is_unix ? NULL : srv->host, srv->port,
+                            : nm_dial_open(srv, srv->is_unix ? NULL : srv->host, srv->port,
                                            until, &c, cause, size);
     if (err)
         return err;
@@ -244,7 +149,7 @@ static int dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t budget,
     if (!err)
         err = nm_cluster_probe(c, cfg, srv, until);
     if (err) {
-        describe_failure(c, err, budget, cause, size);
+        nm_dial_describe(c, err, budget, cause, size);
         redisFree(c);
         return err;
     }

@@ -31,13 +31,6 @@ int nm_conn_get(nm_config_t *cfg, size_t i, int64_t deadline, redisContext **out
 int nm_conn_dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadline,
                  redisContext **out);
 
-/* Connects to HOST:PORT (SRV's unix socket when HOST is NULL) and does
- * SRV's AUTH and SELECT, by UNTIL: the dialing that every kind of server
- * shares (sentinel.c dials sentinels and masters with it).  0 with *OUT
- * non-blocking (reply.h); NM_ECONN, EACCES, EPROTO, ENOMEM with CAUSE. */
-int nm_conn_open(const nm_server_t *srv, const char *host, int port, int64_t until,
-                 redisContext **out, char *cause, size_t size);
-
 /* How server I of CFG is doing, for the people watching: ERR 0 (it
  * answered) or the error of a dial or request, with CAUSE in words.  A
  * server that cannot be used is reported once per outage (warn), its

@@ -17,7 +17,6 @@
 #include <strings.h>
 
 #include "log.h"
-#include "sentinel.h"
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static int level = -1;          /* log_lock; -1: not read from NETMUTEX_LOG yet */
@@ -84,18 +83,4 @@ void netmutex_log(int lv, const char *fmt, ...)
         fn(lv, msg, arg);
     else /* one call per line, so lines of several threads do not mix */
         fprintf(stderr, "netmutex: %s: %s\n", tags[lv], msg);
-}
-
-void nm_server_describe(const nm_server_t *srv, char *buf, size_t size)
-{
-    const char *user = srv->user ? srv->user : "";
-    const char *auth = srv->password ? ":***@" : srv->user ? "@" : "";
-    if (srv->sentinel)
-        nm_sentinel_describe(srv, buf, size);
-    else if (srv->is_unix)
-        snprintf(buf, size, "unix://%s%s%s", user, auth, srv->path);
-    else if (strchr(srv->host, ':'))
-        snprintf(buf, size, "redis://%s%s[%s]:%d", user, auth, srv->host, srv->port);
-    else
-        snprintf(buf, size, "redis://%s%s%s:%d", user, auth, srv->host, srv->port);
 }

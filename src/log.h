@@ -8,12 +8,9 @@
 #ifndef NM_LOG_H
 #define NM_LOG_H
 
-#include "config.h"
+#include "netmutex.h"
 
 /* Whether messages of LEVEL (NETMUTEX_LOG_*) are written. */
 int nm_log_enabled(int level);
-
-/* SRV as a URL for messages, its password masked: "redis://:***@host:6379". */
-void nm_server_describe(const nm_server_t *srv, char *buf, size_t size);
 
 #endif /* NM_LOG_H */

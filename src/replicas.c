@@ -10,6 +10,7 @@
 #include "log.h"
 #include "replicas.h"
 #include "reply.h"
+#include "url.h"
 
 /* A caller with a deadline gets this much past WAIT's own timeout for the
  * reply to arrive; one without, the I/O timeout.  WAIT is a blocking
@@ -26,7 +27,7 @@ static void report(const nm_config_t *cfg, long long got)
     char where[NM_URL_MAX];
     if (__atomic_exchange_n(&short_of, now_short, __ATOMIC_RELAXED) == now_short)
         return;
-    nm_server_describe(&cfg->servers[0], where, sizeof where);
+    nm_url_describe(&cfg->servers[0], where, sizeof where);
     if (now_short)
         netmutex_log(NETMUTEX_LOG_WARN, "%s: only %lld of %u replicas acknowledged a lock "
                      "within %u ms (NETMUTEX_MIN_REPLICAS); locks are given back until "

@@ -1,9 +1,6 @@
 /*
- * sentinel.h -- finding the master through Redis Sentinel, for URLs of the
- * form (Lettuce's):
- *
- *   redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]
- *                    [?sentinel_user=U&sentinel_password=P]#MASTERNAME
+ * sentinel.h -- finding the master through Redis Sentinel, for a
+ * redis-sentinel:// URL (url.h has the form).
  *
  * Such a URL is one server of the configuration whose address is not known
  * in advance.  Dialing it asks the sentinels in turn for MASTERNAME's
@@ -38,28 +35,15 @@
 
 #include "config.h"
 
-#define NM_SENTINEL_SCHEME "redis-sentinel://"
-#define NM_SENTINEL_PORT 26379
-#define NM_SENTINEL_NODES_MAX 16
 #define NM_SENTINEL_RECHECK_MS 250
 
 typedef struct nm_sentinel nm_sentinel_t;
 
-/* Whether URL is a redis-sentinel:// URL (the whole of it is one server). */
-int nm_sentinel_is_url(const char *url);
-
-/* Parses the redis-sentinel:// URL into one server, *SERVERS (*N = 1).
- * EINVAL (the reason is kept for nm_sentinel_bad_url), ENOMEM. */
-int nm_sentinel_parse(const char *url, nm_server_t **servers, size_t *n);
-
-/* Logs why URL, refused by nm_sentinel_parse in this thread, is wrong,
- * with its passwords masked; FROM_API says where it came from.  EINVAL. */
-int nm_sentinel_bad_url(const char *url, int from_api);
+/* Gives each redis-sentinel:// server of SERVERS its state (what the
+ * sentinels said), NULL until then.  0 or ENOMEM. */
+int nm_sentinel_attach(nm_server_t *servers, size_t n);
 
 void nm_sentinel_free(nm_sentinel_t *st);
-
-/* SRV as a URL for messages, passwords masked. */
-void nm_sentinel_describe(const nm_server_t *srv, char *buf, size_t size);
 
 /* Dials SRV's master by UNTIL (monotonic ms): connected, authenticated,
  * confirmed a master.  0 with *OUT; NM_ECONN (no sentinel answered, the

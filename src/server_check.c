@@ -9,6 +9,7 @@
 #include "log.h"
 #include "reply.h"
 #include "server_check.h"
+#include "url.h"
 
 /* The value of FIELD ("maxmemory") in INFO text, copied to OUT. */
 static int info_field(const char *info, const char *field, char *out, size_t size)
@@ -80,7 +81,7 @@ int nm_server_check(redisContext *c, const nm_config_t *cfg, const nm_server_t *
     if (!err && !evicts)
         return 0;
     if (first_time(cfg, srv)) {
-        nm_server_describe(srv, where, sizeof where);
+        nm_url_describe(srv, where, sizeof where);
         if (err)
             netmutex_log(NETMUTEX_LOG_WARN, "%s: INFO memory refused; cannot check that the server "
                    "never evicts lock keys (see \"Server requirements\" in the README)",

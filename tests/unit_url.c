@@ -1,9 +1,9 @@
 /*
- * unit_url.c -- the URL forms of NETMUTEX_URL, without a server:
- * redis:// and unix:// and their lists (src/config.c), redis-sentinel://
- * (src/sentinel.c), redis-cluster:// (src/cluster_url.c), checked against
- * README.md "URL forms" and include/netmutex.h, and the way servers are
- * named in messages (nm_server_describe, src/log.c), passwords masked.
+ * unit_url.c -- the URL forms of NETMUTEX_URL, without a server (all of
+ * them src/url.c's): redis:// and unix:// and their lists,
+ * redis-sentinel://, redis-cluster://, checked against the forms that
+ * docs/deployment.md and include/netmutex.h give, and the way servers are
+ * named in messages (nm_url_describe), passwords masked.
  * The library's messages are captured, so a refused URL is checked to be
  * named with its passwords masked too.
  */
@@ -14,10 +14,8 @@
 #include <string.h>
 
 #include "nm.h"
-#include "cluster.h"
 #include "config.h"
-#include "log.h"
-#include "sentinel.h"
+#include "url.h"
 
 /* ---- the library's messages ---------------------------------------------- */
 
@@ -33,6 +31,21 @@ static void capture(int level, const char *message, void *arg)
 
 /* ---- helpers ----------------------------------------------------------- */
 
+/* nm_url_parse, for the configuration's servers alone. */
+static int parse_servers(const char *urls, nm_server_t **s, size_t *n)
+{
+    char why[160];
+    nm_urls_t u;
+    int err = nm_url_parse(urls, &u, why, sizeof why);
+    if (err)
+        return err;
+    g_assert_cmpstr(why, ==, "");
+    nm_servers_free(u.seeds, u.nseeds);
+    *s = u.servers;
+    *n = u.n;
+    return 0;
+}
+
 /* URLS parses into one or more servers; the first is described as WANT. */
 static nm_server_t *parse_ok(const char *urls, size_t want_n, const char *want)
 {
@@ -40,9 +53,9 @@ static nm_server_t *parse_ok(const char *urls, size_t want_n, const char *want)
     size_t n = 0;
     char buf[NM_URL_MAX + 64];
     g_test_message("'%s'", urls);
-    g_assert_cmpint(nm_config_parse_urls(urls, &s, &n), ==, 0);
+    g_assert_cmpint(parse_servers(urls, &s, &n), ==, 0);
     g_assert_cmpuint(n, ==, want_n);
-    nm_server_describe(&s[0], buf, sizeof buf);
+    nm_url_describe(&s[0], buf, sizeof buf);
     g_assert_cmpstr(buf, ==, want);
     return s;
 }
@@ -52,7 +65,7 @@ static void parse_bad(const char *urls)
     nm_server_t *s = (nm_server_t *)&s;
     size_t n = 77;
     g_test_message("'%s'", urls ? urls : "(null)");
-    g_assert_cmpint(nm_config_parse_urls(urls, &s, &n), ==, EINVAL);
+    g_assert_cmpint(parse_servers(urls, &s, &n), ==, EINVAL);
     g_assert_true(s == (nm_server_t *)&s); /* untouched */
     g_assert_cmpuint(n, ==, 77);
 }
@@ -168,13 +181,13 @@ static void test_redis_bad(void)
 static void test_redis_long(void)
 {
     char *url = g_malloc(NM_URL_MAX + 2);
-    nm_server_t *s;
-    size_t n;
+    nm_server_t *s = NULL;
+    size_t n = 0;
 
     memcpy(url, "redis://", 8);
     memset(url + 8, 'h', NM_URL_MAX - 8);
     url[NM_URL_MAX] = '\0';
-    g_assert_cmpint(nm_config_parse_urls(url, &s, &n), ==, 0);
+    g_assert_cmpint(parse_servers(url, &s, &n), ==, 0);
     g_assert_cmpuint(strlen(s->host), ==, NM_URL_MAX - 8);
     nm_servers_free(s, n);
     url[NM_URL_MAX] = 'h';
@@ -255,7 +268,8 @@ static void test_lists(void)
 static nm_server_t *sentinel_ok(const char *url, const char *want)
 {
     nm_server_t *s = parse_ok(url, 1, want);
-    g_assert_nonnull(s->sentinel);
+    g_assert_nonnull(s->master_name);
+    g_assert_cmpuint(s->nsentinels, >, 0);
     g_assert_null(s->host);
     return s;
 }
@@ -303,19 +317,19 @@ static void test_sentinel_bad(void)
         parse_bad(bad[i]);
 
     /* 16 sentinels, not 17; a MASTERNAME of 255 bytes, not 256. */
-    nm_server_t *srv;
-    size_t n;
+    nm_server_t *srv = NULL;
+    size_t n = 0;
     for (int i = 0; i < NM_SENTINEL_NODES_MAX; i++)
         g_string_append_printf(many, "%ss%d", i ? "," : "", i);
     g_string_append(many, "#m");
-    g_assert_cmpint(nm_config_parse_urls(many->str, &srv, &n), ==, 0);
+    g_assert_cmpint(parse_servers(many->str, &srv, &n), ==, 0);
     nm_servers_free(srv, n);
     g_string_insert(many, strlen("redis-sentinel://"), "s16,");
     parse_bad(many->str);
     g_string_assign(many, "redis-sentinel://h#");
     for (int i = 0; i < 255; i++)
         g_string_append_c(many, 'n');
-    g_assert_cmpint(nm_config_parse_urls(many->str, &srv, &n), ==, 0);
+    g_assert_cmpint(parse_servers(many->str, &srv, &n), ==, 0);
     nm_servers_free(srv, n);
     g_string_append_c(many, 'n');
     parse_bad(many->str);
@@ -334,11 +348,10 @@ static void test_sentinel_message(void)
         { "redis-sentinel://:topsecret@h,,k?sentinel_password=alsosecret#m", "empty host" },
     };
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
-        nm_server_t *s;
-        size_t n;
+        netmutex_config_t user = { .url = cases[i].url };
+        nm_config_t *cfg = NULL;
         g_string_truncate(logged, 0);
-        g_assert_cmpint(nm_sentinel_parse(cases[i].url, &s, &n), ==, EINVAL);
-        g_assert_cmpint(nm_sentinel_bad_url(cases[i].url, 1), ==, EINVAL);
+        g_assert_cmpint(nm_config_build(&user, &cfg), ==, EINVAL);
         g_test_message("%s", logged->str);
         g_assert_nonnull(strstr(logged->str, cases[i].why));
         g_assert_nonnull(strstr(logged->str, "netmutex_config_t.url"));
@@ -379,36 +392,46 @@ static void test_refused_masked(void)
 
 /* ---- redis-cluster:// -------------------------------------------------------- */
 
+/* nm_url_parse of a redis-cluster:// URL: 0 with the first seed as the
+ * one server, every seed in *SEEDS. */
+static int parse_cluster(const char *url, nm_server_t **s, nm_urls_t *seeds)
+{
+    char why[160];
+    int err = nm_url_parse(url, seeds, why, sizeof why);
+    if (err)
+        return err;
+    g_assert_cmpuint(seeds->n, ==, 1);
+    *s = seeds->servers;
+    return 0;
+}
+
 static void test_cluster(void)
 {
     nm_server_t *s = NULL;
-    size_t n = 0;
-    nm_cluster_t *cl = NULL;
+    nm_urls_t u;
     char buf[256];
 
-    g_assert_cmpint(nm_cluster_parse_url("redis://h", &s, &n, &cl), ==, ENOENT);
-    g_assert_cmpint(nm_cluster_parse_url(NULL, &s, &n, &cl), ==, ENOENT);
-    g_assert_null(cl);
+    g_assert_cmpint(parse_cluster("redis://h", &s, &u), ==, 0);
+    g_assert_null(u.seeds); /* not a cluster's URL */
+    nm_urls_free(&u);
 
     /* The first seed is the configuration's one server. */
-    g_assert_cmpint(nm_cluster_parse_url("redis-cluster://a:7000,b:7001,[::1]:7002", &s, &n,
-                                         &cl), ==, 0);
-    g_assert_cmpuint(n, ==, 1);
-    g_assert_nonnull(cl);
-    nm_server_describe(s, buf, sizeof buf);
+    g_assert_cmpint(parse_cluster("redis-cluster://a:7000,b:7001,[::1]:7002", &s, &u), ==, 0);
+    g_assert_cmpuint(u.nseeds, ==, 3);
+    nm_url_describe(s, buf, sizeof buf);
     g_assert_cmpstr(buf, ==, "redis://a:7000");
-    nm_servers_free(s, n);
-    nm_cluster_free(cl);
+    nm_url_describe(&u.seeds[2], buf, sizeof buf);
+    g_assert_cmpstr(buf, ==, "redis://[::1]:7002");
+    nm_urls_free(&u);
 
     /* The credentials, written once, with ',' as %2C; /0 alone as a db. */
-    g_assert_cmpint(nm_cluster_parse_url("redis-cluster://u:p%2Cq@[::1]/0,b", &s, &n, &cl),
-                    ==, 0);
+    g_assert_cmpint(parse_cluster("redis-cluster://u:p%2Cq@[::1]/0,b", &s, &u), ==, 0);
     g_assert_cmpstr(s->host, ==, "::1");
     g_assert_cmpint(s->port, ==, 6379);
     g_assert_cmpstr(s->user, ==, "u");
     g_assert_cmpstr(s->password, ==, "p,q");
-    nm_servers_free(s, n);
-    nm_cluster_free(cl);
+    g_assert_cmpstr(u.seeds[1].password, ==, "p,q");
+    nm_urls_free(&u);
 }
 
 static void test_cluster_bad(void)
@@ -421,24 +444,49 @@ static void test_cluster_bad(void)
     };
     GString *seeds = g_string_new("redis-cluster://");
     nm_server_t *s;
-    size_t n;
-    nm_cluster_t *cl;
+    nm_urls_t u;
 
     for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
         g_test_message("'%s'", bad[i]);
-        cl = (nm_cluster_t *)&cl;
-        g_assert_cmpint(nm_cluster_parse_url(bad[i], &s, &n, &cl), ==, EINVAL);
-        g_assert_true(cl == (nm_cluster_t *)&cl); /* untouched */
+        g_assert_cmpint(parse_cluster(bad[i], &s, &u), ==, EINVAL);
+        g_assert_null(u.servers); /* nothing left to free */
+        g_assert_null(u.seeds);
     }
     /* Up to 16 seeds. */
     for (int i = 0; i < 16; i++)
         g_string_append_printf(seeds, "%sh%d:%d", i ? "," : "", i, 7000 + i);
-    g_assert_cmpint(nm_cluster_parse_url(seeds->str, &s, &n, &cl), ==, 0);
-    nm_servers_free(s, n);
-    nm_cluster_free(cl);
+    g_assert_cmpint(parse_cluster(seeds->str, &s, &u), ==, 0);
+    g_assert_cmpuint(u.nseeds, ==, 16);
+    nm_urls_free(&u);
     g_string_append(seeds, ",h16");
-    g_assert_cmpint(nm_cluster_parse_url(seeds->str, &s, &n, &cl), ==, EINVAL);
+    g_assert_cmpint(parse_cluster(seeds->str, &s, &u), ==, EINVAL);
     g_string_free(seeds, TRUE);
+}
+
+/* A configuration gets the state its URL's kind needs: a cluster state
+ * for one plain URL (it may reach a cluster) and for redis-cluster://, a
+ * sentinel state for redis-sentinel://, neither for a quorum list. */
+static void test_config_states(void)
+{
+    static const struct {
+        const char *url;
+        int cluster, sentinel;
+    } cases[] = {
+        { "redis://h", 1, 0 },
+        { "unix:///tmp/s", 1, 0 },
+        { "redis-cluster://a,b", 1, 0 },
+        { "redis-sentinel://s#m", 0, 1 },
+        { "redis://a,redis://b,redis://c", 0, 0 },
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        netmutex_config_t user = { .url = cases[i].url };
+        nm_config_t *cfg = NULL;
+        g_test_message("'%s'", cases[i].url);
+        g_assert_cmpint(nm_config_build(&user, &cfg), ==, 0);
+        g_assert_cmpint(cfg->cluster != NULL, ==, cases[i].cluster);
+        g_assert_cmpint(cfg->servers[0].sentinel != NULL, ==, cases[i].sentinel);
+        nm_config_unref(cfg);
+    }
 }
 
 int main(int argc, char **argv)
@@ -459,6 +507,7 @@ int main(int argc, char **argv)
     g_test_add_func("/unit/url/refused-masked", test_refused_masked);
     g_test_add_func("/unit/url/cluster/forms", test_cluster);
     g_test_add_func("/unit/url/cluster/bad", test_cluster_bad);
+    g_test_add_func("/unit/url/config-states", test_config_states);
     int rc = g_test_run();
     netmutex_set_log(NETMUTEX_LOG_WARN, NULL, NULL);
     g_string_free(logged, TRUE);

@@ -1,0 +1,110 @@
+/* dial.c -- one connection to one server, ready for requests (dial.h). */
+#include "nm.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "dial.h"
+#include "reply.h"
+#include "sock.h"
+#include "url.h"
+
+/* AUTH and SELECT, in that order, as the server requires. */
+static int handshake(redisContext *c, const nm_server_t *srv, int64_t deadline)
+{
+    redisReply *r;
+    char db[16];
+    int err = 0;
+
+    if (srv->password) {
+        const char *argv[3] = { "AUTH", srv->user, srv->password };
+        if (!srv->user)
+            argv[1] = srv->password;
+        err = nm_call(c, srv->user ? 3 : 2, argv, NULL, deadline, &r);
+        if (!err) {
+            err = nm_reply_expect_status(r, "OK");
+            freeReplyObject(r);
+        }
+    }
+    if (!err && srv->db != 0) {
+        snprintf(db, sizeof db, "%d", srv->db);
+        const char *argv[2] = { "SELECT", db };
+        err = nm_call(c, 2, argv, NULL, deadline, &r);
+        if (!err) {
+            err = nm_reply_expect_status(r, "OK");
+            freeReplyObject(r);
+        }
+    }
+    return err;
+}
+
+/* Why dialing failed, in words, for the outage report. */
+void nm_dial_describe(const redisContext *c, int err, int64_t budget, char *buf,
+                      size_t size)
+{
+    if (err == ENOMEM)
+        snprintf(buf, size, "out of memory");
+    else if (err == EACCES)
+        snprintf(buf, size, "refused: %s", nm_reply_last_error());
+    else if (err == EINVAL)
+        snprintf(buf, size, "a Redis Cluster node, in quorum mode");
+    else if (err == EPROTO)
+        snprintf(buf, size, "unexpected answer: %s", *nm_reply_last_error()
+                 ? nm_reply_last_error() : "a reply of another shape");
+    else if (c && c->err && c->errstr[0])
+        snprintf(buf, size, "%s", c->errstr);
+    else
+        snprintf(buf, size, "no answer within %lld ms", (long long)budget);
+}
+
+/* A context on our own socket (sock.h), which is close-on-exec from its
+ * birth: hiredis's own connect opens a socket without SOCK_CLOEXEC, and a
+ * fork() by another thread of the caller before the flag could be set gave
+ * the child's exec() our socket.  The address is kept as hiredis keeps the
+ * one it dials: the Sentinel check compares it with the master's. */
+static redisContext *context_on(int fd, const char *host, int port)
+{
+    redisContext *c = redisConnectFd(fd);
+    if (!c) {
+        close(fd);
+        return NULL;
+    }
+    if (host) {
+        c->connection_type = REDIS_CONN_TCP;
+        c->tcp.port = port;
+        if (!(c->tcp.host = strdup(host))) {
+            redisFree(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+int nm_dial_open(const nm_server_t *srv, const char *host, int port, int64_t until,
+                 redisContext **out, char *cause, size_t size)
+{
+    int64_t budget = NM_MAX(nm_remaining_ms(until), 1);
+    int fd = nm_sock_open(host, port, srv->path, nm_now_ms() + budget, cause, size);
+    if (fd < 0)
+        return NM_ECONN;
+    redisContext *c = context_on(fd, host, port);
+    int err = c == NULL ? ENOMEM : nm_io_setup(c) != 0 ? NM_ECONN : 0;
+    if (!err) {
+        if (host)
+            redisEnableKeepAlive(c);
+        err = handshake(c, srv, until);
+    }
+    if (err) {
+        nm_dial_describe(c, err, budget, cause, size);
+        if (c)
+            redisFree(c);
+        return err;
+    }
+    *out = c;
+    return 0;
+}
+
