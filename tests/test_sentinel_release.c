@@ -207,6 +207,22 @@ static gint64 lock_all(holder_t *h, NmRedis *master, char **held, gint64 from)
     return longest;
 }
 
+/* The window below is held open by pausing sentinel 0, which runs the
+ * failover.  A failover that waits longer than its failover-timeout for
+ * the promoted replica is aborted, and the replica turned back into one:
+ * on a slow machine (TSan, valgrind, a loaded CI) the releases made in the
+ * window took longer than the topology's few seconds, and the failover
+ * never completed.  This test's failovers may take a minute. */
+static void keep_failover_open(NmTopo *t)
+{
+    for (int i = 0; i < NM_TOPO_SENTINELS; i++) {
+        redisReply *r = nm_redis_cmd(t->sentinel[i], "SENTINEL SET %s failover-timeout %u",
+                                     NM_TOPO_MASTER_NAME, nm_ms(60000));
+        g_assert_true(r && r->type == REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+    }
+}
+
 static void test_release_in_window(gconstpointer data)
 {
     const params_t *p = data;
@@ -234,6 +250,7 @@ static void test_release_in_window(gconstpointer data)
     }
     nm_topo_wait_synced(t); /* the replica has the holder's keys */
     configure(url);
+    keep_failover_open(t);
 
     NmRedis *old = nm_topo_failover_start(t);
     nm_topo_promoted(t, old);
