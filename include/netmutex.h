@@ -41,7 +41,7 @@ extern "C" {
 /* The version of this header, MAJOR.MINOR.PATCH.  NETMUTEX_VERSION_HEX packs
  * it as 0xMMmmpp, so that code can test for a release at compile time:
  * #if NETMUTEX_VERSION_HEX >= 0x000200.  The build refuses a header whose
- * numbers differ from configure's version (src/version.c). */
+ * numbers differ from configure's version (src/api/version.c). */
 #define NETMUTEX_VERSION_MAJOR 0
 #define NETMUTEX_VERSION_MINOR 2
 #define NETMUTEX_VERSION_PATCH 0

@@ -75,7 +75,7 @@ double nm_slowdown(void);
 /* MS milliseconds scaled by the slowdown factor. */
 unsigned int nm_ms(unsigned int ms);
 /* CLOCK_MONOTONIC in milliseconds.  (nmt_, here and in nmt_sleep_ms: the
- * library has an nm_now_ms and an nm_sleep_ms of its own, src/clock.h,
+ * library has an nm_now_ms and an nm_sleep_ms of its own, src/base/clock.h,
  * which a test that links internals must still be able to see.) */
 gint64 nmt_now_ms(void);
 /* *TS = now on CLOCK + MS milliseconds (MS is not scaled here). */

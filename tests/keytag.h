@@ -1,6 +1,6 @@
 /*
  * keytag.h -- the hash tag of a name's keys, computed here independently
- * of the library (src/keys.c) so that a test of the key schema checks the
+ * of the library (src/server/keys.c) so that a test of the key schema checks the
  * library against the documented rule rather than against itself: 16
  * lowercase hex digits of the 64-bit FNV-1a digest of the name's bytes.
  */

@@ -1,7 +1,7 @@
 /*
  * test_version.c -- the version a program can ask for is configure's
  * version everywhere: in the header's macros, in what the loaded library
- * answers, and in the netmutex.pc the build wrote.  (src/version.c already
+ * answers, and in the netmutex.pc the build wrote.  (src/api/version.c already
  * refuses to build when the header's numbers and configure's differ; this
  * checks what reaches a program.)
  */

@@ -1,6 +1,6 @@
 /*
  * unit_clock.c -- monotonic milliseconds and deadline arithmetic
- * (src/clock.c), without a server.  Bounds that depend on the time are
+ * (src/base/clock.c), without a server.  Bounds that depend on the time are
  * checked between readings taken before and after the call, never as
  * speeds: the machine may be slow.
  */

@@ -1,5 +1,5 @@
 /*
- * unit_journal.c -- the journal of recent releases (src/journal.c), without
+ * unit_journal.c -- the journal of recent releases (src/server/journal.c), without
  * a server: what is due for which master, the age and count bounds, and
  * that clearing and a fork leave nothing (valgrind and LeakSanitizer check
  * the frees).  Times are passed in, so age is tested without sleeping.

@@ -1,5 +1,5 @@
 /*
- * unit_keys.c -- the Redis keys of a mutex (src/keys.c), without a server:
+ * unit_keys.c -- the Redis keys of a mutex (src/server/keys.c), without a server:
  * the {<16-hex FNV-1a>} hash tag against published FNV-1a values and the
  * README's example, the layout of the lock key and of a waiter's grant
  * list, binary names, and the one-slot promise of Redis Cluster mode.

@@ -1,6 +1,6 @@
 /*
- * unit_redlock.c -- counting the votes of quorum mode (src/redlock.c,
- * nm_votes_* of src/quorum.c), without a server: the votes are built by
+ * unit_redlock.c -- counting the votes of quorum mode (src/server/redlock.c,
+ * nm_votes_* of src/requests/quorum.c), without a server: the votes are built by
  * hand as quorum.c fills them.  Covered: a grant needs N/2 + 1 servers
  * and a validity left (lease - elapsed - drift); the fence is the highest
  * granted and a disagreement asks for a raise; a split vote backs off a

@@ -1,6 +1,6 @@
 /*
  * unit_reply.c -- error replies to errno values and the reply-shape
- * helpers (src/reply.c), without a server: replies are built by hand
+ * helpers (src/transport/reply.c), without a server: replies are built by hand
  * (unit_replies.h), and the pipeline calls read what the test writes into
  * the other end of a socketpair, in RESP, as a server would.
  */

@@ -1,5 +1,5 @@
 /*
- * unit_slot.c -- CRC16 and the hash slot of Redis Cluster (src/slot.c),
+ * unit_slot.c -- CRC16 and the hash slot of Redis Cluster (src/base/slot.c),
  * without a server.
  *
  * The expected slots are what CLUSTER KEYSLOT of redis-server 7 answered

@@ -1,5 +1,5 @@
 /*
- * unit_token.c -- acquisition tokens (src/token.c), without a server:
+ * unit_token.c -- acquisition tokens (src/base/token.c), without a server:
  * 32 lowercase hex characters and a NUL, fresh every time.
  */
 #include "ac_config.h"

@@ -1,6 +1,6 @@
 /*
  * unit_url.c -- the URL forms of NETMUTEX_URL, without a server (all of
- * them src/url.c's): redis:// and unix:// and their lists,
+ * them src/base/url.c's): redis:// and unix:// and their lists,
  * redis-sentinel://, redis-cluster://, checked against the forms that
  * docs/deployment.md and include/netmutex.h give, and the way servers are
  * named in messages (nm_url_describe), passwords masked.

@@ -30,7 +30,7 @@ static struct {
 } held;
 
 /* The library's words when it refuses a URL it was handed in the config
- * struct (see bad_url in src/config.c).  Matching its text is brittle, but
+ * struct (see bad_url in src/transport/config.c).  Matching its text is brittle, but
  * it is the only sign the library gives of which setting it refused. */
 #define URL_FIELD "netmutex_config_t.url "
 

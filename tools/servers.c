@@ -309,7 +309,7 @@ static struct timeval env_timeout(const char *var)
     return tv;
 }
 
-/* Words the library also reads as a refusal (src/reply.c). */
+/* Words the library also reads as a refusal (src/transport/reply.c). */
 int cli_reply_errno(const redisReply *r)
 {
     static const char *const refusals[] = {

@@ -6,7 +6,7 @@
 # The queue checks need the library to cancel a waiter's entry when the
 # process exit()s (its atexit handler): without that the dead entry stays
 # until it expires, 2 to 3 s after the waiter's last refresh of it (see
-# QUEUE_TTL_MS in src/lease.c), and a release in between hands the lock to
+# QUEUE_TTL_MS in src/server/lease.c), and a release in between hands the lock to
 # the dead waiter for a whole lease.
 . "${srcdir:-.}/cli/lib.sh"
 

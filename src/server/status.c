@@ -13,6 +13,7 @@
 
 #include "clock.h"
 #include "cluster.h"
+#include "cluster_route.h"
 #include "keys.h"
 #include "quorum.h"
 #include "reply.h"

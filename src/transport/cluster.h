@@ -1,6 +1,7 @@
 /*
- * cluster.h -- Redis Cluster: the slot map, and sending a key's request to
- * the node that serves its slot.
+ * cluster.h -- Redis Cluster: detection and the slot map (cluster.c), and
+ * the cluster state's life (cluster_state.c).  Sending a key's request to
+ * the node that serves its slot is cluster_route.h's.
  *
  * A configuration talks to a cluster when its URL is
  * redis-cluster://[[user]:password@]host:port[,host:port...] (seeds), or
@@ -8,7 +9,8 @@
  * in INFO cluster: the first dial of that server asks (nm_cluster_probe),
  * before any request of ours goes out, so no request is ever sent in the
  * wrong mode.  Everything else in the library then stays in single-server
- * mode: one "server", whose requests this file routes by the key's slot.
+ * mode: one "server", whose requests cluster_route.c routes by the key's
+ * slot.
  *
  * The slot map (CLUSTER SLOTS) is shared by the threads of a configuration;
  * each thread reaches a node through its own cached connection (conn.h).
@@ -29,7 +31,6 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "script.h"
 
 typedef struct nm_cluster nm_cluster_t;
 
@@ -54,46 +55,10 @@ int nm_cluster_probe(redisContext *c, const nm_config_t *cfg, const nm_server_t 
 /* Whether CFG talks to a cluster: known once its server was dialed. */
 int nm_cluster_on(const nm_config_t *cfg);
 
-/* The same, learned first when it is not known yet: server 0 is dialed
- * (nm_conn_get) if it never was.  0 with *ON set, or the dial's error. */
-int nm_cluster_mode(nm_config_t *cfg, int64_t deadline, int *on);
-
 /* For the people watching: node HOST:PORT of CFG answered (ERR 0) or not
  * (CAUSE in words).  Said once per outage, as nm_conn_report does. */
 void nm_cluster_report(const nm_config_t *cfg, const char *host, int port, int err,
                        const char *cause);
-
-/* ---- requests ---- */
-
-/* Runs script ID (as nm_script_run) on the node of KEY's slot, following
- * redirections.  *SENT tells whether a failed call may have reached a
- * server.  0, or the errors of nm_script_run (NM_ECONN also when the
- * redirections do not settle). */
-int nm_cluster_script(nm_config_t *cfg, const char *key, size_t key_len, nm_script_t id,
-                      int nkeys, int nargs, const char **argv, const size_t *lens,
-                      int64_t deadline, redisReply **out, int *sent);
-
-/* The same for one command (as nm_call) about KEY; a blocking command
- * (as nm_call_blocking) when UNTIL is not 0. */
-int nm_cluster_command(nm_config_t *cfg, const char *key, size_t key_len, int argc,
-                       const char **argv, const size_t *lens, int64_t until,
-                       int64_t deadline, redisReply **out, int *sent);
-
-/* One renewal for nm_cluster_renew. */
-typedef struct nm_renewal {
-    const char *key;
-    size_t key_len;
-    const char *token;
-    const char *lease;
-    int result; /* out: renew.lua's answer (1 renewed, 2 renewed and
-                   waited for, 0 not ours any more), -1 not known */
-} nm_renewal_t;
-
-/* The watchdog's round: renews the N leases of ITEMS, grouped per node and
- * per slot (a script's keys must share a slot), one pipeline per node, all
- * nodes at once, by UNTIL.  *SENT_AT is when the requests left. */
-void nm_cluster_renew(nm_config_t *cfg, nm_renewal_t *items, size_t n, int64_t until,
-                      int64_t *sent_at);
 
 /* ---- the subscribers (watchdog.c) ---- */
 
@@ -103,10 +68,6 @@ void nm_cluster_renew(nm_config_t *cfg, nm_renewal_t *items, size_t n, int64_t u
  * it (a leaf lock only): HOST (of NM_CLUSTER_HOST_MAX bytes) and *PORT.
  * 0, or NM_ECONN (no map, or no master for the slot). */
 int nm_cluster_slot_master(nm_config_t *cfg, unsigned int slot, char *host, int *port);
-
-/* Reads the map again by DEADLINE if it is empty or stale (at most every
- * so often, as for requests). */
-void nm_cluster_refresh_stale(nm_config_t *cfg, int64_t deadline);
 
 /* A subscriber was answered TEXT, "MOVED <slot> <host>:<port>": the map
  * takes it as a request's MOVED would (the slot at once, the rest at the

@@ -31,6 +31,7 @@
 #include "cache.h"
 #include "clock.h"
 #include "cluster.h"
+#include "cluster_route.h"
 #include "config.h"
 #include "conn.h"
 #include "journal.h"

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "cluster_route.h"
 #include "cluster_state.h"
 #include "conn.h"
 #include "quorum.h"

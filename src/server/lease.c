@@ -43,6 +43,7 @@
 
 #include "clock.h"
 #include "cluster.h"
+#include "cluster_route.h"
 #include "conn.h"
 #include "keys.h"
 #include "quorum.h"

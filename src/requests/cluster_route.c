@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "cluster_route.h"
 #include "cluster_state.h"
 #include "conn.h"
 #include "reply.h"
