@@ -98,7 +98,7 @@ static double median_of(double *v, size_t n)
 #define UNC_ROUNDS 10
 #define UNC_BATCH 1024               /* cycles between two looks at the clock */
 
-/* The design caching leaves out (README "Lease caching"): a robust mutex
+/* The design caching leaves out (docs/design.md, "Lease caching"): a robust mutex
  * could keep EOWNERDEAD exact under caching only if the server learned at
  * every local lock and unlock whether a thread is inside.  The third side
  * measures the least that costs: the cached cycle plus one marker write

@@ -4,8 +4,8 @@
  *
  * Every call returns 0 or an errno value, exactly like the pthread_mutex_*
  * family, and none of them sets errno.  The error values and the situations
- * that produce them are listed next to each call and, as one table, in
- * README.md.
+ * that produce them are listed next to each call here, and completely in
+ * each call's manual page (netmutex_lock(3) and the others).
  *
  * Errors shared by every call:
  *   EINVAL   a NULL pointer, a mutex that was never initialized or was
@@ -290,18 +290,24 @@ NETMUTEX_API int netmutex_status(const char *name, netmutex_status_t *st);
 #define NETMUTEX_CACHE_OFF 0xffffffffu
 #define NETMUTEX_SERVERS_MAX 9
 typedef struct netmutex_config {
-    /* NETMUTEX_URL, default "redis://127.0.0.1:6379".
+    /* NETMUTEX_URL, default "redis://127.0.0.1:6379".  The forms, which
+     * netmutex_configure(3) describes in full:
      *   redis://[[user]:password@]host[:port][/db]
      *   unix://[[user]:password@]/absolute/path[?db=N]
      * host may be a name, an IPv4 address or [IPv6]; user and password may
      * use %XX escapes.  A comma-separated list of 2 to NETMUTEX_SERVERS_MAX
-     * URLs names independent masters: quorum mode (Redlock), where every
-     * call needs a majority of them (see README.md, "Quorum mode").
+     * such URLs names independent masters: quorum mode (Redlock), where
+     * every call needs a majority of them (netmutex(3), QUORUM MODE).
      *   redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]
      *       [?sentinel_user=U&sentinel_password=P]#MASTERNAME
      * finds the master MASTERNAME through Redis Sentinel (default port
      * 26379) and follows its failovers; user and password are the data
-     * nodes', the query's the sentinels' (README.md, "Sentinel"). */
+     * nodes', the query's the sentinels'.
+     *   redis-cluster://[[user]:password@]host[:port][,host[:port]...]
+     * names 1 to 16 seeds of one Redis Cluster (a redis:// or unix:// URL
+     * of one of its nodes works too): each name goes to the master of its
+     * hash slot (netmutex(3), REDIS CLUSTER).  Sentinel and Cluster URLs
+     * stand alone, never in a list. */
     const char *url;
     /* NETMUTEX_PREFIX, default "netmutex:".  At most 256 bytes, no braces. */
     const char *key_prefix;
@@ -357,7 +363,7 @@ typedef struct netmutex_config {
      * REPLICA_TIMEOUT_MS; otherwise it is given back, and trylock returns
      * EAGAIN while lock and timedlock try again.  NETMUTEX_MIN_REPLICAS
      * (default 0: off; at most 100), NETMUTEX_REPLICA_TIMEOUT_MS (default
-     * 1000; 1 ms to 1 h).  See README.md, "Replica acknowledgement". */
+     * 1000; 1 ms to 1 h).  See netmutex_configure(3). */
     unsigned int min_replicas;
     unsigned int replica_timeout_ms;
     /* Room for settings of later versions, which will mean "the default"

@@ -1,6 +1,6 @@
 /*
  * test_api.c -- the pthread-style semantics of one process: every row of
- * the README's table "Semantics, compared with pthreads" (threads stand
+ * the table "What differs from pthreads" of docs/porting.md (threads stand
  * in for "anyone else"; test_xproc repeats the cross-process rows), the
  * lifecycle (init, destroy, static initializer, same-name objects) and
  * argument validation of the mutex calls.

@@ -650,8 +650,8 @@ static void test_unlock_relock_does_not_overtake(gconstpointer data)
     nm_assert_rc(netmutex_unlock(&m), 0);
     gint64 delivered_by = nmt_now_ms() + DELIVERY_MS;
     while ((rc = timedlock_ms(&m, STILL_WAITING_MS)) == 0 && nmt_now_ms() < delivered_by) {
-        /* A's request was still on its way at our unlock (README, "Lease
-         * caching"): we may get in again until it arrives, not after. */
+        /* A's request was still on its way at our unlock (docs/deployment.md,
+         * "Lease caching"): we may get in again until it arrives, not after. */
         g_test_message("overtaken while the request was on its way");
         nm_assert_rc(netmutex_unlock(&m), 0);
     }
@@ -754,7 +754,7 @@ static void test_turns(void)
  * go: the holder unlocks and at once locks again while the other waits
  * (queued in Redis); the waiter must get it every time, within the bound.
  * A request still on its way to the holder at its unlock may let it in
- * again until it arrives (README, "Lease caching"), never after. */
+ * again until it arrives (docs/deployment.md, "Lease caching"), never after. */
 #define FAST_TURNS 200
 
 static void test_fast_turns(void)
@@ -1543,7 +1543,7 @@ static void test_bad_input(void)
     nm_assert_rc(netmutex_attr_setcache(&attr, 1), EINVAL);
 }
 
-/* A variable that is set must be valid (README, "Configuration"). */
+/* A variable that is set must be valid (netmutex_configure(3)). */
 static void test_bad_environment(void)
 {
     static const struct { const char *var, *value; } bad[] = {

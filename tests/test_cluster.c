@@ -356,7 +356,7 @@ static long long counted(void)
 
 /* Every section counted once, no fence went back, no call failed but
  * unlock with ENOLCK: a release whose reply was lost in the switch and that
- * finds its key gone when repeated says so (README: unlock). */
+ * finds its key gone when repeated says so (netmutex_lock(3): unlock). */
 static void check_outcome(long long expected)
 {
     g_test_message("done %lld, lost %lld, ENOLCK %lld", shared->done, shared->lost,

@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
-/* Every value some call returns (README "Error codes", netmutex_wrap(3)). */
+/* Every value some call returns (the manual pages' ERRORS, netmutex_wrap(3)). */
 static const struct {
     int err;
     const char *name;

@@ -45,7 +45,8 @@ static char *init_mutex(netmutex_t *m, const char *name, int robust)
 
 /* Another process locks NAME with a short lease; returns it, holding.
  * *FENCE is the fence of its hold.  Its mutex is robust, as every user of
- * a robust name must be (see README, "Semantics"). */
+ * a robust name must be (see docs/porting.md, "What differs from
+ * pthreads"). */
 static NmRemote *doomed_holder_of(const char *name, int type, long long *fence)
 {
     NmRemote *rem = nm_remote_start(redis, name, type, DEAD_LEASE_MS);

@@ -1,7 +1,7 @@
 /*
  * unit_keys.c -- the Redis keys of a mutex (src/server/keys.c), without a server:
  * the {<16-hex FNV-1a>} hash tag against published FNV-1a values and the
- * README's example, the layout of the lock key and of a waiter's grant
+ * example of docs/deployment.md, the layout of the lock key and of a waiter's grant
  * list, binary names, and the one-slot promise of Redis Cluster mode.
  */
 #include "ac_config.h"
@@ -24,7 +24,7 @@ static void expect_tag(const char *name, size_t len, const char *want)
     g_assert_cmpstr(tag, ==, want);
 }
 
-/* 64-bit FNV-1a's published values, and README "Redis key schema". */
+/* 64-bit FNV-1a's published values, and docs/deployment.md "Redis key schema". */
 static void test_tag_known(void)
 {
     expect_tag("", 0, "cbf29ce484222325");
@@ -46,7 +46,7 @@ static nm_config_t config_with_prefix(const char *prefix)
     return cfg;
 }
 
-/* README: the name "jobs" has the lock key netmutex:{41b90dde29446fdd}jobs. */
+/* docs/deployment.md: the name "jobs" has the lock key netmutex:{41b90dde29446fdd}jobs. */
 static void test_build_readme_example(void)
 {
     nm_config_t cfg = config_with_prefix("netmutex:");

@@ -55,7 +55,7 @@ static const keyslot_t known[] = {
     K("a{b", 13340),
     /* Binary-safe. */
     K("a\0b", 8383),
-    /* A lock key of the README's example (keys.h), and its tag alone. */
+    /* A lock key of the key schema's example (keys.h), and its tag alone. */
     K("netmutex:{41b90dde29446fdd}jobs", 15523),
     K("41b90dde29446fdd", 15523),
 };

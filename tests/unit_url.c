@@ -76,7 +76,7 @@ static void test_redis_forms(void)
 {
     nm_server_t *s;
 
-    /* README's examples. */
+    /* docs/deployment.md's examples. */
     s = parse_ok("redis://localhost", 1, "redis://localhost:6379");
     g_assert_false(s->is_unix);
     g_assert_null(s->user);
@@ -277,7 +277,7 @@ static nm_server_t *sentinel_ok(const char *url, const char *want)
 static void test_sentinel(void)
 {
     nm_server_t *s;
-    /* README's example: port 26379 unless given. */
+    /* docs/deployment.md's example: port 26379 unless given. */
     s = sentinel_ok("redis-sentinel://:s3cret@sentinel-a:26379,sentinel-b,sentinel-c#locks",
                     "redis-sentinel://:***@sentinel-a:26379,sentinel-b:26379,sentinel-c:26379"
                     "#locks");

@@ -36,7 +36,7 @@
 #define CLI_EX_NOEXEC 126
 #define CLI_EX_NOTFOUND 127
 
-/* The library's documented defaults (README, "Configuration"), for what
+/* The library's documented defaults (netmutex_configure(3)), for what
  * the tool does without the library: name the server in a message, and
  * list.  The library itself validated whatever overrides them. */
 #define CLI_DEFAULT_URL "redis://127.0.0.1:6379"

@@ -7,7 +7,7 @@
  * a held lock, and status says so.
  *
  * The lock of NAME is the key <prefix>{TAG}NAME, TAG 16 hex digits of a
- * digest of NAME (README, "Redis key schema"); the other keys of a lock add
+ * digest of NAME (docs/deployment.md, "Redis key schema"); the other keys of a lock add
  * a suffix (":q", ":w", ...).  What follows the tag of any key is taken as
  * a candidate name: the suffixed keys give names such as "NAME:q", which
  * netmutex_status finds free (its tag is another), unless that name is

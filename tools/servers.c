@@ -19,7 +19,7 @@
 #define SENTINEL_SCHEME "redis-sentinel://"
 #define SENTINEL_PORT 26379
 
-/* The library's default timeouts (README, "Configuration"); a variable
+/* The library's default timeouts (netmutex_configure(3)); a variable
  * that is set was validated by netmutex_configure. */
 #define DEFAULT_TIMEOUT_MS 2000
 

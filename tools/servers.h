@@ -10,8 +10,7 @@
 
 #include <hiredis/hiredis.h>
 
-/* One server of the URL list, as the library reads it (README,
- * "Configuration"). */
+/* One server of the URL list, as the library reads it (netmutex_configure(3)). */
 struct cli_server {
     char *host;        /* redis://: the host, IPv6 without brackets */
     int port;

@@ -84,7 +84,7 @@ int nm_server_check(redisContext *c, const nm_config_t *cfg, const nm_server_t *
         nm_url_describe(srv, where, sizeof where);
         if (err)
             netmutex_log(NETMUTEX_LOG_WARN, "%s: INFO memory refused; cannot check that the server "
-                   "never evicts lock keys (see \"Server requirements\" in the README)",
+                   "never evicts lock keys (see allow_eviction in netmutex_configure(3))",
                    where);
         else
             netmutex_log(NETMUTEX_LOG_ERROR, "%s: refused: maxmemory-policy %s with a maxmemory limit "

@@ -3,7 +3,7 @@
  *
  * Victims.  A holder is a worker one of whose threads is in CHAOS_HOLDING
  * (the shared worker table).  A queued waiter is found in Redis, as the
- * README's key schema describes it: a token in the lock's FIFO queue
+ * key schema in docs/deployment.md describes it: a token in the lock's FIFO queue
  * <key>:q whose entry in <key>:w ("<expires>:<lease>:<host>:<pid>:<tid>")
  * names one of our workers, and that worker has a thread in a lock call
  * and none holding.  Only such a waiter is handed the lock by a release,
@@ -17,8 +17,8 @@
  * the proxy blackholes for 1.5 leases; a quorum server stays down 2 to 3
  * leases, and of a majority the first comes back after 2 leases, the
  * second 1.5 leases later, so that never more than one server rejoins
- * empty within a lease (the README's condition for a quorum to stay
- * safe).
+ * empty within a lease (docs/deployment.md's condition for a quorum to
+ * stay safe).
  *
  * Forged grants: one Lua script (atomic on the server, so the lock really
  * is held by another process at that instant) PUBLISHes on the lock's

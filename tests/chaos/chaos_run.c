@@ -14,7 +14,7 @@
  *                    one unanswered request is all it may wait for
  *   timedlock        its deadline + slack: a request still in flight at the
  *                    deadline must not hold the caller back
- *   unlock           2 x (connect + I/O) + slack: the README allows one
+ *   unlock           2 x (connect + I/O) + slack: netmutex_lock(3) allows one
  *                    redial, for a cached connection that went stale
  *   idle bound       3/4 of a lease, but at least 1 s (families with
  *                    idle_check only): the safety issue's requirement is
@@ -335,7 +335,7 @@ static void teardown(ChaosRun *run)
 /* ---- the driver --------------------------------------------------------------- */
 
 /* One look at the lock key's cache flag (the character after the token
- * and the queue flag, see the README's key schema): true when its holder's
+ * and the queue flag, see docs/deployment.md's key schema): true when its holder's
  * process may keep the lease cached.  Single server and proxy modes. */
 static bool cache_marked(ChaosRun *run)
 {

@@ -31,7 +31,7 @@
  *   5. the fence is presented to the fenced resource; only if it was
  *      accepted, a read-modify-write of the shared counter with a sleep in
  *      between, and netmutex_validity again right before the write, as the
- *      README advises before a side effect (no write if it says ENOLCK);
+ *      docs/deployment.md advises before a side effect (no write if it says ENOLCK);
  *   6. a short random time more, then the unlock, whose call time and
  *      result are logged.
  * The lost-lease callback stamps lost_ns on the hold of whichever thread of
@@ -119,7 +119,7 @@ static void on_lost(const char *name, void *arg)
 /* ---- one hold ------------------------------------------------------------ */
 
 /* Asks for a promise; false when there is none.  "0 ms left" is none
- * either: the README reads ms_left as how long the hold is still safe, so
+ * either: netmutex_validity(3) gives ms_left as how long the hold is still safe, so
  * 0 says "not safe any more", not "ours until now" (the library returns
  * it, for one, when a stopped process wakes up long after its lease ended
  * and the watchdog has not yet declared it lost). */
