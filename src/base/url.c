@@ -28,16 +28,6 @@ static int refuse(why_t *why, const char *text)
 
 /* ---- small string helpers ---------------------------------------------- */
 
-static char *dup_range(const char *s, size_t len)
-{
-    char *p = malloc(len + 1);
-    if (p) {
-        memcpy(p, s, len);
-        p[len] = '\0';
-    }
-    return p;
-}
-
 /* Parses all of [S, S+LEN) as a decimal number in [MIN, MAX]. */
 int nm_parse_uint(const char *s, size_t len, long min, long max, long *out)
 {
@@ -158,7 +148,7 @@ static int parse_hostport(const char *s, size_t len, nm_server_t *srv)
     }
     if (p != end)
         return EINVAL;
-    srv->host = dup_range(host, hlen);
+    srv->host = strndup(host, hlen);
     return srv->host ? 0 : ENOMEM;
 }
 
@@ -178,7 +168,7 @@ static int parse_unix_path(const char *s, size_t len, nm_server_t *srv)
             return EINVAL;
         srv->db = (int)v;
     }
-    srv->path = dup_range(s, plen);
+    srv->path = strndup(s, plen);
     return srv->path ? 0 : ENOMEM;
 }
 

@@ -21,16 +21,6 @@
 #include "sentinel.h"
 #include "url.h"
 
-static char *dup_range(const char *s, size_t len)
-{
-    char *p = malloc(len + 1);
-    if (p) {
-        memcpy(p, s, len);
-        p[len] = '\0';
-    }
-    return p;
-}
-
 /* ---- building a configuration ---------------------------------------- */
 
 /* Says which setting is wrong and why: "EINVAL" alone leaves a user to
@@ -119,7 +109,7 @@ static int pick_holder(const char *api, char **out)
             len = 0;
     if (len == 0 || len > NM_HOLDER_MAX)
         return bad_setting("NETMUTEX_HOLDER", NULL, "1 to %u printable bytes", NM_HOLDER_MAX);
-    *out = dup_range(api, len);
+    *out = strndup(api, len);
     return *out ? 0 : ENOMEM;
 }
 
@@ -311,7 +301,7 @@ static int fill_config(const netmutex_config_t *u, nm_config_t *cfg)
     cfg->on_lost = u->on_lost;
     cfg->on_lost_arg = u->on_lost_arg;
     cfg->prefix_len = strlen(prefix);
-    cfg->prefix = dup_range(prefix, cfg->prefix_len);
+    cfg->prefix = strndup(prefix, cfg->prefix_len);
     return cfg->prefix ? 0 : ENOMEM;
 }
 
