@@ -208,19 +208,25 @@ static gint64 lock_all(holder_t *h, NmRedis *master, char **held, gint64 from)
 }
 
 /* The window below is held open by pausing sentinel 0, which runs the
- * failover.  A failover that waits longer than its failover-timeout for
- * the promoted replica is aborted, and the replica turned back into one:
- * on a slow machine (TSan, valgrind, a loaded CI) the releases made in the
- * window took longer than the topology's few seconds, and the failover
- * never completed.  This test's failovers may take a minute. */
-static void keep_failover_open(NmTopo *t)
+ * failover; on a slow machine (TSan, valgrind, a loaded CI) the releases
+ * made in it take many seconds.  Two things end a long window the wrong
+ * way, and both are switched off here:
+ *  - sentinel 0 aborts a failover that waits longer than its
+ *    failover-timeout, and turns the promoted replica back: this test's
+ *    failovers may take a minute;
+ *  - sentinels 1 and 2, which do not run the failover, see a replica that
+ *    says it is a master for longer than their fixed grace (8 s, not a
+ *    setting) and make it a replica again (+convert-to-slave): their
+ *    SLAVEOF is renamed to a command the servers do not have, so only
+ *    sentinel 0 can move a replica. */
+static void prepare_failover(NmTopo *t)
 {
-    for (int i = 0; i < NM_TOPO_SENTINELS; i++) {
-        redisReply *r = nm_redis_cmd(t->sentinel[i], "SENTINEL SET %s failover-timeout %u",
-                                     NM_TOPO_MASTER_NAME, nm_ms(60000));
-        g_assert_true(r && r->type == REDIS_REPLY_STATUS);
-        freeReplyObject(r);
-    }
+    for (int i = 0; i < NM_TOPO_SENTINELS; i++)
+        nm_redis_ok(t->sentinel[i], "SENTINEL SET %s failover-timeout %u", NM_TOPO_MASTER_NAME,
+                    nm_ms(60000));
+    for (int i = 1; i < NM_TOPO_SENTINELS; i++)
+        nm_redis_ok(t->sentinel[i], "SENTINEL SET %s rename-command SLAVEOF NM-NOT-A-COMMAND",
+                    NM_TOPO_MASTER_NAME);
 }
 
 static void test_release_in_window(gconstpointer data)
@@ -250,7 +256,7 @@ static void test_release_in_window(gconstpointer data)
     }
     nm_topo_wait_synced(t); /* the replica has the holder's keys */
     configure(url);
-    keep_failover_open(t);
+    prepare_failover(t);
 
     NmRedis *old = nm_topo_failover_start(t);
     nm_topo_promoted(t, old);
