@@ -14,9 +14,11 @@
  *    the names, so the holder gives them back (the release script) -- two
  *    processes locking a name in turn, as in a program with lease caching
  *    on (the default);
- *  - uncached: the holder holds the locks and unlocks them.
- * Sentinel 0, which runs the failover, is paused meanwhile, so that the
- * window stays open however slow the machine.  Then, from the moment every
+ *  - uncached: the holder holds the locks and unlocks them;
+ *  - late: uncached, and the window stays open LATE_MS longer after the
+ *    releases, as when the sentinels are slow to switch.
+ * The promoted replica is paused meanwhile, so that the window stays open
+ * however slow the machine.  Then, from the moment every
  * sentinel names the new master, this process must be able to lock every
  * name at the new master within WITHIN_MS (the goal is a second; the bound
  * is generous and scaled).  The lease is long enough that a name
@@ -35,8 +37,16 @@
 #define PROMPT_MS nm_ms(30000)
 #define CONNECT_MS nm_ms(1000)
 #define IO_MS nm_ms(1000)
-/* Long next to the bound below, so that a name left to expire fails it. */
-#define LEASE_MS nm_ms(10000)
+/* How long the "late" test keeps the window open beyond the releases:
+ * more than a few seconds, as on a machine or a sentinel slow to switch.
+ * A release is kept to be sent again for as long as its lease could keep
+ * the key (journal.h), so even a failover noticed this late frees the
+ * name at once.  Not scaled: it is the length of the window under test. */
+#define LATE_MS 12000
+/* Long next to the bound below, so that a name left to expire fails it,
+ * even after the late window: renewed every third of a lease, the key a
+ * release missed lives on for two thirds of a lease at least. */
+#define LEASE_MS (nm_ms(10000) + 4 * LATE_MS)
 /* The goal is a second from the sentinels' switch; this is the bound. */
 #define WITHIN_MS (nm_ms(1000) + nm_ms(2000))
 #define NAMES_MAX 8
@@ -53,6 +63,7 @@ typedef struct shared {
 typedef struct params {
     bool cached;
     int names;
+    bool late; /* the window stays open LATE_MS longer */
 } params_t;
 
 typedef struct holder {
@@ -207,10 +218,13 @@ static gint64 lock_all(holder_t *h, NmRedis *master, char **held, gint64 from)
     return longest;
 }
 
-/* The window below is held open by pausing sentinel 0, which runs the
- * failover; on a slow machine (TSan, valgrind, a loaded CI) the releases
- * made in it take many seconds.  Two things end a long window the wrong
- * way, and both are switched off here:
+/* The window below is held open by pausing the promoted replica, so that
+ * sentinel 0, which runs the failover, cannot see it is a master yet (not
+ * by pausing sentinel 0: a sentinel whose clock jumps by more than 2 s
+ * goes into TILT mode and does nothing for 30 s).  On a slow machine
+ * (TSan, valgrind, a loaded CI) the releases made in the window take many
+ * seconds, and two things would end a long window the wrong way; both are
+ * switched off here:
  *  - sentinel 0 aborts a failover that waits longer than its
  *    failover-timeout, and turns the promoted replica back: this test's
  *    failovers may take a minute;
@@ -259,13 +273,12 @@ static void test_release_in_window(gconstpointer data)
     prepare_failover(t);
 
     NmRedis *old = nm_topo_failover_start(t);
-    nm_topo_promoted(t, old);
+    NmRedis *promoted = nm_topo_promoted(t, old);
     /* The window: the replica is a master, the sentinels name the old.
      * It lasts until sentinel 0, which runs the failover, next asks the
-     * replica for INFO (about a second); paused, it stays open for as
-     * long as the releases take on a slow machine, and the processes
-     * still get the old master's address from the other sentinels. */
-    nm_redis_pause(t->sentinel[0]);
+     * replica for INFO (about a second); with the replica paused, it stays
+     * open for as long as the releases take on a slow machine. */
+    nm_redis_pause(promoted);
     if (p->cached) {
         take_from_holder(&h, m);
     } else {
@@ -273,17 +286,19 @@ static void test_release_in_window(gconstpointer data)
         g_assert_true(wait_set(&sh->released));
         nm_assert_rc(sh->unlock_rc, 0); /* the old master took them */
     }
+    if (p->late)
+        nmt_sleep_ms(LATE_MS);
     /* Still in the window: the releases went to the old master. */
-    for (int i = 1; i < NM_TOPO_SENTINELS; i++)
+    for (int i = 0; i < NM_TOPO_SENTINELS; i++)
         g_assert_cmpint(nm_topo_named_port(t, i), ==, nm_redis_port(old));
-    nm_redis_resume(t->sentinel[0]);
+    nm_redis_resume(promoted);
 
     NmRedis *master = nm_topo_failover_wait(t, old);
     gint64 switched = nmt_now_ms();
     gint64 gap = lock_all(&h, master, held, switched);
-    g_test_message("%s, %d name(s): the longest a name took to lock after the sentinels "
+    g_test_message("%s%s, %d name(s): the longest a name took to lock after the sentinels "
                    "named the new master: %lld ms (bound %u ms, lease %u ms)",
-                   p->cached ? "cached" : "uncached", p->names, (long long)gap, WITHIN_MS,
+                   p->cached ? "cached" : "uncached", p->late ? " late" : "", p->names, (long long)gap, WITHIN_MS,
                    LEASE_MS);
     g_assert_cmpint(gap, >=, 0);
     g_assert_cmpint(gap, <=, WITHIN_MS);
@@ -301,7 +316,8 @@ static void test_release_in_window(gconstpointer data)
     nm_topo_free(t);
 }
 
-static const params_t cached1 = { true, 1 }, cached8 = { true, 8 }, uncached1 = { false, 1 };
+static const params_t cached1 = { true, 1, false }, cached8 = { true, 8, false },
+                      uncached1 = { false, 1, false }, late1 = { false, 1, true };
 
 int main(int argc, char **argv)
 {
@@ -309,5 +325,6 @@ int main(int argc, char **argv)
     g_test_add_data_func("/sentinel/release/cached", &cached1, test_release_in_window);
     g_test_add_data_func("/sentinel/release/cached-8-names", &cached8, test_release_in_window);
     g_test_add_data_func("/sentinel/release/uncached", &uncached1, test_release_in_window);
+    g_test_add_data_func("/sentinel/release/late", &late1, test_release_in_window);
     return nm_test_finish(g_test_run());
 }

@@ -1,6 +1,7 @@
 /*
  * unit_journal.c -- the journal of recent releases (src/server/journal.c), without
- * a server: what is due for which master, the age and count bounds, and
+ * a server: what is due for which master, the time (a lease and the slack)
+ * and count bounds, and
  * that clearing and a fork leave nothing (valgrind and LeakSanitizer check
  * the frees).  Times are passed in, so age is tested without sleeping.
  */
@@ -23,12 +24,19 @@ static void count_hook(void)
     hook_calls++;
 }
 
-/* Notes a release of key "k<I>" under master generation GEN. */
-static void note(int i, uint64_t gen)
+#define LEASE_MS 30000
+
+/* Notes a release of key "k<I>", a lease of LEASE, under master GEN. */
+static void note_lease(int i, uint64_t gen, unsigned int lease)
 {
     char key[32];
     g_snprintf(key, sizeof key, "k%d", i);
-    nm_journal_note(&cfg, gen, key, strlen(key), strlen(key) + 1, TOKEN, i % 2, 0);
+    nm_journal_note(&cfg, gen, key, strlen(key), strlen(key) + 1, lease, TOKEN, i % 2, 0);
+}
+
+static void note(int i, uint64_t gen)
+{
+    note_lease(i, gen, LEASE_MS);
 }
 
 static size_t due_count(uint64_t master_gen, int64_t now, nm_journal_entry_t **out)
@@ -80,11 +88,32 @@ static void test_bounds(void)
     nm_journal_free(e, NM_JOURNAL_MAX);
     g_assert_cmpuint(due_count(2, nm_now_ms(), &e), ==, NM_JOURNAL_MAX - 1);
     nm_journal_free(e, NM_JOURNAL_MAX - 1);
-    /* Older than NM_JOURNAL_MS: gone. */
-    int64_t later = nm_now_ms() + NM_JOURNAL_MS;
+    /* Kept for the lease and the slack after the note, not less. */
+    int64_t kept = nm_now_ms() + LEASE_MS + NM_JOURNAL_SLACK_MS - 1000;
+    g_assert_true(nm_journal_pending(cfg.generation, kept));
+    g_assert_cmpuint(due_count(2, kept, &e), ==, NM_JOURNAL_MAX - 1);
+    nm_journal_free(e, NM_JOURNAL_MAX - 1);
+    /* Past that: gone. */
+    int64_t later = nm_now_ms() + LEASE_MS + NM_JOURNAL_SLACK_MS + 1;
     g_assert_false(nm_journal_pending(cfg.generation, later));
     g_assert_cmpuint(due_count(2, later, &e), ==, 0);
     nm_journal_free(e, 0);
+    nm_journal_clear();
+}
+
+/* Each entry keeps to its own lease, even behind a longer one. */
+static void test_lease_bounds(void)
+{
+    nm_journal_entry_t *e;
+    note_lease(1, 1, 60000);
+    note_lease(2, 1, 1000);
+    int64_t mid = nm_now_ms() + 1000 + NM_JOURNAL_SLACK_MS + 1000;
+    g_assert_cmpuint(due_count(2, mid, &e), ==, 1);
+    g_assert_cmpmem(e[0].key, e[0].key_len, "k1", 2);
+    nm_journal_free(e, 1);
+    g_assert_true(nm_journal_pending(cfg.generation, mid));
+    int64_t later = nm_now_ms() + 60000 + NM_JOURNAL_SLACK_MS + 1;
+    g_assert_false(nm_journal_pending(cfg.generation, later));
     nm_journal_clear();
 }
 
@@ -105,6 +134,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/unit/journal/due-and-sent", test_due_and_sent);
     g_test_add_func("/unit/journal/bounds", test_bounds);
+    g_test_add_func("/unit/journal/lease-bounds", test_lease_bounds);
     g_test_add_func("/unit/journal/fork-child-forgets", test_fork_child_forgets);
     return g_test_run();
 }

@@ -908,8 +908,8 @@ static int64_t resend_releases(int64_t now, int64_t next_check)
         /* Said once per pass that sent any: one that sent none (the new
          * master does not answer yet) is tried again in a moment. */
         if (sent)
-            netmutex_log(NETMUTEX_LOG_INFO, "a new master: %zu of %zu releases of the last "
-                         "%d s sent to it again", sent, n, NM_JOURNAL_MS / 1000);
+            netmutex_log(NETMUTEX_LOG_INFO, "a new master: %zu of %zu recent releases sent "
+                         "to it again", sent, n);
         nm_journal_free(due, n);
     }
     return nm_now_ms() + NM_SENTINEL_RECHECK_MS;

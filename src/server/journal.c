@@ -32,16 +32,18 @@ static void drop_oldest_locked(void)
     count--;
 }
 
-/* Under the lock: drops what is older than NM_JOURNAL_MS at NOW. */
+/* Under the lock: drops the oldest entries while they are past their
+ * time at NOW.  An entry of a short lease behind one of a longer lease
+ * stays a little longer: kept, but no longer due (due_locked). */
 static void expire_locked(int64_t now)
 {
-    while (count && now - at_seq(next_seq - count)->at >= NM_JOURNAL_MS)
+    while (count && at_seq(next_seq - count)->until <= now)
         drop_oldest_locked();
 }
 
 void nm_journal_note(const nm_config_t *cfg, uint64_t master_gen, const char *key,
-                     size_t key_len, size_t keys_size, const char *token, int robust,
-                     int unrecoverable)
+                     size_t key_len, size_t keys_size, unsigned int lease_ms,
+                     const char *token, int robust, int unrecoverable)
 {
     char *copy = malloc(keys_size);
     if (!copy)
@@ -59,7 +61,8 @@ void nm_journal_note(const nm_config_t *cfg, uint64_t master_gen, const char *ke
         drop_oldest_locked();
     nm_journal_entry_t *e = at_seq(next_seq);
     *e = (nm_journal_entry_t){ .seq = next_seq, .cfg_gen = cfg->generation,
-                               .master_gen = master_gen, .at = now, .key = copy,
+                               .master_gen = master_gen,
+                               .until = now + lease_ms + NM_JOURNAL_SLACK_MS, .key = copy,
                                .key_len = key_len, .keys_size = keys_size, .robust = robust,
                                .unrecoverable = unrecoverable };
     memcpy(e->token, token, NM_TOKEN_LEN);
@@ -76,16 +79,19 @@ int nm_journal_pending(uint64_t cfg_gen, int64_t now)
     int found = 0;
     pthread_mutex_lock(&journal_lock);
     expire_locked(now);
-    for (size_t i = 0; i < count && !found; i++)
-        found = at_seq(next_seq - count + i)->cfg_gen == cfg_gen;
+    for (size_t i = 0; i < count && !found; i++) {
+        const nm_journal_entry_t *e = at_seq(next_seq - count + i);
+        found = e->cfg_gen == cfg_gen && e->until > now;
+    }
     pthread_mutex_unlock(&journal_lock);
     return found;
 }
 
-/* Under the lock: whether entry E is due for master MASTER_GEN. */
-static int due_locked(const nm_journal_entry_t *e, uint64_t cfg_gen, uint64_t master_gen)
+/* Under the lock: whether entry E is due for master MASTER_GEN at NOW. */
+static int due_locked(const nm_journal_entry_t *e, uint64_t cfg_gen, uint64_t master_gen,
+                      int64_t now)
 {
-    return e->cfg_gen == cfg_gen && e->master_gen < master_gen;
+    return e->cfg_gen == cfg_gen && e->master_gen < master_gen && e->until > now;
 }
 
 /* Under the lock: a copy of E into OUT (0), or ENOMEM. */
@@ -109,12 +115,12 @@ int nm_journal_due(uint64_t cfg_gen, uint64_t master_gen, int64_t now,
     expire_locked(now);
     size_t want = 0;
     for (size_t i = 0; i < count; i++)
-        want += due_locked(at_seq(next_seq - count + i), cfg_gen, master_gen);
+        want += due_locked(at_seq(next_seq - count + i), cfg_gen, master_gen, now);
     if (want && !(*out = calloc(want, sizeof **out)))
         err = ENOMEM;
     for (size_t i = 0; !err && i < count; i++) {
         const nm_journal_entry_t *e = at_seq(next_seq - count + i);
-        if (due_locked(e, cfg_gen, master_gen) && !(err = copy_locked(e, &(*out)[*n])))
+        if (due_locked(e, cfg_gen, master_gen, now) && !(err = copy_locked(e, &(*out)[*n])))
             (*n)++;
     }
     pthread_mutex_unlock(&journal_lock);

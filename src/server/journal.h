@@ -16,10 +16,19 @@
  * redis-sentinel:// server every release sent is noted here (lock key,
  * token, the release's mode, and which master the sentinels named when it
  * left: sentinel.c's generation), and when the sentinels name another
- * master the background thread sends those of the last NM_JOURNAL_MS again
- * to it (watchdog.c), and marks them sent there.
+ * master the background thread sends those still kept again to it
+ * (watchdog.c), and marks them sent there.
  *
- * Bounded: entries older than NM_JOURNAL_MS go, and at most NM_JOURNAL_MAX
+ * How long.  A release matters on a new master only while the key it
+ * frees may still be there: the key's time to live was at most the lease
+ * when the release left, so a release is kept for its lease plus
+ * NM_JOURNAL_SLACK_MS (the old and the new master's clocks may differ, and
+ * the sentinels take a moment to switch).  Not a fixed few seconds: a
+ * failover noticed late (a loaded machine, a slow sentinel) still finds
+ * the releases it needs, and none is kept past the point where it could
+ * free anything.
+ *
+ * Bounded: entries past that time go, and at most NM_JOURNAL_MAX
  * are kept (the oldest go first: a process releasing more than that many
  * locks in the seconds between a promotion and the sentinels' switch may
  * leave a name to expire).  The journal lives in the process that released:
@@ -39,17 +48,17 @@
 #include "config.h"
 #include "token.h"
 
-/* Long enough for the sentinels to name the new master after a promotion
- * (about a second) and for the background thread to ask them, with room
- * for a loaded machine; short enough that the thread soon stops asking. */
-#define NM_JOURNAL_MS 10000
+/* Beyond the lease: for the sentinels to name the new master after a
+ * promotion (about a second), for the background thread to ask them, and
+ * for the new master's clock to be behind the old one's. */
+#define NM_JOURNAL_SLACK_MS 10000
 #define NM_JOURNAL_MAX 4096
 
 typedef struct nm_journal_entry {
     uint64_t seq;          /* for nm_journal_sent */
     uint64_t cfg_gen;      /* the configuration's generation (config.h) */
     uint64_t master_gen;   /* the sentinels' master when last sent */
-    int64_t at;            /* monotonic ms, when first sent */
+    int64_t until;         /* monotonic ms: kept until then (see above) */
     char *key;             /* every key of the lock (keys.h), keys_size
                               bytes (owned): a release re-sent may need
                               them all; the lock key is the first key_len */
@@ -60,16 +69,16 @@ typedef struct nm_journal_entry {
 } nm_journal_entry_t;
 
 /* Notes a release of TOKEN on lock key KEY (of length KEY_LEN, the first
- * of KEYS_SIZE bytes of keys, nm_keys_size()) under CFG, sent while the
- * sentinels' master was MASTER_GEN (read before it was sent: a master
- * published meanwhile has a greater one, and gets it again).  Out of
- * memory, nothing is noted. */
+ * of KEYS_SIZE bytes of keys, nm_keys_size()), a lease of LEASE_MS, under
+ * CFG, sent while the sentinels' master was MASTER_GEN (read before it was
+ * sent: a master published meanwhile has a greater one, and gets it
+ * again).  Out of memory, nothing is noted. */
 void nm_journal_note(const nm_config_t *cfg, uint64_t master_gen, const char *key,
-                     size_t key_len, size_t keys_size, const char *token, int robust,
-                     int unrecoverable);
+                     size_t key_len, size_t keys_size, unsigned int lease_ms,
+                     const char *token, int robust, int unrecoverable);
 
-/* Whether releases under configuration CFG_GEN younger than NM_JOURNAL_MS
- * are kept at NOW (the background thread then asks the sentinels often). */
+/* Whether releases under configuration CFG_GEN are kept at NOW (the
+ * background thread then asks the sentinels often). */
 int nm_journal_pending(uint64_t cfg_gen, int64_t now);
 
 /* Copies of the entries under configuration CFG_GEN last sent while the

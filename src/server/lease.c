@@ -555,7 +555,7 @@ static int release_once(nm_lease_t *l, int unrecoverable, int64_t deadline, long
     int err = release_send(l, unrecoverable, deadline, result, sent);
     if (*sent && srv->sentinel)
         nm_journal_note(l->cfg, gen, l->key, l->key_len, nm_keys_size(l->key, l->key_len),
-                        l->token, l->robust, unrecoverable);
+                        l->lease_ms, l->token, l->robust, unrecoverable);
     return err;
 }
 
