@@ -35,7 +35,7 @@
 /* JSON lines                                                             */
 /* ===================================================================== */
 
-void j_raw(jline_t *j, const char *fmt, ...)
+void nmb_j_raw(jline_t *j, const char *fmt, ...)
 {
     va_list ap;
     if (j->len >= sizeof j->buf)
@@ -48,123 +48,123 @@ void j_raw(jline_t *j, const char *fmt, ...)
 }
 
 /* Keys are literals of this file: they need no escaping. */
-void j_key(jline_t *j, const char *key)
+void nmb_j_key(jline_t *j, const char *key)
 {
-    j_raw(j, "%s\"%s\":", j->len > 1 ? "," : "", key);
+    nmb_j_raw(j, "%s\"%s\":", j->len > 1 ? "," : "", key);
 }
 
-void j_str(jline_t *j, const char *key, const char *s)
+void nmb_j_str(jline_t *j, const char *key, const char *s)
 {
-    j_key(j, key);
-    j_raw(j, "\"");
+    nmb_j_key(j, key);
+    nmb_j_raw(j, "\"");
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\')
-            j_raw(j, "\\%c", c);
+            nmb_j_raw(j, "\\%c", c);
         else if (c < 0x20)
-            j_raw(j, "\\u%04x", c);
+            nmb_j_raw(j, "\\u%04x", c);
         else
-            j_raw(j, "%c", c);
+            nmb_j_raw(j, "%c", c);
     }
-    j_raw(j, "\"");
+    nmb_j_raw(j, "\"");
 }
 
-void j_int(jline_t *j, const char *key, long long v)
+void nmb_j_int(jline_t *j, const char *key, long long v)
 {
-    j_key(j, key);
-    j_raw(j, "%lld", v);
+    nmb_j_key(j, key);
+    nmb_j_raw(j, "%lld", v);
 }
 
 /* JSON has no NaN or infinity: they become null. */
-void j_num(jline_t *j, const char *key, double v)
+void nmb_j_num(jline_t *j, const char *key, double v)
 {
-    j_key(j, key);
+    nmb_j_key(j, key);
     if (isfinite(v))
-        j_raw(j, "%.6g", v);
+        nmb_j_raw(j, "%.6g", v);
     else
-        j_raw(j, "null");
+        nmb_j_raw(j, "null");
 }
 
-void j_bool(jline_t *j, const char *key, int v)
+void nmb_j_bool(jline_t *j, const char *key, int v)
 {
-    j_key(j, key);
-    j_raw(j, v ? "true" : "false");
+    nmb_j_key(j, key);
+    nmb_j_raw(j, v ? "true" : "false");
 }
 
-void j_int_array(jline_t *j, const char *key, const uint64_t *v, size_t n)
+void nmb_j_int_array(jline_t *j, const char *key, const uint64_t *v, size_t n)
 {
-    j_key(j, key);
-    j_raw(j, "[");
+    nmb_j_key(j, key);
+    nmb_j_raw(j, "[");
     for (size_t i = 0; i < n; i++)
-        j_raw(j, "%s%llu", i ? "," : "", (unsigned long long)v[i]);
-    j_raw(j, "]");
+        nmb_j_raw(j, "%s%llu", i ? "," : "", (unsigned long long)v[i]);
+    nmb_j_raw(j, "]");
 }
 
 /* A figure with its target: see "OUTPUT" at the top. */
-void j_figure(jline_t *j, const char *name, double value, double target, int sense)
+void nmb_j_figure(jline_t *j, const char *name, double value, double target, int sense)
 {
     char key[96];
     int meets = sense == AT_LEAST ? value >= target : value <= target;
-    j_num(j, name, value);
+    nmb_j_num(j, name, value);
     snprintf(key, sizeof key, "%s_target", name);
-    j_num(j, key, target);
+    nmb_j_num(j, key, target);
     if (target != 0) {
         snprintf(key, sizeof key, "%s_vs_target", name);
-        j_num(j, key, value / target);
+        nmb_j_num(j, key, value / target);
     }
     snprintf(key, sizeof key, "%s_meets_target", name);
-    j_bool(j, key, meets);
+    nmb_j_bool(j, key, meets);
     j->targets++;
     j->met += meets;
 }
 
 /* Every line starts alike, so lines from different runs can be compared. */
-void j_begin(jline_t *j, const char *scenario)
+void nmb_j_begin(jline_t *j, const char *scenario)
 {
     j->len = 0;
     j->targets = j->met = 0;
-    j_raw(j, "{");
-    j_str(j, "scenario", scenario);
-    j_str(j, "server", server_kind);
-    j_num(j, "rtt_us", rtt_us);
-    /* On the delayed link rtt_us is the proxy's round trip. */
-    if (link_delay_us) {
-        j_int(j, "delay_us", link_delay_us);
-        j_num(j, "loopback_rtt_us", loopback_rtt_us);
-        j_bool(j, "proxy_realtime", proxy_realtime);
+    nmb_j_raw(j, "{");
+    nmb_j_str(j, "scenario", scenario);
+    nmb_j_str(j, "server", nmb_server_kind);
+    nmb_j_num(j, "rtt_us", nmb_rtt_us);
+    /* On the delayed link nmb_rtt_us is the proxy's round trip. */
+    if (nmb_link_delay_us) {
+        nmb_j_int(j, "delay_us", nmb_link_delay_us);
+        nmb_j_num(j, "loopback_rtt_us", nmb_loopback_rtt_us);
+        nmb_j_bool(j, "proxy_realtime", nmb_proxy_realtime);
     }
 }
 
-void j_end(jline_t *j)
+void nmb_j_end(jline_t *j)
 {
     if (j->targets)
-        j_bool(j, "meets_all_targets", j->met == j->targets);
-    j_raw(j, "}");
+        nmb_j_bool(j, "meets_all_targets", j->met == j->targets);
+    nmb_j_raw(j, "}");
     fwrite(j->buf, 1, j->len, stdout);
     fputc('\n', stdout);
     fflush(stdout);
 }
 
 /* The line of a scenario that could not be measured.  Returns -1. */
-int report_error(const char *scenario, const char *msg)
+int nmb_report_error(const char *scenario, const char *msg)
 {
     jline_t j;
-    j_begin(&j, scenario);
-    j_str(&j, "error", msg);
-    j_end(&j);
+    nmb_j_begin(&j, scenario);
+    nmb_j_str(&j, "error", msg);
+    nmb_j_end(&j);
     return -1;
 }
 
 /* The same for a two-process scenario: the first process's error, else
  * the second's (as "<call>: <errno name> (process N)"), else FALLBACK. */
-int report_pair_error(const char *scenario, const int err[2], const char *const what[2],
+int nmb_report_pair_error(const char *scenario, const int err[2], const char *const what[2],
                       const char *fallback)
 {
     char msg[96];
     for (int p = 0; p < 2; p++)
         if (err[p]) {
-            snprintf(msg, sizeof msg, "%s: %s (process %d)", what[p], errname(err[p]), p);
-            return report_error(scenario, msg);
+            snprintf(msg, sizeof msg, "%s: %s (process %d)", what[p], nmb_errname(err[p]), p);
+            return nmb_report_error(scenario, msg);
         }
-    return report_error(scenario, fallback);
+    return nmb_report_error(scenario, fallback);
 }

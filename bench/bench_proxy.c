@@ -23,7 +23,7 @@
  * wait: a spinning proxy took the CPU the server and the clients needed,
  * and slowed down exactly what involves several of them (a hand-off, a
  * quorum).  The proxy runs SCHED_FIFO (priority 1) when the system allows
- * it (proxy_realtime), so that a loaded machine does not make its wake-ups
+ * it (nmb_proxy_realtime), so that a loaded machine does not make its wake-ups
  * later still: a link's delay does not depend on the hosts' load.  No
  * Nagle: TCP_NODELAY on every TCP socket.  What is left is in the round
  * trip the bench measures through the proxy (a PING), not assumed.
@@ -60,7 +60,7 @@
 #define PROXY_MAX_PAIRS 512          /* connections at a time, all servers */
 #define PROXY_READ_MAX 65536         /* bytes one recv() may take */
 
-int proxy_realtime;
+int nmb_proxy_realtime;
 
 typedef struct chunk {
     struct chunk *next;
@@ -197,7 +197,7 @@ static int fill_lane(lane_t *l, int64_t delay_ns)
     chunk_t *c = malloc(sizeof *c + (size_t)n);
     if (!c)
         return -1;
-    c->due_ns = now_ns() + delay_ns;
+    c->due_ns = nmb_now_ns() + delay_ns;
     c->len = (size_t)n;
     c->off = 0;
     c->next = NULL;
@@ -261,11 +261,11 @@ static void relay_loop(relay_t *r)
     static struct pollfd fds[NSERVERS + 2 * PROXY_MAX_PAIRS];
     int64_t early_ns = 0;
     for (;;) {
-        int64_t next = flush_all(r, now_ns() + early_ns), asked = 0;
+        int64_t next = flush_all(r, nmb_now_ns() + early_ns), asked = 0;
         int nfds = fill_pollfds(r, fds);
         struct timespec ts = { 0, 0 }, *tsp = NULL;
         if (next != INT64_MAX) {
-            int64_t now = now_ns(), wait = next - now - early_ns;
+            int64_t now = nmb_now_ns(), wait = next - now - early_ns;
             if (wait > 0) {
                 ts.tv_sec = (time_t)(wait / 1000000000);
                 ts.tv_nsec = (long)(wait % 1000000000);
@@ -275,7 +275,7 @@ static void relay_loop(relay_t *r)
         }
         int ready = ppoll(fds, (nfds_t)nfds, tsp, NULL);
         if (ready == 0 && asked)
-            learn_lateness(r, &early_ns, now_ns() - asked);
+            learn_lateness(r, &early_ns, nmb_now_ns() - asked);
         if (ready <= 0)
             continue;                /* something fell due */
         /* Pairs from the last, so that drop_pair's move is harmless. */
@@ -320,7 +320,7 @@ static void close_listeners(relay_t *r)
 
 /* The listeners are made before the fork, so the ports are known and
  * connections queue in their backlog while the process starts. */
-pid_t proxy_start(const proxy_target_t *targets, int n, long delay_us, int *ports)
+pid_t nmb_proxy_start(const proxy_target_t *targets, int n, long delay_us, int *ports)
 {
     static relay_t r;                /* large: not on the stack */
     struct sched_param rt = { .sched_priority = 1 };
@@ -330,7 +330,7 @@ pid_t proxy_start(const proxy_target_t *targets, int n, long delay_us, int *port
     for (r.n = 0; r.n < n; r.n++) {
         r.target[r.n] = targets[r.n];
         if ((r.listen_fd[r.n] = listen_loopback(&ports[r.n])) < 0) {
-            complain("delaying proxy: a port of 127.0.0.1: %s", strerror(errno));
+            nmb_complain("delaying proxy: a port of 127.0.0.1: %s", strerror(errno));
             close_listeners(&r);
             return -1;
         }
@@ -346,14 +346,14 @@ pid_t proxy_start(const proxy_target_t *targets, int n, long delay_us, int *port
         _exit(0);
     }
     if (pid < 0)
-        complain("delaying proxy: fork: %s", strerror(errno));
+        nmb_complain("delaying proxy: fork: %s", strerror(errno));
     else
-        proxy_realtime = sched_setscheduler(pid, SCHED_FIFO, &rt) == 0;
+        nmb_proxy_realtime = sched_setscheduler(pid, SCHED_FIFO, &rt) == 0;
     close_listeners(&r);
     return pid;
 }
 
-void proxy_stop(pid_t pid)
+void nmb_proxy_stop(pid_t pid)
 {
     if (pid <= 0)
         return;

@@ -134,15 +134,15 @@ static int parse_url(const char *url, endpoint_t *ep)
 }
 
 /* A command whose reply must not be an error; NULL after a message. */
-redisReply *admin_cmd(redisContext *c, const char *what, int argc, const char **argv)
+redisReply *nmb_admin_cmd(redisContext *c, const char *what, int argc, const char **argv)
 {
     redisReply *r = redisCommandArgv(c, argc, argv, NULL);
     if (!r) {
-        complain("%s: %s", what, c->errstr);
+        nmb_complain("%s: %s", what, c->errstr);
         return NULL;
     }
     if (r->type == REDIS_REPLY_ERROR) {
-        complain("%s: %s", what, r->str);
+        nmb_complain("%s: %s", what, r->str);
         freeReplyObject(r);
         return NULL;
     }
@@ -150,29 +150,29 @@ redisReply *admin_cmd(redisContext *c, const char *what, int argc, const char **
 }
 
 /* The same for a command whose reply is not needed: 0, or -1. */
-int admin_do(redisContext *c, const char *what, int argc, const char **argv)
+int nmb_admin_do(redisContext *c, const char *what, int argc, const char **argv)
 {
-    redisReply *r = admin_cmd(c, what, argc, argv);
+    redisReply *r = nmb_admin_cmd(c, what, argc, argv);
     if (!r)
         return -1;
     freeReplyObject(r);
     return 0;
 }
 
-/* A plain hiredis connection to server_url, authenticated and on the
+/* A plain hiredis connection to nmb_server_url, authenticated and on the
  * right database; NULL after a message. */
-redisContext *admin_connect(void)
+redisContext *nmb_admin_connect(void)
 {
     endpoint_t ep;
     struct timeval tv = { 5, 0 };
-    if (parse_url(server_url, &ep) != 0) {
-        complain("cannot parse the URL %s", server_url);
+    if (parse_url(nmb_server_url, &ep) != 0) {
+        nmb_complain("cannot parse the URL %s", nmb_server_url);
         return NULL;
     }
     redisContext *c = ep.path[0] ? redisConnectUnixWithTimeout(ep.path, tv)
                                  : redisConnectWithTimeout(ep.host, ep.port, tv);
     if (!c || c->err) {
-        complain("connecting to %s: %s", server_url, c ? c->errstr : "out of memory");
+        nmb_complain("connecting to %s: %s", nmb_server_url, c ? c->errstr : "out of memory");
         if (c)
             redisFree(c);
         return NULL;
@@ -180,13 +180,13 @@ redisContext *admin_connect(void)
     redisSetTimeout(c, tv);
     int ok = 1;
     if (ep.pass[0] && ep.user[0])
-        ok = admin_do(c, "AUTH", 3, (const char *[]){ "AUTH", ep.user, ep.pass }) == 0;
+        ok = nmb_admin_do(c, "AUTH", 3, (const char *[]){ "AUTH", ep.user, ep.pass }) == 0;
     else if (ep.pass[0])
-        ok = admin_do(c, "AUTH", 2, (const char *[]){ "AUTH", ep.pass }) == 0;
+        ok = nmb_admin_do(c, "AUTH", 2, (const char *[]){ "AUTH", ep.pass }) == 0;
     if (ok && ep.db) {
         char db[16];
         snprintf(db, sizeof db, "%d", ep.db);
-        ok = admin_do(c, "SELECT", 2, (const char *[]){ "SELECT", db }) == 0;
+        ok = nmb_admin_do(c, "SELECT", 2, (const char *[]){ "SELECT", db }) == 0;
     }
     if (!ok) {
         redisFree(c);
@@ -196,15 +196,15 @@ redisContext *admin_connect(void)
 }
 
 /* Times N PINGs into V (in us, in order); 0, or -1 after a message. */
-int time_pings(double *v, int n)
+int nmb_time_pings(double *v, int n)
 {
-    redisContext *c = admin_connect();
+    redisContext *c = nmb_admin_connect();
     if (!c)
         return -1;
     for (int i = 0; i < n; i++) {
-        int64_t t0 = now_ns();
-        redisReply *r = admin_cmd(c, "PING", 1, (const char *[]){ "PING" });
-        v[i] = (double)(now_ns() - t0) / 1e3;
+        int64_t t0 = nmb_now_ns();
+        redisReply *r = nmb_admin_cmd(c, "PING", 1, (const char *[]){ "PING" });
+        v[i] = (double)(nmb_now_ns() - t0) / 1e3;
         if (!r) {
             redisFree(c);
             return -1;
@@ -216,16 +216,16 @@ int time_pings(double *v, int n)
 }
 
 /* Median time of RTT_PINGS PINGs, in us; -1 after a message. */
-double measure_rtt(void)
+double nmb_measure_rtt(void)
 {
     static double v[RTT_PINGS];
-    return time_pings(v, RTT_PINGS) == 0 ? median(v, RTT_PINGS) : -1;
+    return nmb_time_pings(v, RTT_PINGS) == 0 ? nmb_median(v, RTT_PINGS) : -1;
 }
 
 /* The server's command counters, from INFO commandstats. */
-int read_cmdstats(redisContext *c, cmdstats_t *out)
+int nmb_read_cmdstats(redisContext *c, cmdstats_t *out)
 {
-    redisReply *r = admin_cmd(c, "INFO commandstats", 2, (const char *[]){ "INFO", "commandstats" });
+    redisReply *r = nmb_admin_cmd(c, "INFO commandstats", 2, (const char *[]){ "INFO", "commandstats" });
     if (!r)
         return -1;
     memset(out, 0, sizeof *out);
@@ -255,7 +255,7 @@ int read_cmdstats(redisContext *c, cmdstats_t *out)
  * signal, and workers die with us through PR_SET_PDEATHSIG. */
 static rs_server_t servers[NSERVERS];
 
-void stop_redis(void)
+void nmb_stop_redis(void)
 {
     for (int i = 0; i < NSERVERS; i++)
         rs_destroy(&servers[i]);
@@ -265,65 +265,65 @@ void stop_redis(void)
  * message. */
 static int start_server(int i, char *url, size_t url_size)
 {
-    rs_opts_t o = { .port = opt.tcp ? RS_PICK_PORT : 0, .ready_ms = READY_TIMEOUT_MS };
+    rs_opts_t o = { .port = nmb_opt.tcp ? RS_PICK_PORT : 0, .ready_ms = READY_TIMEOUT_MS };
     rs_server_t *s = &servers[i];
     int err = rs_make_dir(s, "nm_bench");
 
     if (err) {
-        complain("a directory for redis-server in $TMPDIR: %s", strerror(err));
+        nmb_complain("a directory for redis-server in $TMPDIR: %s", strerror(err));
         return -1;
     }
     err = rs_start(s, &o);
     if (err == ECHILD) {
-        complain("%s exited before it was ready; its log:", s->exe);
+        nmb_complain("%s exited before it was ready; its log:", s->exe);
         rs_print_log(s);
     } else if (err == ETIMEDOUT) {
-        complain("%s did not answer on %s within %d ms", s->exe, s->sock, READY_TIMEOUT_MS);
+        nmb_complain("%s did not answer on %s within %d ms", s->exe, s->sock, READY_TIMEOUT_MS);
     } else if (err) {
-        complain("starting redis-server: %s", strerror(err));
+        nmb_complain("starting redis-server: %s", strerror(err));
     }
     if (err) {
-        stop_redis();
+        nmb_stop_redis();
         return -1;
     }
-    if (opt.tcp)
+    if (nmb_opt.tcp)
         snprintf(url, url_size, "redis://127.0.0.1:%d", s->port);
     else
         snprintf(url, url_size, "unix://%s", s->sock);
     return 0;
 }
 
-pid_t private_server_pid(void)
+pid_t nmb_private_server_pid(void)
 {
     return servers[0].pid;
 }
 
-/* Starts the private server and sets server_url.  0, or -1 after a message. */
-int start_redis(void)
+/* Starts the private server and sets nmb_server_url.  0, or -1 after a message. */
+int nmb_start_redis(void)
 {
-    if (start_server(0, server_url, sizeof server_url) != 0)
+    if (start_server(0, nmb_server_url, sizeof nmb_server_url) != 0)
         return -1;
-    server_kind = opt.tcp ? "private-tcp" : "private-unix";
+    nmb_server_kind = nmb_opt.tcp ? "private-tcp" : "private-unix";
     return 0;
 }
 
 /* The quorum scenarios' URL list: server 0 and two more private servers,
  * started on first use.  NULL (after a message) when they cannot be had. */
-static char delayed_list[sizeof server_url];   /* the proxy's, while delayed */
+static char delayed_list[sizeof nmb_server_url]; /* the proxy's, while delayed */
 
-const char *quorum_url(void)
+const char *nmb_quorum_url(void)
 {
-    static char list[sizeof server_url + 2 * 200];
+    static char list[sizeof nmb_server_url + 2 * 200];
     char one[200];
     if (delayed_list[0])
         return delayed_list;
     if (list[0])
         return list;
     if (!servers[0].dir[0]) {
-        complain("quorum scenarios need the private servers (no -u / NETMUTEX_URL)");
+        nmb_complain("quorum scenarios need the private servers (no -u / NETMUTEX_URL)");
         return NULL;
     }
-    snprintf(list, sizeof list, "%s", server_url);
+    snprintf(list, sizeof list, "%s", nmb_server_url);
     for (int i = 1; i < NSERVERS; i++) {
         if (start_server(i, one, sizeof one) != 0) {
             list[0] = '\0';
@@ -339,52 +339,52 @@ const char *quorum_url(void)
 /* the delayed link                                                       */
 /* ===================================================================== */
 
-long link_delay_us;
-double loopback_rtt_us;
+long nmb_link_delay_us;
+double nmb_loopback_rtt_us;
 static pid_t proxy_pid;
-static char loopback_url[sizeof server_url];
+static char loopback_url[sizeof nmb_server_url];
 
-int delay_begin(long delay_us, int quorum)
+int nmb_delay_begin(long delay_us, int quorum)
 {
     proxy_target_t t[NSERVERS];
     int ports[NSERVERS], n = quorum ? NSERVERS : 1;
     size_t len = 0;
 
     if (!servers[0].dir[0]) {
-        complain("the delayed link needs the private servers (no -u / NETMUTEX_URL)");
+        nmb_complain("the delayed link needs the private servers (no -u / NETMUTEX_URL)");
         return -1;
     }
-    if (quorum && !quorum_url())     /* starts servers 1 and 2 */
+    if (quorum && !nmb_quorum_url())  /* starts servers 1 and 2 */
         return -1;
     for (int i = 0; i < n; i++) {
         memset(&t[i], 0, sizeof t[i]);
         snprintf(t[i].path, sizeof t[i].path, "%s", servers[i].sock);
         t[i].port = servers[i].port;
     }
-    if ((proxy_pid = proxy_start(t, n, delay_us, ports)) < 0)
+    if ((proxy_pid = nmb_proxy_start(t, n, delay_us, ports)) < 0)
         return -1;
-    memcpy(loopback_url, server_url, sizeof loopback_url);
-    snprintf(server_url, sizeof server_url, "redis://127.0.0.1:%d", ports[0]);
+    memcpy(loopback_url, nmb_server_url, sizeof loopback_url);
+    snprintf(nmb_server_url, sizeof nmb_server_url, "redis://127.0.0.1:%d", ports[0]);
     for (int i = 0; quorum && i < n; i++)
         len += (size_t)snprintf(delayed_list + len, sizeof delayed_list - len,
                                 "%sredis://127.0.0.1:%d", i ? "," : "", ports[i]);
-    loopback_rtt_us = rtt_us;
-    link_delay_us = delay_us;
-    if ((rtt_us = measure_rtt()) < 0) {
-        delay_end();
+    nmb_loopback_rtt_us = nmb_rtt_us;
+    nmb_link_delay_us = delay_us;
+    if ((nmb_rtt_us = nmb_measure_rtt()) < 0) {
+        nmb_delay_end();
         return -1;
     }
     return 0;
 }
 
-void delay_end(void)
+void nmb_delay_end(void)
 {
-    if (!link_delay_us)
+    if (!nmb_link_delay_us)
         return;
-    proxy_stop(proxy_pid);
+    nmb_proxy_stop(proxy_pid);
     proxy_pid = 0;
-    memcpy(server_url, loopback_url, sizeof server_url);
+    memcpy(nmb_server_url, loopback_url, sizeof nmb_server_url);
     delayed_list[0] = '\0';
-    rtt_us = loopback_rtt_us;
-    link_delay_us = 0;
+    nmb_rtt_us = nmb_loopback_rtt_us;
+    nmb_link_delay_us = 0;
 }

@@ -34,7 +34,7 @@
 /* time, statistics                                                       */
 /* ===================================================================== */
 
-int64_t now_ns(void)
+int64_t nmb_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -43,7 +43,7 @@ int64_t now_ns(void)
 
 /* Sleeps, not spins: with 2 cores and several workers, a spinning holder
  * would steal the CPU its waiters and the server need. */
-void sleep_us(long us)
+void nmb_sleep_us(long us)
 {
     if (us <= 0)
         return;
@@ -52,14 +52,14 @@ void sleep_us(long us)
         ;
 }
 
-int cmp_double(const void *a, const void *b)
+int nmb_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
 /* Nearest-rank percentile (P in (0, 1]) of V[0..N), sorted ascending. */
-double percentile(const double *v, size_t n, double p)
+double nmb_percentile(const double *v, size_t n, double p)
 {
     if (n == 0)
         return NAN;
@@ -69,14 +69,14 @@ double percentile(const double *v, size_t n, double p)
     return v[rank == 0 ? 0 : rank - 1];
 }
 
-double median(double *v, size_t n)
+double nmb_median(double *v, size_t n)
 {
-    qsort(v, n, sizeof *v, cmp_double);
-    return percentile(v, n, 0.5);
+    qsort(v, n, sizeof *v, nmb_cmp_double);
+    return nmb_percentile(v, n, 0.5);
 }
 
 /* VmRSS of this process in kB, or -1. */
-long vmrss_kb(void)
+long nmb_vmrss_kb(void)
 {
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];

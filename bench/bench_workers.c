@@ -36,7 +36,7 @@
 /* ===================================================================== */
 
 /* Starts N processes running FN(ARG, i) and exiting 0 if it returns 0. */
-int crew_spawn(crew_t *c, int n, crew_fn fn, void *arg)
+int nmb_crew_spawn(crew_t *c, int n, crew_fn fn, void *arg)
 {
     pid_t parent = getpid();
     memset(c, 0, sizeof *c);
@@ -44,7 +44,7 @@ int crew_spawn(crew_t *c, int n, crew_fn fn, void *arg)
     for (int i = 0; i < n; i++) {
         pid_t pid = fork();
         if (pid == -1) {
-            complain("fork: %s", strerror(errno));
+            nmb_complain("fork: %s", strerror(errno));
             return -1;
         }
         if (pid == 0) {
@@ -59,20 +59,20 @@ int crew_spawn(crew_t *c, int n, crew_fn fn, void *arg)
     return 0;
 }
 
-int crew_ready(crew_t *c, int *ready, int n)
+int nmb_crew_ready(crew_t *c, int *ready, int n)
 {
-    int64_t deadline = now_ns() + (int64_t)READY_TIMEOUT_MS * 1000000;
+    int64_t deadline = nmb_now_ns() + (int64_t)READY_TIMEOUT_MS * 1000000;
     while (__atomic_load_n(ready, __ATOMIC_SEQ_CST) < n) {
-        crew_reap(c);
-        if (c->failed || now_ns() > deadline)
+        nmb_crew_reap(c);
+        if (c->failed || nmb_now_ns() > deadline)
             return -1;
-        sleep_us(1000);
+        nmb_sleep_us(1000);
     }
     return 0;
 }
 
 /* Reaps the processes that have exited; returns how many still run. */
-int crew_reap(crew_t *c)
+int nmb_crew_reap(crew_t *c)
 {
     int running = 0;
     for (int i = 0; i < c->n; i++) {
@@ -84,7 +84,7 @@ int crew_reap(crew_t *c)
             if (r == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                 c->failed = 1;
                 if (r != -1 && WIFSIGNALED(status))
-                    complain("worker %ld died of signal %d", (long)c->pid[i], WTERMSIG(status));
+                    nmb_complain("worker %ld died of signal %d", (long)c->pid[i], WTERMSIG(status));
             }
             c->pid[i] = 0;
         } else {
@@ -94,25 +94,25 @@ int crew_reap(crew_t *c)
     return running;
 }
 
-void crew_kill(crew_t *c)
+void nmb_crew_kill(crew_t *c)
 {
     for (int i = 0; i < c->n; i++)
         if (c->pid[i] > 0)
             kill(c->pid[i], SIGKILL);
-    while (crew_reap(c) > 0)
-        sleep_us(1000);
+    while (nmb_crew_reap(c) > 0)
+        nmb_sleep_us(1000);
 }
 
 /* Waits until all have exited; kills them at DEADLINE_NS.  0 if all
  * exited in time and cleanly. */
-int crew_wait(crew_t *c, int64_t deadline_ns)
+int nmb_crew_wait(crew_t *c, int64_t deadline_ns)
 {
-    while (crew_reap(c) > 0) {
-        if (now_ns() > deadline_ns) {
-            crew_kill(c);
+    while (nmb_crew_reap(c) > 0) {
+        if (nmb_now_ns() > deadline_ns) {
+            nmb_crew_kill(c);
             return -1;
         }
-        sleep_us(2000);
+        nmb_sleep_us(2000);
     }
     return c->failed ? -1 : 0;
 }
@@ -215,20 +215,20 @@ static void *worker_thread(void *arg)
     if (err)
         return NULL;
     while (!__atomic_load_n(&w->board->go, __ATOMIC_ACQUIRE))
-        sleep_us(100);
+        nmb_sleep_us(100);
 
     int64_t end = w->board->end_ns;
     for (;;) {
-        int64_t t0 = now_ns();
+        int64_t t0 = nmb_now_ns();
         if (t0 >= end)
             break;
         if ((err = w_lock(w)) != 0) {
             slot_fail(w->slot, w_call(w, 0), err);
             break;
         }
-        int64_t t1 = now_ns();
-        sleep_us(w->load->hold_us);
-        int64_t t2 = now_ns();
+        int64_t t1 = nmb_now_ns();
+        nmb_sleep_us(w->load->hold_us);
+        int64_t t2 = nmb_now_ns();
         if ((err = w_unlock(w)) != 0) {
             slot_fail(w->slot, w_call(w, 1), err);
             break;
@@ -237,10 +237,10 @@ static void *worker_thread(void *arg)
         if (t1 < end) {
             w->slot->acquisitions++;
             w->slot->hold_ns += (uint64_t)(t2 - t1);
-            w->slot->unlock_ns += (uint64_t)(now_ns() - t2);
+            w->slot->unlock_ns += (uint64_t)(nmb_now_ns() - t2);
             record_wait(w, (float)(t1 - t0) / 1e3f);
         }
-        sleep_us(w->load->think_us);
+        nmb_sleep_us(w->load->think_us);
     }
     return NULL;
 }
@@ -282,7 +282,7 @@ static int worker_process(void *arg, int proc)
     crew_job_t *job = arg;
     const load_t *ld = job->load;
     slot_t *slots = job->board->slots + (size_t)proc * (size_t)ld->threads;
-    netmutex_config_t cfg = bench_config(ld->cache);
+    netmutex_config_t cfg = nmb_bench_config(ld->cache);
     netmutex_attr_t attr;
     netmutex_t m;
     int err;
@@ -319,7 +319,7 @@ static int collect(const board_t *b, const load_t *ld, group_result_t *res)
         const slot_t *s = &b->slots[i];
         if (s->err) {
             snprintf(res->error, sizeof res->error, "%s: %s (process %zu, thread %zu)",
-                     s->what, errname(s->err), i / (size_t)ld->threads, i % (size_t)ld->threads);
+                     s->what, nmb_errname(s->err), i / (size_t)ld->threads, i % (size_t)ld->threads);
             return -1;
         }
         res->total += s->acquisitions;
@@ -345,10 +345,10 @@ static int collect(const board_t *b, const load_t *ld, group_result_t *res)
     for (size_t i = 0; i < nslots; i++)
         for (uint32_t k = 0; k < b->slots[i].nsamples; k++)
             all[n++] = b->slots[i].wait_us[k];
-    qsort(all, n, sizeof *all, cmp_double);
+    qsort(all, n, sizeof *all, nmb_cmp_double);
     res->nsamples = n;
-    res->wait_p50_us = percentile(all, n, 0.50);
-    res->wait_p99_us = percentile(all, n, 0.99);
+    res->wait_p50_us = nmb_percentile(all, n, 0.50);
+    res->wait_p99_us = nmb_percentile(all, n, 0.99);
     free(all);
     return 0;
 }
@@ -369,9 +369,9 @@ static int init_shared_mutex(pthread_mutex_t *pm)
 }
 
 /* Runs LD on the mutex NAME (or LD->pthread_ref's pthread mutex) for
- * opt.duration_s and fills RES.  -1 with RES->error set when anything
+ * nmb_opt.duration_s and fills RES.  -1 with RES->error set when anything
  * failed. */
-int run_load(const char *name, const load_t *ld, group_result_t *res)
+int nmb_run_load(const char *name, const load_t *ld, group_result_t *res)
 {
     size_t nslots = (size_t)ld->procs * (size_t)ld->threads;
     size_t size = sizeof(board_t) + nslots * sizeof(slot_t);
@@ -393,14 +393,14 @@ int run_load(const char *name, const load_t *ld, group_result_t *res)
         return -1;
     }
     crew_job_t job = { b, ld, name };
-    if (crew_spawn(&crew, ld->procs, worker_process, &job) != 0) {
-        crew_kill(&crew);
+    if (nmb_crew_spawn(&crew, ld->procs, worker_process, &job) != 0) {
+        nmb_crew_kill(&crew);
         snprintf(res->error, sizeof res->error, "fork failed");
         goto out;
     }
 
-    if (crew_ready(&crew, &b->ready, (int)nslots) != 0) {
-        crew_kill(&crew);
+    if (nmb_crew_ready(&crew, &b->ready, (int)nslots) != 0) {
+        nmb_crew_kill(&crew);
         if (collect(b, ld, res) == 0)
             snprintf(res->error, sizeof res->error,
                      crew.failed ? "a worker died during warm-up"
@@ -408,10 +408,10 @@ int run_load(const char *name, const load_t *ld, group_result_t *res)
         goto out;
     }
 
-    int64_t start = now_ns();
-    b->end_ns = start + (int64_t)(opt.duration_s * 1e9);
+    int64_t start = nmb_now_ns();
+    b->end_ns = start + (int64_t)(nmb_opt.duration_s * 1e9);
     __atomic_store_n(&b->go, 1, __ATOMIC_RELEASE);
-    if (crew_wait(&crew, b->end_ns + (int64_t)HANG_GRACE_MS * 1000000) != 0) {
+    if (nmb_crew_wait(&crew, b->end_ns + (int64_t)HANG_GRACE_MS * 1000000) != 0) {
         if (collect(b, ld, res) == 0)
             snprintf(res->error, sizeof res->error,
                      crew.failed ? "a worker failed"
@@ -429,68 +429,68 @@ out:
 }
 
 /* Opt's -p, -t, --hold-us, --think-us over a scenario's defaults. */
-load_t with_overrides(load_t ld)
+load_t nmb_with_overrides(load_t ld)
 {
-    if (opt.procs > 0)
-        ld.procs = (int)opt.procs;
-    if (opt.threads > 0)
-        ld.threads = (int)opt.threads;
-    if (opt.hold_us >= 0)
-        ld.hold_us = opt.hold_us;
-    if (opt.think_us >= 0)
-        ld.think_us = opt.think_us;
+    if (nmb_opt.procs > 0)
+        ld.procs = (int)nmb_opt.procs;
+    if (nmb_opt.threads > 0)
+        ld.threads = (int)nmb_opt.threads;
+    if (nmb_opt.hold_us >= 0)
+        ld.hold_us = nmb_opt.hold_us;
+    if (nmb_opt.think_us >= 0)
+        ld.think_us = nmb_opt.think_us;
     return ld;
 }
 
-void mutex_name(char *buf, size_t len, const char *what)
+void nmb_mutex_name(char *buf, size_t len, const char *what)
 {
-    snprintf(buf, len, "%s/%s", name_prefix, what);
+    snprintf(buf, len, "%s/%s", nmb_name_prefix, what);
 }
 
 /* Runs LD for SCENARIO and starts its JSON line with the parameters and
  * what every load scenario reports.  -1 after printing the error line. */
-int measure(const char *scenario, const load_t *ld, group_result_t *res, jline_t *j)
+int nmb_measure(const char *scenario, const load_t *ld, group_result_t *res, jline_t *j)
 {
     char name[128];
-    mutex_name(name, sizeof name, scenario);
+    nmb_mutex_name(name, sizeof name, scenario);
     fprintf(stderr, "nm_bench: %s: %d process(es) x %d thread(s), hold %ld us, think %ld us, %g s\n",
-            scenario, ld->procs, ld->threads, ld->hold_us, ld->think_us, opt.duration_s);
-    if (run_load(name, ld, res) != 0)
-        return report_error(scenario, res->error);
+            scenario, ld->procs, ld->threads, ld->hold_us, ld->think_us, nmb_opt.duration_s);
+    if (nmb_run_load(name, ld, res) != 0)
+        return nmb_report_error(scenario, res->error);
 
-    j_begin(j, scenario);
-    j_int(j, "procs", ld->procs);
-    j_int(j, "threads", ld->threads);
-    j_int(j, "hold_us", ld->hold_us);
-    j_int(j, "think_us", ld->think_us);
-    j_num(j, "duration_s", res->duration_s);
-    j_int(j, "acquisitions", (long long)res->total);
-    j_int_array(j, "per_proc", res->per_proc, (size_t)ld->procs);
-    j_int(j, "thread_min", (long long)res->thread_min);
-    j_int(j, "thread_max", (long long)res->thread_max);
-    j_int(j, "wait_samples", (long long)res->nsamples);
-    j_num(j, "wait_p50_ms", res->wait_p50_us / 1e3);
+    nmb_j_begin(j, scenario);
+    nmb_j_int(j, "procs", ld->procs);
+    nmb_j_int(j, "threads", ld->threads);
+    nmb_j_int(j, "hold_us", ld->hold_us);
+    nmb_j_int(j, "think_us", ld->think_us);
+    nmb_j_num(j, "duration_s", res->duration_s);
+    nmb_j_int(j, "acquisitions", (long long)res->total);
+    nmb_j_int_array(j, "per_proc", res->per_proc, (size_t)ld->procs);
+    nmb_j_int(j, "thread_min", (long long)res->thread_min);
+    nmb_j_int(j, "thread_max", (long long)res->thread_max);
+    nmb_j_int(j, "wait_samples", (long long)res->nsamples);
+    nmb_j_num(j, "wait_p50_ms", res->wait_p50_us / 1e3);
     /* The hold really slept (a sleep overshoots, on a busy host by a lot),
      * and the time unlock took: both eat into the lock's throughput. */
-    j_num(j, "hold_mean_ms", res->hold_mean_us / 1e3);
-    j_num(j, "unlock_mean_ms", res->unlock_mean_us / 1e3);
+    nmb_j_num(j, "hold_mean_ms", res->hold_mean_us / 1e3);
+    nmb_j_num(j, "unlock_mean_ms", res->unlock_mean_us / 1e3);
     return 0;
 }
 
-double rate(const group_result_t *r)
+double nmb_rate(const group_result_t *r)
 {
     return (double)r->total / r->duration_s;
 }
 
 /* The RTT bound of a rate: one lock+unlock needs two round trips. */
-void j_rtt_bound(jline_t *j, double per_s)
+void nmb_j_rtt_bound(jline_t *j, double per_s)
 {
-    double bound = 1e6 / (2.0 * rtt_us);
-    j_num(j, "rtt_bound_per_s", bound);
-    j_num(j, "ratio_to_rtt_bound", per_s / bound);
+    double bound = 1e6 / (2.0 * nmb_rtt_us);
+    nmb_j_num(j, "rtt_bound_per_s", bound);
+    nmb_j_num(j, "ratio_to_rtt_bound", per_s / bound);
 }
 
-double min_over_max(const uint64_t *v, int n)
+double nmb_min_over_max(const uint64_t *v, int n)
 {
     uint64_t lo = v[0], hi = v[0];
     for (int i = 1; i < n; i++) {

@@ -341,27 +341,27 @@
 /* options and process-wide state                                         */
 /* ===================================================================== */
 
-bench_opt_t opt = { NULL, 0, 5.0, -1, -1, -1, -1, -1, -1, 0 };
+bench_opt_t nmb_opt = { NULL, 0, 5.0, -1, -1, -1, -1, -1, -1, 0 };
 
 static pid_t main_pid;
-double rtt_us;
-const char *server_kind = "url";
-char server_url[640];
-char name_prefix[64];                /* "nm_bench/PID" */
+double nmb_rtt_us;
+const char *nmb_server_kind = "url";
+char nmb_server_url[640];
+char nmb_name_prefix[64];            /* "nm_bench/PID" */
 
-netmutex_config_t bench_config(int cache)
+netmutex_config_t nmb_bench_config(int cache)
 {
-    netmutex_config_t cfg = { .url = server_url };
+    netmutex_config_t cfg = { .url = nmb_server_url };
     cfg.cache_idle_ms = cache ? 0 : NETMUTEX_CACHE_OFF;
     return cfg;
 }
 
-long opt_or(long v, long d)
+long nmb_opt_or(long v, long d)
 {
     return v > 0 ? v : d;
 }
 
-void complain(const char *fmt, ...)
+void nmb_complain(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -373,7 +373,7 @@ void complain(const char *fmt, ...)
 
 /* The errno values netmutex documents, by name: "ENOLCK" says more in a
  * JSON line than "No locks available". */
-const char *errname(int err)
+const char *nmb_errname(int err)
 {
     const char *name = netmutex_errname(err);
     return name ? name : strerror(err);
@@ -385,26 +385,26 @@ const char *errname(int err)
 /* The last load field is lease caching: only the cache_* scenarios have it.
  * The three with a delayed name run again on the delayed link. */
 static const scenario_t scenarios[] = {
-    { "uncontended", sc_uncontended, { 1, 1, 0, 0, 0, 0, 0 }, "delayed_uncontended",
-      sc_delayed_uncontended },
-    { "server_cpu", sc_server_cpu, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
-    { "contended_procs", sc_contended_procs, { 4, 1, 1000, 1000, 0, 0, 0 }, NULL, NULL },
-    { "handoff", sc_handoff, { 2, 1, 0, 0, 0, 0, 0 }, "delayed_handoff", NULL },
-    { "timedlock_late", sc_timedlock_late, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
-    { "threads", sc_threads, { 1, 8, 0, 0, 0, 0, 0 }, NULL, NULL },
-    { "threads_two_procs", sc_threads_two_procs, { 2, 8, 0, 0, 0, 0, 0 }, NULL, NULL },
-    { "residue", sc_residue, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
-    { "many_locks", sc_many_locks, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
-    { "fair_procs", sc_fair_procs, { 4, 1, 1000, 1000, 0, 0, 0 }, NULL, NULL },
-    { "quorum_uncontended", sc_quorum_uncontended, { 1, 1, 0, 0, 0, 0, 0 },
-      "delayed_quorum_uncontended", sc_delayed_quorum },
-    { "quorum_contended_procs", sc_quorum_contended_procs, { 4, 1, 1000, 1000, 0, 0, 0 }, NULL, NULL },
-    { "cache_uncontended", sc_cache_uncontended, { 1, 1, 0, 0, 0, 0, 1 }, NULL, NULL },
-    { "cache_revoke", sc_cache_revoke, { 2, 1, 0, 0, 0, 0, 1 }, NULL, NULL },
-    { "cache_handoff", sc_handoff, { 2, 1, 0, 0, 0, 0, 1 }, NULL, NULL },
-    { "cache_contended_procs", sc_contended_procs, { 4, 1, 1000, 1000, 0, 0, 1 }, NULL, NULL },
-    { "cache_porting", sc_cache_porting, { 1, 3, 0, 0, 0, 0, 1 }, NULL, NULL },
-    { "cluster_names", sc_cluster_names, { 4, 2, 0, 0, 0, 0, 0 }, NULL, NULL },
+    { "uncontended", nmb_sc_uncontended, { 1, 1, 0, 0, 0, 0, 0 }, "delayed_uncontended",
+      nmb_sc_delayed_uncontended },
+    { "server_cpu", nmb_sc_server_cpu, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
+    { "contended_procs", nmb_sc_contended_procs, { 4, 1, 1000, 1000, 0, 0, 0 }, NULL, NULL },
+    { "handoff", nmb_sc_handoff, { 2, 1, 0, 0, 0, 0, 0 }, "delayed_handoff", NULL },
+    { "timedlock_late", nmb_sc_timedlock_late, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
+    { "threads", nmb_sc_threads, { 1, 8, 0, 0, 0, 0, 0 }, NULL, NULL },
+    { "threads_two_procs", nmb_sc_threads_two_procs, { 2, 8, 0, 0, 0, 0, 0 }, NULL, NULL },
+    { "residue", nmb_sc_residue, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
+    { "many_locks", nmb_sc_many_locks, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
+    { "fair_procs", nmb_sc_fair_procs, { 4, 1, 1000, 1000, 0, 0, 0 }, NULL, NULL },
+    { "quorum_uncontended", nmb_sc_quorum_uncontended, { 1, 1, 0, 0, 0, 0, 0 },
+      "delayed_quorum_uncontended", nmb_sc_delayed_quorum },
+    { "quorum_contended_procs", nmb_sc_quorum_contended_procs, { 4, 1, 1000, 1000, 0, 0, 0 }, NULL, NULL },
+    { "cache_uncontended", nmb_sc_cache_uncontended, { 1, 1, 0, 0, 0, 0, 1 }, NULL, NULL },
+    { "cache_revoke", nmb_sc_cache_revoke, { 2, 1, 0, 0, 0, 0, 1 }, NULL, NULL },
+    { "cache_handoff", nmb_sc_handoff, { 2, 1, 0, 0, 0, 0, 1 }, NULL, NULL },
+    { "cache_contended_procs", nmb_sc_contended_procs, { 4, 1, 1000, 1000, 0, 0, 1 }, NULL, NULL },
+    { "cache_porting", nmb_sc_cache_porting, { 1, 3, 0, 0, 0, 0, 1 }, NULL, NULL },
+    { "cluster_names", nmb_sc_cluster_names, { 4, 2, 0, 0, 0, 0, 0 }, NULL, NULL },
 };
 #define NSCENARIOS (sizeof scenarios / sizeof scenarios[0])
 
@@ -439,7 +439,7 @@ static long parse_long(const char *s, long lo, long hi, const char *what)
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi) {
-        complain("%s: expected an integer from %ld to %ld, got '%s'", what, lo, hi, s);
+        nmb_complain("%s: expected an integer from %ld to %ld, got '%s'", what, lo, hi, s);
         exit(2);
     }
     return v;
@@ -455,7 +455,7 @@ static unsigned int parse_scenarios(const char *list)
         while (i < NSCENARIOS && strcmp(scenarios[i].name, tok) != 0)
             i++;
         if (i == NSCENARIOS) {
-            complain("unknown scenario '%s'", tok);
+            nmb_complain("unknown scenario '%s'", tok);
             usage(stderr);
             exit(2);
         }
@@ -475,42 +475,42 @@ static int delayed_link(unsigned int selected)
     for (size_t i = 0; i < NSCENARIOS; i++)
         if ((selected & (1u << i)) && scenarios[i].delayed_name) {
             mine |= 1u << i;
-            quorum |= scenarios[i].run == sc_quorum_uncontended;
+            quorum |= scenarios[i].run == nmb_sc_quorum_uncontended;
         }
     if (!mine)
         return 0;
-    if (opt.url) {
+    if (nmb_opt.url) {
         /* make bench asks for it always: not an error with a URL. */
         jline_t j;
-        j_begin(&j, "rtt_targets");
-        j_str(&j, "skipped", "the delayed link needs the private servers (no -u / NETMUTEX_URL)");
-        j_end(&j);
+        nmb_j_begin(&j, "rtt_targets");
+        nmb_j_str(&j, "skipped", "the delayed link needs the private servers (no -u / NETMUTEX_URL)");
+        nmb_j_end(&j);
         return 0;
     }
-    if (delay_begin(opt.delay_us, quorum) != 0) {
-        report_error("rtt_targets", "the delaying proxy could not be set up");
+    if (nmb_delay_begin(nmb_opt.delay_us, quorum) != 0) {
+        nmb_report_error("rtt_targets", "the delaying proxy could not be set up");
         return 1;
     }
     fprintf(stderr, "nm_bench: the delayed link: %ld us each way, PING round trip %.1f us "
-            "through the proxy (median of %d)\n", opt.delay_us, rtt_us, RTT_PINGS);
+            "through the proxy (median of %d)\n", nmb_opt.delay_us, nmb_rtt_us, RTT_PINGS);
     for (size_t i = 0; i < NSCENARIOS; i++) {
         if (!(mine & (1u << i)))
             continue;
         scenario_t d = scenarios[i];
-        double rtt = measure_rtt();
+        double rtt = nmb_measure_rtt();
         d.name = d.delayed_name;
         d.run = d.delayed_run ? d.delayed_run : d.run;
         /* The machine's load drifts: each is judged on the round trip
          * measured right before it. */
         if (rtt > 0)
-            rtt_us = rtt;
+            nmb_rtt_us = rtt;
         fprintf(stderr, "nm_bench: %s: PING round trip %.1f us through the proxy\n", d.name,
-                rtt_us);
+                nmb_rtt_us);
         if (d.run(&d) != 0)
             failures++;
     }
-    rtt_targets_report();
-    delay_end();
+    nmb_rtt_targets_report();
+    nmb_delay_end();
     return failures;
 }
 
@@ -538,27 +538,27 @@ int main(int argc, char **argv)
 
     while ((c = getopt_long(argc, argv, "u:s:d:p:t:n:h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'u': opt.url = optarg; break;
-        case OPT_TCP: opt.tcp = 1; break;
+        case 'u': nmb_opt.url = optarg; break;
+        case OPT_TCP: nmb_opt.tcp = 1; break;
         case 's': selected = parse_scenarios(optarg); break;
         case 'd': {
             char *end;
-            opt.duration_s = strtod(optarg, &end);
-            if (end == optarg || *end || !(opt.duration_s > 0 && opt.duration_s <= 3600)) {
-                complain("-d: expected seconds in (0, 3600], got '%s'", optarg);
+            nmb_opt.duration_s = strtod(optarg, &end);
+            if (end == optarg || *end || !(nmb_opt.duration_s > 0 && nmb_opt.duration_s <= 3600)) {
+                nmb_complain("-d: expected seconds in (0, 3600], got '%s'", optarg);
                 return 2;
             }
             break;
         }
-        case 'p': opt.procs = parse_long(optarg, 1, MAX_PROCS, "-p"); break;
-        case 't': opt.threads = parse_long(optarg, 1, MAX_THREADS, "-t"); break;
-        case OPT_HOLD: opt.hold_us = parse_long(optarg, 0, 10000000, "--hold-us"); break;
-        case OPT_THINK: opt.think_us = parse_long(optarg, 0, 10000000, "--think-us"); break;
-        case 'n': opt.n_locks = parse_long(optarg, 1, 10000000, "-n"); break;
+        case 'p': nmb_opt.procs = parse_long(optarg, 1, MAX_PROCS, "-p"); break;
+        case 't': nmb_opt.threads = parse_long(optarg, 1, MAX_THREADS, "-t"); break;
+        case OPT_HOLD: nmb_opt.hold_us = parse_long(optarg, 0, 10000000, "--hold-us"); break;
+        case OPT_THINK: nmb_opt.think_us = parse_long(optarg, 0, 10000000, "--think-us"); break;
+        case 'n': nmb_opt.n_locks = parse_long(optarg, 1, 10000000, "-n"); break;
         case OPT_LEASE:
-            opt.lease_ms = parse_long(optarg, NETMUTEX_LEASE_MIN_MS, 600000, "--lease-ms");
+            nmb_opt.lease_ms = parse_long(optarg, NETMUTEX_LEASE_MIN_MS, 600000, "--lease-ms");
             break;
-        case OPT_DELAY: opt.delay_us = parse_long(optarg, 0, 1000000, "--delay-us"); break;
+        case OPT_DELAY: nmb_opt.delay_us = parse_long(optarg, 0, 1000000, "--delay-us"); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -568,41 +568,41 @@ int main(int argc, char **argv)
         return 2;
     }
     for (size_t i = 0; i < NSCENARIOS; i++) {
-        load_t ld = with_overrides(scenarios[i].load);
+        load_t ld = nmb_with_overrides(scenarios[i].load);
         if ((selected & (1u << i)) && ld.procs * ld.threads > MAX_WORKERS) {
-            complain("%s: %d processes x %d threads is more than %d workers",
+            nmb_complain("%s: %d processes x %d threads is more than %d workers",
                      scenarios[i].name, ld.procs, ld.threads, MAX_WORKERS);
             return 2;
         }
     }
 
     main_pid = getpid();
-    snprintf(name_prefix, sizeof name_prefix, "nm_bench/%ld", (long)main_pid);
+    snprintf(nmb_name_prefix, sizeof nmb_name_prefix, "nm_bench/%ld", (long)main_pid);
     /* A server that goes away must surface as an error, not kill us. */
     signal(SIGPIPE, SIG_IGN);
     rs_catch_fatal(NULL, 0, NULL);
-    atexit(stop_redis);
+    atexit(nmb_stop_redis);
 
-    if (!opt.url) {
+    if (!nmb_opt.url) {
         const char *env = getenv("NETMUTEX_URL");
-        opt.url = env && *env ? env : NULL;
+        nmb_opt.url = env && *env ? env : NULL;
     }
-    if (opt.url) {
-        if (opt.tcp)
-            complain("--tcp is ignored with a URL");
-        snprintf(server_url, sizeof server_url, "%s", opt.url);
-    } else if (start_redis() != 0) {
+    if (nmb_opt.url) {
+        if (nmb_opt.tcp)
+            nmb_complain("--tcp is ignored with a URL");
+        snprintf(nmb_server_url, sizeof nmb_server_url, "%s", nmb_opt.url);
+    } else if (nmb_start_redis() != 0) {
         return 1;
     }
-    if ((rtt_us = measure_rtt()) < 0)
+    if ((nmb_rtt_us = nmb_measure_rtt()) < 0)
         return 1;
     fprintf(stderr, "nm_bench: %s server %s, PING round trip %.1f us (median of %d)\n",
-            server_kind, server_url, rtt_us, RTT_PINGS);
+            nmb_server_kind, nmb_server_url, nmb_rtt_us, RTT_PINGS);
 
     for (size_t i = 0; i < NSCENARIOS; i++)
         if ((selected & (1u << i)) && scenarios[i].run(&scenarios[i]) != 0)
             failures++;
-    if (opt.delay_us > 0)
+    if (nmb_opt.delay_us > 0)
         failures += delayed_link(selected);
     return failures ? 1 : 0;
 }

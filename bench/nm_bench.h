@@ -16,6 +16,10 @@
 
 #include <netmutex.h>
 
+/* Every function and variable declared here is the benchmark's own, and
+ * named nmb_...: no name of this shared header can clash with one of the
+ * library's, of hiredis or of the C library. */
+
 /* Fair mode (netmutex_attr_setfair) is in the library: the fair_procs
  * scenario runs.  0 would print a "skipped" line instead. */
 #define HAVE_FAIR_MODE 1
@@ -41,41 +45,41 @@ typedef struct {
     long delay_us;           /* --delay-us: one way; 0: no delayed link */
 } bench_opt_t;
 
-extern bench_opt_t opt;
-extern double rtt_us;                /* median PING round trip */
-extern char server_url[640];         /* what the library is given */
-extern const char *server_kind;      /* private-unix, private-tcp or url */
-extern char name_prefix[64];         /* "nm_bench/PID" */
+extern bench_opt_t nmb_opt;
+extern double nmb_rtt_us;            /* median PING round trip */
+extern char nmb_server_url[640];     /* what the library is given */
+extern const char *nmb_server_kind;  /* private-unix, private-tcp or url */
+extern char nmb_name_prefix[64];     /* "nm_bench/PID" */
 /* While the delayed link runs ("THE DELAYED LINK" in nm_bench.c): its
- * one-way delay, and the loopback round trip measured before it (rtt_us is
- * then the round trip through the proxy).  0 otherwise. */
-extern long link_delay_us;
-extern double loopback_rtt_us;
+ * one-way delay, and the loopback round trip measured before it
+ * (nmb_rtt_us is then the round trip through the proxy).  0 otherwise. */
+extern long nmb_link_delay_us;
+extern double nmb_loopback_rtt_us;
 
 /* The private redis-server's pid, or 0 when the server is not ours (-u). */
-pid_t private_server_pid(void);
+pid_t nmb_private_server_pid(void);
 
 /* V when it was given (> 0), else the scenario's default D. */
-long opt_or(long v, long d);
+long nmb_opt_or(long v, long d);
 
-/* The library's configuration for a scenario: server_url, and lease caching
- * on (the library's default idle period) only when CACHE is 1.  Every
- * scenario but the cache_* ones measures the network path, which a cached
- * lease would skip, so they pass 0. */
-netmutex_config_t bench_config(int cache);
+/* The library's configuration for a scenario: nmb_server_url, and lease
+ * caching on (the library's default idle period) only when CACHE is 1.
+ * Every scenario but the cache_* ones measures the network path, which a
+ * cached lease would skip, so they pass 0. */
+netmutex_config_t nmb_bench_config(int cache);
 
-void complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-const char *errname(int err);
-void mutex_name(char *buf, size_t len, const char *what);
+void nmb_complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *nmb_errname(int err);
+void nmb_mutex_name(char *buf, size_t len, const char *what);
 
 /* ---- time, statistics ------------------------------------------------- */
 
-int64_t now_ns(void);                /* CLOCK_MONOTONIC */
-void sleep_us(long us);
-int cmp_double(const void *a, const void *b);
-double percentile(const double *v, size_t n, double p);   /* v sorted */
-double median(double *v, size_t n);  /* sorts v */
-long vmrss_kb(void);                 /* VmRSS of this process, or -1 */
+int64_t nmb_now_ns(void);            /* CLOCK_MONOTONIC */
+void nmb_sleep_us(long us);
+int nmb_cmp_double(const void *a, const void *b);
+double nmb_percentile(const double *v, size_t n, double p); /* v sorted */
+double nmb_median(double *v, size_t n); /* sorts v */
+long nmb_vmrss_kb(void);             /* VmRSS of this process, or -1 */
 
 /* ---- JSON lines (see "OUTPUT" at the top of nm_bench.c) --------------- */
 
@@ -87,29 +91,29 @@ typedef struct {
 
 enum { AT_LEAST, AT_MOST };
 
-void j_raw(jline_t *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void j_key(jline_t *j, const char *key);
-void j_str(jline_t *j, const char *key, const char *s);
-void j_int(jline_t *j, const char *key, long long v);
-void j_num(jline_t *j, const char *key, double v);
-void j_bool(jline_t *j, const char *key, int v);
-void j_int_array(jline_t *j, const char *key, const uint64_t *v, size_t n);
-void j_figure(jline_t *j, const char *name, double value, double target, int sense);
-void j_begin(jline_t *j, const char *scenario);
-void j_end(jline_t *j);
-int report_error(const char *scenario, const char *msg);   /* returns -1 */
-int report_pair_error(const char *scenario, const int err[2], const char *const what[2],
+void nmb_j_raw(jline_t *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void nmb_j_key(jline_t *j, const char *key);
+void nmb_j_str(jline_t *j, const char *key, const char *s);
+void nmb_j_int(jline_t *j, const char *key, long long v);
+void nmb_j_num(jline_t *j, const char *key, double v);
+void nmb_j_bool(jline_t *j, const char *key, int v);
+void nmb_j_int_array(jline_t *j, const char *key, const uint64_t *v, size_t n);
+void nmb_j_figure(jline_t *j, const char *name, double value, double target, int sense);
+void nmb_j_begin(jline_t *j, const char *scenario);
+void nmb_j_end(jline_t *j);
+int nmb_report_error(const char *scenario, const char *msg); /* returns -1 */
+int nmb_report_pair_error(const char *scenario, const int err[2], const char *const what[2],
                       const char *fallback);   /* returns -1 */
 
 /* ---- a plain hiredis connection to the server ------------------------- */
 
-redisContext *admin_connect(void);
-redisReply *admin_cmd(redisContext *c, const char *what, int argc, const char **argv);
-int admin_do(redisContext *c, const char *what, int argc, const char **argv);
+redisContext *nmb_admin_connect(void);
+redisReply *nmb_admin_cmd(redisContext *c, const char *what, int argc, const char **argv);
+int nmb_admin_do(redisContext *c, const char *what, int argc, const char **argv);
 /* Median time of RTT_PINGS PINGs, in us; -1 after a message. */
-double measure_rtt(void);
+double nmb_measure_rtt(void);
 /* Times N PINGs into V (in us, in order); 0, or -1 after a message. */
-int time_pings(double *v, int n);
+int nmb_time_pings(double *v, int n);
 
 /* Redis counts the commands a script runs as well as the script itself. */
 typedef struct {
@@ -118,28 +122,29 @@ typedef struct {
 } cmdstats_t;
 
 /* The server's command counters, from INFO commandstats. */
-int read_cmdstats(redisContext *c, cmdstats_t *out);
+int nmb_read_cmdstats(redisContext *c, cmdstats_t *out);
 
 /* ---- the private servers (bench_redis.c) ------------------------------ */
 
 /* Server 0 serves every scenario; the quorum scenarios add two more. */
 #define NSERVERS 3
 
-/* Starts the private server 0 and sets server_url and server_kind; 0, or
- * -1 after a message.  stop_redis stops them all (main process only). */
-int start_redis(void);
-void stop_redis(void);
+/* Starts the private server 0 and sets nmb_server_url and nmb_server_kind;
+ * 0, or -1 after a message.  nmb_stop_redis stops them all (main process
+ * only). */
+int nmb_start_redis(void);
+void nmb_stop_redis(void);
 /* The quorum scenarios' URL list: server 0 and two more private servers,
  * started on first use.  NULL (after a message) when they cannot be had. */
-const char *quorum_url(void);
+const char *nmb_quorum_url(void);
 
 /* Puts the private servers behind the delaying proxy: server 0, and
  * with QUORUM the other two as well (started if need be), each behind its
- * own port; server_url and quorum_url() then name the proxy's ports, and
- * rtt_us is measured again through it.  0, or -1 after a message.
- * delay_end undoes it all. */
-int delay_begin(long delay_us, int quorum);
-void delay_end(void);
+ * own port; nmb_server_url and nmb_quorum_url() then name the proxy's
+ * ports, and nmb_rtt_us is measured again through it.  0, or -1 after a
+ * message.  nmb_delay_end undoes it all. */
+int nmb_delay_begin(long delay_us, int quorum);
+void nmb_delay_end(void);
 
 /* ---- the delaying proxy (bench_proxy.c) ------------------------------- */
 
@@ -153,10 +158,10 @@ typedef struct {
 /* Starts one process that relays a port of 127.0.0.1 to each of the N
  * (<= NSERVERS) targets, every chunk held back DELAY_US each way; PORTS
  * gets the ports.  Its pid, or -1 after a message. */
-pid_t proxy_start(const proxy_target_t *targets, int n, long delay_us, int *ports);
-void proxy_stop(pid_t pid);
+pid_t nmb_proxy_start(const proxy_target_t *targets, int n, long delay_us, int *ports);
+void nmb_proxy_stop(pid_t pid);
 /* The last proxy started runs with real-time priority (SCHED_FIFO). */
-extern int proxy_realtime;
+extern int nmb_proxy_realtime;
 
 /* ---- the delayed link's figures (scenarios_delay.c) ------------------- */
 
@@ -168,17 +173,17 @@ extern int proxy_realtime;
  * measured in this run). */
 typedef struct {
     double cycles_per_s;     /* uncontended */
-    double cycles_rtt_us;    /* rtt_us it was judged on */
+    double cycles_rtt_us;    /* nmb_rtt_us it was judged on */
     double handoff_p50_us;   /* handoff (caching off) */
     double handoff_rtt_us;
     double quorum_ratio;     /* quorum_uncontended's cycle_time_ratio */
 } link_figures_t;
 
 /* The figures of the link that runs now: loopback, or the delayed one. */
-link_figures_t *link_figures(void);
+link_figures_t *nmb_link_figures(void);
 /* The "rtt_targets" line: each round-trip target on the delayed link, with
  * the loopback figures beside, and the same as a table on stderr. */
-void rtt_targets_report(void);
+void nmb_rtt_targets_report(void);
 
 /* ---- worker processes ------------------------------------------------- */
 
@@ -192,14 +197,14 @@ typedef struct {
 
 typedef int (*crew_fn)(void *arg, int index);
 
-int crew_spawn(crew_t *c, int n, crew_fn fn, void *arg);
-int crew_reap(crew_t *c);
+int nmb_crew_spawn(crew_t *c, int n, crew_fn fn, void *arg);
+int nmb_crew_reap(crew_t *c);
 /* Waits until *READY, which the workers count up atomically, reaches N: 0;
  * -1 once a worker failed or READY_TIMEOUT_MS passed (C->failed says
  * which). */
-int crew_ready(crew_t *c, int *ready, int n);
-void crew_kill(crew_t *c);
-int crew_wait(crew_t *c, int64_t deadline_ns);
+int nmb_crew_ready(crew_t *c, int *ready, int n);
+void nmb_crew_kill(crew_t *c);
+int nmb_crew_wait(crew_t *c, int64_t deadline_ns);
 
 /* ---- the lock loop ----------------------------------------------------- */
 
@@ -208,7 +213,7 @@ typedef struct {
     long hold_us, think_us;  /* inside and between critical sections */
     int fair;                /* fair mode on the mutex */
     int pthread_ref;         /* a process-shared pthread mutex instead */
-    int cache;               /* lease caching on (see bench_config) */
+    int cache;               /* lease caching on (see nmb_bench_config) */
 } load_t;
 
 typedef struct {
@@ -222,16 +227,16 @@ typedef struct {
     char error[192];
 } group_result_t;
 
-int run_load(const char *name, const load_t *ld, group_result_t *res);
+int nmb_run_load(const char *name, const load_t *ld, group_result_t *res);
 
 /* Opt's -p, -t, --hold-us, --think-us over a scenario's defaults. */
-load_t with_overrides(load_t ld);
+load_t nmb_with_overrides(load_t ld);
 /* Runs LD for SCENARIO and starts its JSON line with the parameters and
  * what every load scenario reports.  -1 after printing the error line. */
-int measure(const char *scenario, const load_t *ld, group_result_t *res, jline_t *j);
-double rate(const group_result_t *r);            /* acquisitions per second */
-void j_rtt_bound(jline_t *j, double per_s);      /* two round trips a cycle */
-double min_over_max(const uint64_t *v, int n);   /* fairness of V */
+int nmb_measure(const char *scenario, const load_t *ld, group_result_t *res, jline_t *j);
+double nmb_rate(const group_result_t *r);        /* acquisitions per second */
+void nmb_j_rtt_bound(jline_t *j, double per_s);  /* two round trips a cycle */
+double nmb_min_over_max(const uint64_t *v, int n); /* fairness of V */
 
 /* ---- scenarios ---------------------------------------------------------- */
 
@@ -245,35 +250,35 @@ typedef struct scenario {
 } scenario_t;
 
 /* scenarios_basic.c */
-int sc_uncontended(const scenario_t *sc);
-int sc_contended_procs(const scenario_t *sc);
-int sc_fair_procs(const scenario_t *sc);
-int sc_threads(const scenario_t *sc);
-int sc_threads_two_procs(const scenario_t *sc);
-int sc_many_locks(const scenario_t *sc);
-int sc_quorum_uncontended(const scenario_t *sc);
-int sc_quorum_contended_procs(const scenario_t *sc);
+int nmb_sc_uncontended(const scenario_t *sc);
+int nmb_sc_contended_procs(const scenario_t *sc);
+int nmb_sc_fair_procs(const scenario_t *sc);
+int nmb_sc_threads(const scenario_t *sc);
+int nmb_sc_threads_two_procs(const scenario_t *sc);
+int nmb_sc_many_locks(const scenario_t *sc);
+int nmb_sc_quorum_uncontended(const scenario_t *sc);
+int nmb_sc_quorum_contended_procs(const scenario_t *sc);
 
 /* scenarios_footprint.c */
-int sc_server_cpu(const scenario_t *sc);
-double reference_cycles_per_s(const char *scenario, double seconds);
-int sc_handoff(const scenario_t *sc);
-int sc_residue(const scenario_t *sc);
+int nmb_sc_server_cpu(const scenario_t *sc);
+double nmb_reference_cycles_per_s(const char *scenario, double seconds);
+int nmb_sc_handoff(const scenario_t *sc);
+int nmb_sc_residue(const scenario_t *sc);
 
 /* scenarios_cache.c */
-int sc_cache_uncontended(const scenario_t *sc);
-int sc_cache_revoke(const scenario_t *sc);
-int sc_cache_porting(const scenario_t *sc);
+int nmb_sc_cache_uncontended(const scenario_t *sc);
+int nmb_sc_cache_revoke(const scenario_t *sc);
+int nmb_sc_cache_porting(const scenario_t *sc);
 
 /* scenarios_delay.c: uncontended and quorum_uncontended on the delayed
  * link, in turns with the PINGs or the single server they are judged on */
-int sc_delayed_uncontended(const scenario_t *sc);
-int sc_delayed_quorum(const scenario_t *sc);
+int nmb_sc_delayed_uncontended(const scenario_t *sc);
+int nmb_sc_delayed_quorum(const scenario_t *sc);
 
 /* scenarios_cluster.c */
-int sc_cluster_names(const scenario_t *sc);
+int nmb_sc_cluster_names(const scenario_t *sc);
 
 /* scenarios_wait.c */
-int sc_timedlock_late(const scenario_t *sc);
+int nmb_sc_timedlock_late(const scenario_t *sc);
 
 #endif

@@ -34,7 +34,7 @@
  * forms), from INFO commandstats, or -1. */
 static long long script_calls(redisContext *c)
 {
-    redisReply *r = admin_cmd(c, "INFO commandstats", 2, (const char *[]){ "INFO", "commandstats" });
+    redisReply *r = nmb_admin_cmd(c, "INFO commandstats", 2, (const char *[]){ "INFO", "commandstats" });
     long long total = 0;
     if (!r)
         return -1;
@@ -58,7 +58,7 @@ static int lock_key_exists(redisContext *c, const char *name)
     char key[192], tag[NM_TEST_TAG_LEN + 1];
     nm_test_key_tag(name, strlen(name), tag);
     snprintf(key, sizeof key, "netmutex:{%s}%s", tag, name);
-    redisReply *r = admin_cmd(c, "EXISTS", 2, (const char *[]){ "EXISTS", key });
+    redisReply *r = nmb_admin_cmd(c, "EXISTS", 2, (const char *[]){ "EXISTS", key });
     int exists = r && r->type == REDIS_REPLY_INTEGER ? r->integer > 0 : -1;
     if (r)
         freeReplyObject(r);
@@ -72,21 +72,21 @@ static int lock_key_exists(redisContext *c, const char *name)
 
 static int take_cached(netmutex_t *m, const char *name, redisContext *c)
 {
-    int64_t end = now_ns() + (int64_t)CACHE_WARMUP_MS * 1000000;
+    int64_t end = nmb_now_ns() + (int64_t)CACHE_WARMUP_MS * 1000000;
     do {
         if (netmutex_lock(m) != 0 || netmutex_unlock(m) != 0)
             return -1;
         if (lock_key_exists(c, name) == 1)
             return 0;
-        sleep_us(1000);
-    } while (now_ns() < end);
+        nmb_sleep_us(1000);
+    } while (nmb_now_ns() < end);
     return -1;
 }
 
 static double median_of(double *v, size_t n)
 {
-    qsort(v, n, sizeof *v, cmp_double);
-    return percentile(v, n, 0.5);
+    qsort(v, n, sizeof *v, nmb_cmp_double);
+    return nmb_percentile(v, n, 0.5);
 }
 
 /* ===================================================================== */
@@ -189,14 +189,14 @@ static int cycle_marked(unc_t *u)
 /* Cycles of CYCLE for SECONDS; cycles per second, or -1. */
 static double run_slice(int (*cycle)(unc_t *), unc_t *u, double seconds)
 {
-    int64_t t0 = now_ns(), end = t0 + (int64_t)(seconds * 1e9), t;
+    int64_t t0 = nmb_now_ns(), end = t0 + (int64_t)(seconds * 1e9), t;
     uint64_t n = 0;
     do {
         for (int i = 0; i < UNC_BATCH; i++)
             if (cycle(u) != 0)
                 return -1;
         n += UNC_BATCH;
-    } while ((t = now_ns()) < end);
+    } while ((t = nmb_now_ns()) < end);
     return (double)n / ((double)(t - t0) / 1e9);
 }
 
@@ -206,21 +206,21 @@ static int unc_report(const char *scenario, double *cached, double *plain, doubl
     double per_s = median_of(cached, UNC_ROUNDS), ref = median_of(plain, UNC_ROUNDS);
     double robust = median_of(marked, UNC_ROUNDS);
     jline_t j;
-    j_begin(&j, scenario);
-    j_int(&j, "procs", 1);
-    j_int(&j, "threads", 1);
-    j_num(&j, "duration_s", opt.duration_s);
-    j_int(&j, "rounds", UNC_ROUNDS);
-    j_num(&j, "ns_per_cycle", 1e9 / per_s);
-    j_num(&j, "pthread_cycles_per_s", ref);
-    j_num(&j, "pthread_ns_per_cycle", 1e9 / ref);
-    j_num(&j, "slowdown_vs_pthread", ref / per_s);
-    j_num(&j, "marked_cycles_per_s", robust);
-    j_num(&j, "marked_ns_per_cycle", 1e9 / robust);
-    j_int(&j, "script_calls", calls);
-    j_bool(&j, "same_fence_throughout", same_fence);
-    j_figure(&j, "cycles_per_s", per_s, 1e6, AT_LEAST);
-    j_end(&j);
+    nmb_j_begin(&j, scenario);
+    nmb_j_int(&j, "procs", 1);
+    nmb_j_int(&j, "threads", 1);
+    nmb_j_num(&j, "duration_s", nmb_opt.duration_s);
+    nmb_j_int(&j, "rounds", UNC_ROUNDS);
+    nmb_j_num(&j, "ns_per_cycle", 1e9 / per_s);
+    nmb_j_num(&j, "pthread_cycles_per_s", ref);
+    nmb_j_num(&j, "pthread_ns_per_cycle", 1e9 / ref);
+    nmb_j_num(&j, "slowdown_vs_pthread", ref / per_s);
+    nmb_j_num(&j, "marked_cycles_per_s", robust);
+    nmb_j_num(&j, "marked_ns_per_cycle", 1e9 / robust);
+    nmb_j_int(&j, "script_calls", calls);
+    nmb_j_bool(&j, "same_fence_throughout", same_fence);
+    nmb_j_figure(&j, "cycles_per_s", per_s, 1e6, AT_LEAST);
+    nmb_j_end(&j);
     return 0;
 }
 
@@ -228,16 +228,16 @@ static int unc_error(const char *scenario, const unc_t *u, const char *fallback)
 {
     char msg[96];
     if (!u->err)
-        return report_error(scenario, fallback);
-    snprintf(msg, sizeof msg, "%s: %s", u->what, errname(u->err));
-    return report_error(scenario, msg);
+        return nmb_report_error(scenario, fallback);
+    snprintf(msg, sizeof msg, "%s: %s", u->what, nmb_errname(u->err));
+    return nmb_report_error(scenario, msg);
 }
 
 /* The rounds, once the lease stays cached. */
 static int unc_measure(const char *scenario, const char *name, unc_t *u, redisContext *admin)
 {
     double cached[UNC_ROUNDS], plain[UNC_ROUNDS], marked[UNC_ROUNDS];
-    double slice = opt.duration_s / (3.0 * UNC_ROUNDS);
+    double slice = nmb_opt.duration_s / (3.0 * UNC_ROUNDS);
     uint64_t f0 = 0, f1 = 0;
     long long c0, c1;
     if (take_cached(&u->m, name, admin) != 0 || netmutex_lock(&u->m) != 0 ||
@@ -261,18 +261,18 @@ static int unc_measure(const char *scenario, const char *name, unc_t *u, redisCo
 static int unc_child(void *arg, int index)
 {
     const char *scenario = ((const scenario_t *)arg)->name;
-    netmutex_config_t cfg = bench_config(1);
+    netmutex_config_t cfg = nmb_bench_config(1);
     unc_t u = { .pm = PTHREAD_MUTEX_INITIALIZER };
     char name[128];
     int err, rc;
     (void)index;
-    redisContext *admin = admin_connect();
-    if (!admin || !(u.marks = admin_connect())) {
+    redisContext *admin = nmb_admin_connect();
+    if (!admin || !(u.marks = nmb_admin_connect())) {
         if (admin)
             redisFree(admin);
-        return report_error(scenario, "cannot connect to the server for INFO");
+        return nmb_report_error(scenario, "cannot connect to the server for INFO");
     }
-    mutex_name(name, sizeof name, scenario);
+    nmb_mutex_name(name, sizeof name, scenario);
     snprintf(u.mark_key, sizeof u.mark_key, "nm_bench:marker:%s", name);
     if ((err = netmutex_configure(&cfg)) != 0 || (err = netmutex_init(&u.m, name, NULL)) != 0) {
         redisFree(admin);
@@ -282,7 +282,7 @@ static int unc_child(void *arg, int index)
         return unc_error(scenario, &u, "");
     }
     rc = unc_measure(scenario, name, &u, admin);
-    admin_do(admin, "DEL", 2, (const char *[]){ "DEL", u.mark_key });
+    nmb_admin_do(admin, "DEL", 2, (const char *[]){ "DEL", u.mark_key });
     redisFree(u.marks);
     redisFree(admin);
     if ((err = netmutex_destroy(&u.m)) != 0 || (err = netmutex_shutdown()) != 0) {
@@ -297,20 +297,20 @@ static int unc_child(void *arg, int index)
 static int in_child(const scenario_t *sc, crew_fn fn, int64_t limit_ms)
 {
     crew_t crew;
-    if (crew_spawn(&crew, 1, fn, (void *)sc) != 0) {
-        crew_kill(&crew);
-        return report_error(sc->name, "fork failed");
+    if (nmb_crew_spawn(&crew, 1, fn, (void *)sc) != 0) {
+        nmb_crew_kill(&crew);
+        return nmb_report_error(sc->name, "fork failed");
     }
-    if (crew_wait(&crew, now_ns() + limit_ms * 1000000) != 0)
-        return crew.failed ? -1 : report_error(sc->name, "still running after its time limit: killed");
+    if (nmb_crew_wait(&crew, nmb_now_ns() + limit_ms * 1000000) != 0)
+        return crew.failed ? -1 : nmb_report_error(sc->name, "still running after its time limit: killed");
     return 0;
 }
 
-int sc_cache_uncontended(const scenario_t *sc)
+int nmb_sc_cache_uncontended(const scenario_t *sc)
 {
     fprintf(stderr, "nm_bench: %s: 1 process x 1 thread, lease caching on, %g s\n", sc->name,
-            opt.duration_s);
-    return in_child(sc, unc_child, (int64_t)(opt.duration_s * 1000) + HANG_GRACE_MS);
+            nmb_opt.duration_s);
+    return in_child(sc, unc_child, (int64_t)(nmb_opt.duration_s * 1000) + HANG_GRACE_MS);
 }
 
 /* ===================================================================== */
@@ -349,7 +349,7 @@ static int revoke_fail(rboard_t *b, int me, const char *what, int err)
 /* Enough samples, and the measured period is over (or the hard limit). */
 static int revoke_done(rboard_t *b)
 {
-    int64_t t = now_ns();
+    int64_t t = nmb_now_ns();
     uint32_t n = b->side[0].n + b->side[1].n;
     return __atomic_load_n(&b->stop, __ATOMIC_SEQ_CST) || t >= b->limit_ns ||
            (t >= b->end_ns && n >= REVOKE_MIN_SAMPLES);
@@ -367,9 +367,9 @@ static int revoke_turn(rboard_t *b, int me, netmutex_t *m, const char *name,
     int cached = lock_key_exists(admin, name) == 1;
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += REVOKE_WAIT_S;
-    int64_t t0 = now_ns();
+    int64_t t0 = nmb_now_ns();
     int err = netmutex_timedlock(m, &deadline);
-    int64_t t1 = now_ns();
+    int64_t t1 = nmb_now_ns();
     if (err)
         return revoke_fail(b, me, "netmutex_timedlock", err);
     if ((err = netmutex_unlock(m)) != 0)          /* cached idle, now ours */
@@ -390,7 +390,7 @@ static int revoke_loop(rboard_t *b, int me, netmutex_t *m, const char *name,
             if (revoke_done(b))
                 return 0;
             else
-                sleep_us(50);
+                nmb_sleep_us(50);
         if (revoke_turn(b, me, m, name, admin, turn < REVOKE_WARMUP_TURNS) != 0)
             return -1;
     }
@@ -401,12 +401,12 @@ static int revoke_loop(rboard_t *b, int me, netmutex_t *m, const char *name,
 static int revoke_child(void *arg, int me)
 {
     rboard_t *b = arg;
-    netmutex_config_t cfg = bench_config(1);
+    netmutex_config_t cfg = nmb_bench_config(1);
     netmutex_t m;
     char name[128];
     int err, rc = -1;
-    redisContext *admin = admin_connect();
-    mutex_name(name, sizeof name, "cache_revoke");
+    redisContext *admin = nmb_admin_connect();
+    nmb_mutex_name(name, sizeof name, "cache_revoke");
     if (!admin || (err = netmutex_configure(&cfg)) != 0 ||
         (err = netmutex_init(&m, name, NULL)) != 0) {
         revoke_fail(b, me, admin ? "netmutex_configure/init" : "admin connection",
@@ -418,7 +418,7 @@ static int revoke_child(void *arg, int me)
     }
     __atomic_add_fetch(&b->ready, 1, __ATOMIC_SEQ_CST);
     while (!__atomic_load_n(&b->go, __ATOMIC_ACQUIRE))
-        sleep_us(100);
+        nmb_sleep_us(100);
     rc = revoke_loop(b, me, &m, name, admin);
     redisFree(admin);
     if (((err = netmutex_destroy(&m)) != 0 || (err = netmutex_shutdown()) != 0) && rc == 0)
@@ -432,26 +432,26 @@ static int revoke_report(const scenario_t *sc, const rboard_t *b, double duratio
     double *v = malloc((REVOKE_CAP * 2) * sizeof *v);
     jline_t j;
     if (!v)
-        return report_error(sc->name, "out of memory");
+        return nmb_report_error(sc->name, "out of memory");
     for (int p = 0; p < 2; p++)
         for (uint32_t i = 0; i < b->side[p].n; i++)
             v[n++] = b->side[p].us[i];
     if (n == 0) {
         free(v);
-        return report_error(sc->name, "no revocation measured");
+        return nmb_report_error(sc->name, "no revocation measured");
     }
-    qsort(v, n, sizeof *v, cmp_double);
-    j_begin(&j, sc->name);
-    j_int(&j, "procs", 2);
-    j_num(&j, "duration_s", duration_s);
-    j_int(&j, "samples", (long long)n);
-    j_int(&j, "not_cached_turns", (long long)(b->side[0].not_cached + b->side[1].not_cached));
-    j_num(&j, "revoke_p50_us", percentile(v, n, 0.50));
-    j_num(&j, "revoke_p90_us", percentile(v, n, 0.90));
-    j_num(&j, "revoke_max_us", v[n - 1]);
-    j_num(&j, "revoke_p50_rtt", percentile(v, n, 0.50) / rtt_us);
-    j_figure(&j, "revoke_p99_ms", percentile(v, n, 0.99) / 1e3, 2.0, AT_MOST);
-    j_end(&j);
+    qsort(v, n, sizeof *v, nmb_cmp_double);
+    nmb_j_begin(&j, sc->name);
+    nmb_j_int(&j, "procs", 2);
+    nmb_j_num(&j, "duration_s", duration_s);
+    nmb_j_int(&j, "samples", (long long)n);
+    nmb_j_int(&j, "not_cached_turns", (long long)(b->side[0].not_cached + b->side[1].not_cached));
+    nmb_j_num(&j, "revoke_p50_us", nmb_percentile(v, n, 0.50));
+    nmb_j_num(&j, "revoke_p90_us", nmb_percentile(v, n, 0.90));
+    nmb_j_num(&j, "revoke_max_us", v[n - 1]);
+    nmb_j_num(&j, "revoke_p50_rtt", nmb_percentile(v, n, 0.50) / nmb_rtt_us);
+    nmb_j_figure(&j, "revoke_p99_ms", nmb_percentile(v, n, 0.99) / 1e3, 2.0, AT_MOST);
+    nmb_j_end(&j);
     free(v);
     return 0;
 }
@@ -460,34 +460,34 @@ static int revoke_error(const scenario_t *sc, const rboard_t *b, const char *fal
 {
     int err[2] = { b->side[0].err, b->side[1].err };
     const char *what[2] = { b->side[0].what, b->side[1].what };
-    return report_pair_error(sc->name, err, what, fallback);
+    return nmb_report_pair_error(sc->name, err, what, fallback);
 }
 
 /* Two processes take the lock from each other in turn, each time from the
  * other's idle cache. */
-int sc_cache_revoke(const scenario_t *sc)
+int nmb_sc_cache_revoke(const scenario_t *sc)
 {
     crew_t crew;
     int rc;
     rboard_t *b = mmap(NULL, sizeof *b, PROT_READ | PROT_WRITE,
                        MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (b == MAP_FAILED)
-        return report_error(sc->name, "mmap failed");
+        return nmb_report_error(sc->name, "mmap failed");
     fprintf(stderr, "nm_bench: %s: 2 processes take a cached idle lease from each other, %g s\n",
-            sc->name, opt.duration_s);
-    if (crew_spawn(&crew, 2, revoke_child, b) != 0 || crew_ready(&crew, &b->ready, 2) != 0) {
-        crew_kill(&crew);
+            sc->name, nmb_opt.duration_s);
+    if (nmb_crew_spawn(&crew, 2, revoke_child, b) != 0 || nmb_crew_ready(&crew, &b->ready, 2) != 0) {
+        nmb_crew_kill(&crew);
         rc = revoke_error(sc, b, "the workers did not start");
         goto out;
     }
-    int64_t start = now_ns();
-    b->end_ns = start + (int64_t)(opt.duration_s * 1e9);
+    int64_t start = nmb_now_ns();
+    b->end_ns = start + (int64_t)(nmb_opt.duration_s * 1e9);
     b->limit_ns = b->end_ns + (int64_t)HANG_GRACE_MS * 1000000;
     __atomic_store_n(&b->go, 1, __ATOMIC_RELEASE);
-    if (crew_wait(&crew, b->limit_ns + (int64_t)REVOKE_WAIT_S * 1000000000) != 0)
+    if (nmb_crew_wait(&crew, b->limit_ns + (int64_t)REVOKE_WAIT_S * 1000000000) != 0)
         rc = revoke_error(sc, b, crew.failed ? "a worker failed" : "a lock call hung");
     else
-        rc = revoke_report(sc, b, (double)(now_ns() - start) / 1e9);
+        rc = revoke_report(sc, b, (double)(nmb_now_ns() - start) / 1e9);
 out:
     munmap(b, sizeof *b);
     return rc;
@@ -528,7 +528,7 @@ static int port_process(int kind, const char *file, int threads, long bumps)
         int devnull = open("/dev/null", O_WRONLY);
         if (devnull >= 0)
             dup2(devnull, STDOUT_FILENO);   /* its summary line is not JSON */
-        setenv("NETMUTEX_URL", server_url, 1);
+        setenv("NETMUTEX_URL", nmb_server_url, 1);
         setenv("NETMUTEX_MUTEXES", "stats_lock", 1);
         if (kind == PORT_UNCACHED)
             setenv("NETMUTEX_CACHE", "0", 1);
@@ -559,15 +559,15 @@ static double port_run(int kind, const char *dir, int threads, long bumps)
     char file[256];
     snprintf(file, sizeof file, "%s/count-%s", dir, port_key[kind]);
     unlink(file);
-    int64_t t0 = now_ns();
+    int64_t t0 = nmb_now_ns();
     for (int p = 0; p < PORT_PROCS; p++)
         if (port_process(kind, file, threads, bumps) != 0)
             return -1;
-    double s = (double)(now_ns() - t0) / 1e9;
+    double s = (double)(nmb_now_ns() - t0) / 1e9;
     long want = (long)PORT_PROCS * threads * bumps, got = port_count(file);
     unlink(file);
     if (got != want) {
-        complain("cache_porting: %s counted %ld, want %ld", port_key[kind], got, want);
+        nmb_complain("cache_porting: %s counted %ld, want %ld", port_key[kind], got, want);
         return -1;
     }
     return s / (double)want;
@@ -580,19 +580,19 @@ static int port_report(const scenario_t *sc, int threads, double per_bump[PORT_K
     jline_t j;
     for (int k = 0; k < PORT_KINDS; k++)
         med[k] = median_of(per_bump[k], k == PORT_UNCACHED ? 1 : PORT_ROUNDS);
-    j_begin(&j, sc->name);
-    j_int(&j, "procs_in_turn", PORT_PROCS);
-    j_int(&j, "threads", threads);
-    j_int(&j, "bumps_per_thread", PORT_BUMPS);
-    j_int(&j, "rounds", PORT_ROUNDS);
+    nmb_j_begin(&j, sc->name);
+    nmb_j_int(&j, "procs_in_turn", PORT_PROCS);
+    nmb_j_int(&j, "threads", threads);
+    nmb_j_int(&j, "bumps_per_thread", PORT_BUMPS);
+    nmb_j_int(&j, "rounds", PORT_ROUNDS);
     for (int k = 0; k < PORT_KINDS; k++) {
         snprintf(key, sizeof key, "%s_us_per_bump", port_key[k]);
-        j_num(&j, key, med[k] * 1e6);
+        nmb_j_num(&j, key, med[k] * 1e6);
     }
-    j_num(&j, "source_time_ratio", med[PORT_SOURCE] / med[PORT_PLAIN]);
-    j_num(&j, "uncached_time_ratio", med[PORT_UNCACHED] / med[PORT_PLAIN]);
-    j_figure(&j, "time_ratio", med[PORT_WRAP] / med[PORT_PLAIN], 2.0, AT_MOST);
-    j_end(&j);
+    nmb_j_num(&j, "source_time_ratio", med[PORT_SOURCE] / med[PORT_PLAIN]);
+    nmb_j_num(&j, "uncached_time_ratio", med[PORT_UNCACHED] / med[PORT_PLAIN]);
+    nmb_j_figure(&j, "time_ratio", med[PORT_WRAP] / med[PORT_PLAIN], 2.0, AT_MOST);
+    nmb_j_end(&j);
     return 0;
 }
 
@@ -603,27 +603,27 @@ static int port_measure(const scenario_t *sc, const char *dir)
     for (int r = 0; r < PORT_ROUNDS; r++)
         for (int k = 0; k < PORT_UNCACHED; k++)
             if ((per_bump[k][r] = port_run(k, dir, threads, PORT_BUMPS)) < 0)
-                return report_error(sc->name, "a counter run failed (see stderr)");
+                return nmb_report_error(sc->name, "a counter run failed (see stderr)");
     /* Two round trips a bump: a shorter run says as much. */
     per_bump[PORT_UNCACHED][0] = port_run(PORT_UNCACHED, dir, threads,
                                           PORT_BUMPS / PORT_UNCACHED_DIV);
     if (per_bump[PORT_UNCACHED][0] < 0)
-        return report_error(sc->name, "the uncached counter run failed (see stderr)");
+        return nmb_report_error(sc->name, "the uncached counter run failed (see stderr)");
     return port_report(sc, threads, per_bump);
 }
 
-int sc_cache_porting(const scenario_t *sc)
+int nmb_sc_cache_porting(const scenario_t *sc)
 {
     char path[512], dir[128];
     const char *tmp = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/counter-wrap", PORTING_DIR);
     if (access(path, X_OK) != 0) {
-        complain("%s: %s", path, strerror(errno));
-        return report_error(sc->name, "no ported counter: build examples/ first");
+        nmb_complain("%s: %s", path, strerror(errno));
+        return nmb_report_error(sc->name, "no ported counter: build examples/ first");
     }
     snprintf(dir, sizeof dir, "%s/nm_bench_porting.XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir))
-        return report_error(sc->name, "mkdtemp failed");
+        return nmb_report_error(sc->name, "mkdtemp failed");
     fprintf(stderr, "nm_bench: %s: examples/porting/counter, plain and ported, %d processes "
             "in turn x %d threads x %d bumps\n", sc->name, PORT_PROCS, sc->load.threads, PORT_BUMPS);
     int rc = port_measure(sc, dir);

@@ -88,7 +88,7 @@ static int spawn_node(int i)
     if (err == 0 && (err = rs_start(&node[i], &o)) == ECHILD)
         rs_print_log(&node[i]);
     if (err) {
-        complain("cluster node %d did not start: %s", i, strerror(err));
+        nmb_complain("cluster node %d did not start: %s", i, strerror(err));
         return -1;
     }
     node_port[i] = node[i].port;
@@ -117,9 +117,9 @@ static int start_cluster(void)
             ok += node_says(i, "cluster_state:ok", "CLUSTER INFO");
         if (ok == MASTERS)
             return 0;
-        sleep_us(50000);
+        nmb_sleep_us(50000);
     }
-    complain("the cluster did not reach cluster_state:ok");
+    nmb_complain("the cluster did not reach cluster_state:ok");
     return -1;
 }
 
@@ -152,15 +152,15 @@ static void *cl_thread(void *p)
             err = netmutex_unlock(&m[i]);
     __atomic_add_fetch(&b->ready, 1, __ATOMIC_SEQ_CST);
     while (!err && !__atomic_load_n(&b->go, __ATOMIC_ACQUIRE))
-        sleep_us(1000);
-    while (!err && now_ns() < b->end_ns) {
+        nmb_sleep_us(1000);
+    while (!err && nmb_now_ns() < b->end_ns) {
         int i = (int)(rand_r(&seed) % (unsigned int)job->n);
         if (!(err = netmutex_lock(&m[i])) && !(err = netmutex_unlock(&m[i])) &&
-            now_ns() < b->end_ns)
+            nmb_now_ns() < b->end_ns)
             __atomic_add_fetch(&b->count[i], 1, __ATOMIC_RELAXED);
     }
     if (err && !__atomic_exchange_n(&b->failed, 1, __ATOMIC_SEQ_CST))
-        snprintf(b->first_error, sizeof b->first_error, "%s", errname(err));
+        snprintf(b->first_error, sizeof b->first_error, "%s", nmb_errname(err));
     for (int i = 0; m && i < job->n; i++)
         netmutex_destroy(&m[i]);
     free(m);
@@ -172,7 +172,7 @@ static int cl_child(void *arg, int index)
     cjob_t *job = arg;
     /* The network path, as the scenarios before the cache ones measure. */
     netmutex_config_t cfg = { .url = job->url, .cache_idle_ms = NETMUTEX_CACHE_OFF };
-    long threads = opt_or(opt.threads, 2);
+    long threads = nmb_opt_or(nmb_opt.threads, 2);
     pthread_t t[64];
     job->seed += (unsigned int)index * 104729u;
     if (netmutex_configure(&cfg) != 0)
@@ -209,63 +209,63 @@ static void report(const scenario_t *sc, const cjob_t *job, long procs, long thr
         names_per[m]++;
         total += job->b->count[i];
     }
-    j_begin(&j, sc->name);
-    j_int(&j, "procs", procs);
-    j_int(&j, "threads", threads);
-    j_int(&j, "names", job->n);
-    j_int(&j, "masters", MASTERS);
-    j_num(&j, "duration_s", opt.duration_s);
-    j_int(&j, "acquisitions", (long long)total);
-    j_num(&j, "acq_per_s", (double)total / opt.duration_s);
-    j_raw(&j, ",\"acq_per_s_per_master\":[%.1f,%.1f,%.1f]", (double)per[0] / opt.duration_s,
-          (double)per[1] / opt.duration_s, (double)per[2] / opt.duration_s);
-    j_raw(&j, ",\"names_per_master\":[%d,%d,%d]", names_per[0], names_per[1], names_per[2]);
-    j_end(&j);
+    nmb_j_begin(&j, sc->name);
+    nmb_j_int(&j, "procs", procs);
+    nmb_j_int(&j, "threads", threads);
+    nmb_j_int(&j, "names", job->n);
+    nmb_j_int(&j, "masters", MASTERS);
+    nmb_j_num(&j, "duration_s", nmb_opt.duration_s);
+    nmb_j_int(&j, "acquisitions", (long long)total);
+    nmb_j_num(&j, "acq_per_s", (double)total / nmb_opt.duration_s);
+    nmb_j_raw(&j, ",\"acq_per_s_per_master\":[%.1f,%.1f,%.1f]", (double)per[0] / nmb_opt.duration_s,
+          (double)per[1] / nmb_opt.duration_s, (double)per[2] / nmb_opt.duration_s);
+    nmb_j_raw(&j, ",\"names_per_master\":[%d,%d,%d]", names_per[0], names_per[1], names_per[2]);
+    nmb_j_end(&j);
 }
 
 static int run_cluster_load(const scenario_t *sc, cjob_t *job)
 {
-    long procs = opt_or(opt.procs, 4), threads = opt_or(opt.threads, 2);
+    long procs = nmb_opt_or(nmb_opt.procs, 4), threads = nmb_opt_or(nmb_opt.threads, 2);
     crew_t crew;
-    if (crew_spawn(&crew, (int)procs, cl_child, job) != 0) {
-        crew_kill(&crew);
-        return report_error(sc->name, "fork failed");
+    if (nmb_crew_spawn(&crew, (int)procs, cl_child, job) != 0) {
+        nmb_crew_kill(&crew);
+        return nmb_report_error(sc->name, "fork failed");
     }
-    int64_t ready_by = now_ns() + (int64_t)READY_TIMEOUT_MS * 1000000;
+    int64_t ready_by = nmb_now_ns() + (int64_t)READY_TIMEOUT_MS * 1000000;
     while (__atomic_load_n(&job->b->ready, __ATOMIC_SEQ_CST) < procs * threads &&
-           now_ns() < ready_by && !job->b->failed)
-        sleep_us(2000);
-    job->b->end_ns = now_ns() + (int64_t)(opt.duration_s * 1e9);
+           nmb_now_ns() < ready_by && !job->b->failed)
+        nmb_sleep_us(2000);
+    job->b->end_ns = nmb_now_ns() + (int64_t)(nmb_opt.duration_s * 1e9);
     __atomic_store_n(&job->b->go, 1, __ATOMIC_RELEASE);
-    int err = crew_wait(&crew, job->b->end_ns + (int64_t)HANG_GRACE_MS * 1000000);
+    int err = nmb_crew_wait(&crew, job->b->end_ns + (int64_t)HANG_GRACE_MS * 1000000);
     if (job->b->failed)
-        return report_error(sc->name, job->b->first_error);
+        return nmb_report_error(sc->name, job->b->first_error);
     if (err)
-        return report_error(sc->name, "a worker failed or hung");
+        return nmb_report_error(sc->name, "a worker failed or hung");
     report(sc, job, procs, threads);
     return 0;
 }
 
-int sc_cluster_names(const scenario_t *sc)
+int nmb_sc_cluster_names(const scenario_t *sc)
 {
     static char names[MAX_NAMES][96];
-    cjob_t job = { .n = (int)opt_or(opt.n_locks, 96), .names = names };
+    cjob_t job = { .n = (int)nmb_opt_or(nmb_opt.n_locks, 96), .names = names };
     int rc;
-    if (opt.url)
-        return report_error(sc->name, "needs its own cluster: not with -u");
+    if (nmb_opt.url)
+        return nmb_report_error(sc->name, "needs its own cluster: not with -u");
     if (job.n > MAX_NAMES)
         job.n = MAX_NAMES;
     job.b = mmap(NULL, sizeof *job.b, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (job.b == MAP_FAILED)
-        return report_error(sc->name, "mmap failed");
+        return nmb_report_error(sc->name, "mmap failed");
     memset(job.b, 0, sizeof *job.b);
     for (int i = 0; i < job.n; i++) {
         char what[32];
         snprintf(what, sizeof what, "cluster/%d", i);
-        mutex_name(names[i], sizeof names[i], what);
+        nmb_mutex_name(names[i], sizeof names[i], what);
     }
     if (start_cluster() != 0) {
-        rc = report_error(sc->name, "could not start the cluster");
+        rc = nmb_report_error(sc->name, "could not start the cluster");
     } else {
         snprintf(job.url, sizeof job.url, "redis-cluster://127.0.0.1:%d,127.0.0.1:%d",
                  node_port[0], node_port[1]);

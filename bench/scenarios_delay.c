@@ -28,16 +28,16 @@
 static int slice(const char *name, const load_t *ld, const char *url, double seconds,
                  uint64_t *acq, double *secs, char *msg, size_t size)
 {
-    char saved[sizeof server_url], want[sizeof server_url];
-    double saved_s = opt.duration_s;
+    char saved[sizeof nmb_server_url], want[sizeof nmb_server_url];
+    double saved_s = nmb_opt.duration_s;
     group_result_t r;
-    snprintf(want, sizeof want, "%s", url);      /* URL may be server_url */
-    memcpy(saved, server_url, sizeof saved);
-    memcpy(server_url, want, sizeof server_url);
-    opt.duration_s = seconds;
-    int rc = run_load(name, ld, &r);
-    opt.duration_s = saved_s;
-    memcpy(server_url, saved, sizeof saved);
+    snprintf(want, sizeof want, "%s", url);      /* URL may be nmb_server_url */
+    memcpy(saved, nmb_server_url, sizeof saved);
+    memcpy(nmb_server_url, want, sizeof nmb_server_url);
+    nmb_opt.duration_s = seconds;
+    int rc = nmb_run_load(name, ld, &r);
+    nmb_opt.duration_s = saved_s;
+    memcpy(nmb_server_url, saved, sizeof saved);
     if (rc != 0) {
         snprintf(msg, size, "%s", r.error);
         return -1;
@@ -49,92 +49,92 @@ static int slice(const char *name, const load_t *ld, const char *url, double sec
 
 /* uncontended, in TURNS slices with TURN_PINGS PINGs before each and after
  * the last: its rtt_us is the median of all of them. */
-int sc_delayed_uncontended(const scenario_t *sc)
+int nmb_sc_delayed_uncontended(const scenario_t *sc)
 {
     static double pings[(TURNS + 1) * TURN_PINGS];
     double lo = 0, hi = 0, secs = 0, sum = 0;
     uint64_t acq = 0;
     char name[128], msg[192];
-    mutex_name(name, sizeof name, sc->name);
+    nmb_mutex_name(name, sizeof name, sc->name);
     fprintf(stderr, "nm_bench: %s: 1 process x 1 thread, %d slices of %g s, %d PINGs before "
-            "each and after the last\n", sc->name, TURNS, opt.duration_s / TURNS, TURN_PINGS);
+            "each and after the last\n", sc->name, TURNS, nmb_opt.duration_s / TURNS, TURN_PINGS);
     for (int k = 0; k <= TURNS; k++) {
         double *v = pings + k * TURN_PINGS;
-        if (time_pings(v, TURN_PINGS) != 0)
-            return report_error(sc->name, "PINGs through the proxy failed");
+        if (nmb_time_pings(v, TURN_PINGS) != 0)
+            return nmb_report_error(sc->name, "PINGs through the proxy failed");
         for (int i = 0; i < TURN_PINGS; i++)
             sum += v[i];
-        double m = median(v, TURN_PINGS);
+        double m = nmb_median(v, TURN_PINGS);
         lo = k == 0 || m < lo ? m : lo;
         hi = m > hi ? m : hi;
-        if (k < TURNS && slice(name, &sc->load, server_url, opt.duration_s / TURNS, &acq, &secs,
+        if (k < TURNS && slice(name, &sc->load, nmb_server_url, nmb_opt.duration_s / TURNS, &acq, &secs,
                                msg, sizeof msg) != 0)
-            return report_error(sc->name, msg);
+            return nmb_report_error(sc->name, msg);
     }
-    rtt_us = median(pings, (TURNS + 1) * TURN_PINGS);
-    double rate = (double)acq / secs, bound = 1e6 / (2.0 * rtt_us);
+    nmb_rtt_us = nmb_median(pings, (TURNS + 1) * TURN_PINGS);
+    double rate = (double)acq / secs, bound = 1e6 / (2.0 * nmb_rtt_us);
     jline_t j;
-    j_begin(&j, sc->name);
-    j_int(&j, "turns", TURNS);
-    j_num(&j, "duration_s", secs);
-    j_int(&j, "acquisitions", (long long)acq);
-    j_num(&j, "rtt_turn_min_us", lo);    /* the medians of the PING batches */
-    j_num(&j, "rtt_turn_max_us", hi);
-    j_figure(&j, "cycles_per_s", rate, 0.9 * bound, AT_LEAST);
-    j_rtt_bound(&j, rate);
+    nmb_j_begin(&j, sc->name);
+    nmb_j_int(&j, "turns", TURNS);
+    nmb_j_num(&j, "duration_s", secs);
+    nmb_j_int(&j, "acquisitions", (long long)acq);
+    nmb_j_num(&j, "rtt_turn_min_us", lo);    /* the medians of the PING batches */
+    nmb_j_num(&j, "rtt_turn_max_us", hi);
+    nmb_j_figure(&j, "cycles_per_s", rate, 0.9 * bound, AT_LEAST);
+    nmb_j_rtt_bound(&j, rate);
     /* A rate is a mean, and a loaded machine's round trips have a long
      * tail that the median leaves out: the same ratio with the PINGs'
      * mean compares like with like (no target). */
     double mean = sum / ((TURNS + 1) * TURN_PINGS);
-    j_num(&j, "rtt_mean_us", mean);
-    j_num(&j, "ratio_to_mean_rtt_bound", rate * 2.0 * mean / 1e6);
-    j_end(&j);
-    link_figures()->cycles_per_s = rate;
-    link_figures()->cycles_rtt_us = rtt_us;
+    nmb_j_num(&j, "rtt_mean_us", mean);
+    nmb_j_num(&j, "ratio_to_mean_rtt_bound", rate * 2.0 * mean / 1e6);
+    nmb_j_end(&j);
+    nmb_link_figures()->cycles_per_s = rate;
+    nmb_link_figures()->cycles_rtt_us = nmb_rtt_us;
     return 0;
 }
 
 /* quorum_uncontended and uncontended in turns (ABBA ABBA, -d seconds each
  * side): cycle_time_ratio compares the two under the same load. */
-int sc_delayed_quorum(const scenario_t *sc)
+int nmb_sc_delayed_quorum(const scenario_t *sc)
 {
-    const char *list = quorum_url();
+    const char *list = nmb_quorum_url();
     uint64_t acq[2] = { 0, 0 };
     double secs[2] = { 0, 0 };
     char name[2][128], msg[192], what[96];
     if (!list)
-        return report_error(sc->name, "the quorum servers could not be started");
+        return nmb_report_error(sc->name, "the quorum servers could not be started");
     for (int q = 0; q < 2; q++) {
         snprintf(what, sizeof what, "%s/%d", sc->name, q ? NSERVERS : 1);
-        mutex_name(name[q], sizeof name[q], what);
+        nmb_mutex_name(name[q], sizeof name[q], what);
     }
     fprintf(stderr, "nm_bench: %s: 1 process x 1 thread, %d slices of %g s each on 3 servers "
-            "and on 1, in turns\n", sc->name, TURNS, opt.duration_s / TURNS);
+            "and on 1, in turns\n", sc->name, TURNS, nmb_opt.duration_s / TURNS);
     for (int k = 0; k < 2 * TURNS; k++) {
         int q = k % 4 == 1 || k % 4 == 2;
-        if (slice(name[q], &sc->load, q ? list : server_url, opt.duration_s / TURNS, &acq[q],
+        if (slice(name[q], &sc->load, q ? list : nmb_server_url, nmb_opt.duration_s / TURNS, &acq[q],
                   &secs[q], msg, sizeof msg) != 0)
-            return report_error(sc->name, msg);
+            return nmb_report_error(sc->name, msg);
     }
     double single = (double)acq[0] / secs[0], quorum = (double)acq[1] / secs[1];
     jline_t j;
-    j_begin(&j, sc->name);
-    j_int(&j, "servers", NSERVERS);
-    j_int(&j, "turns", TURNS);
-    j_num(&j, "duration_s", secs[1]);
-    j_num(&j, "cycles_per_s", quorum);
-    j_num(&j, "single_server_per_s", single);
-    j_figure(&j, "cycle_time_ratio", single / quorum, 1.3, AT_MOST);
-    j_end(&j);
-    link_figures()->quorum_ratio = single / quorum;
+    nmb_j_begin(&j, sc->name);
+    nmb_j_int(&j, "servers", NSERVERS);
+    nmb_j_int(&j, "turns", TURNS);
+    nmb_j_num(&j, "duration_s", secs[1]);
+    nmb_j_num(&j, "cycles_per_s", quorum);
+    nmb_j_num(&j, "single_server_per_s", single);
+    nmb_j_figure(&j, "cycle_time_ratio", single / quorum, 1.3, AT_MOST);
+    nmb_j_end(&j);
+    nmb_link_figures()->quorum_ratio = single / quorum;
     return 0;
 }
 
 static link_figures_t loopback, delayed;
 
-link_figures_t *link_figures(void)
+link_figures_t *nmb_link_figures(void)
 {
-    return link_delay_us ? &delayed : &loopback;
+    return nmb_link_delay_us ? &delayed : &loopback;
 }
 
 /* One row of the table on stderr. */
@@ -152,48 +152,48 @@ static void row(const char *what, const char *unit, double value, double target,
             value, unit, unit[0] ? 0 : 2, target, unit, met ? "met" : "MISSED", at, beside);
 }
 
-void rtt_targets_report(void)
+void nmb_rtt_targets_report(void)
 {
     const link_figures_t *d = &delayed, *l = &loopback;
     double bound = 1e6 / (2.0 * d->cycles_rtt_us);
     jline_t j;
 
-    j_begin(&j, "rtt_targets");
+    nmb_j_begin(&j, "rtt_targets");
     fprintf(stderr,
             "nm_bench: round-trip targets through the proxy (%ld us each way; RTT: the PING\n"
             "nm_bench: round trip through it in the same scenario; loopback %.1f us):\n"
             "  %-36s %13s %13s %-7s %-10s %s\n",
-            link_delay_us, loopback_rtt_us, "target", "measured", "target", "verdict",
+            nmb_link_delay_us, nmb_loopback_rtt_us, "target", "measured", "target", "verdict",
             "RTT", "loopback");
     if (d->cycles_per_s > 0) {
-        j_num(&j, "cycles_rtt_us", d->cycles_rtt_us);
-        j_figure(&j, "cycles_per_s", d->cycles_per_s, 0.9 * bound, AT_LEAST);
-        j_num(&j, "ratio_to_rtt_bound", d->cycles_per_s / bound);
+        nmb_j_num(&j, "cycles_rtt_us", d->cycles_rtt_us);
+        nmb_j_figure(&j, "cycles_per_s", d->cycles_per_s, 0.9 * bound, AT_LEAST);
+        nmb_j_num(&j, "ratio_to_rtt_bound", d->cycles_per_s / bound);
         row("uncontended cycles/s >= 0.9/(2 RTT)", "/s", d->cycles_per_s, 0.9 * bound, AT_LEAST,
             d->cycles_rtt_us, l->cycles_per_s);
         if (l->cycles_per_s > 0) {
-            j_num(&j, "loopback_cycles_per_s", l->cycles_per_s);
-            j_num(&j, "loopback_ratio_to_rtt_bound", l->cycles_per_s * 2.0 * l->cycles_rtt_us / 1e6);
+            nmb_j_num(&j, "loopback_cycles_per_s", l->cycles_per_s);
+            nmb_j_num(&j, "loopback_ratio_to_rtt_bound", l->cycles_per_s * 2.0 * l->cycles_rtt_us / 1e6);
         }
     }
     if (d->handoff_p50_us > 0) {
         double target = 2.0 * d->handoff_rtt_us + HANDOFF_SLACK_US;
-        j_num(&j, "handoff_rtt_us", d->handoff_rtt_us);
-        j_figure(&j, "handoff_p50_us", d->handoff_p50_us, target, AT_MOST);
-        j_num(&j, "handoff_p50_rtt", d->handoff_p50_us / d->handoff_rtt_us);
+        nmb_j_num(&j, "handoff_rtt_us", d->handoff_rtt_us);
+        nmb_j_figure(&j, "handoff_p50_us", d->handoff_p50_us, target, AT_MOST);
+        nmb_j_num(&j, "handoff_p50_rtt", d->handoff_p50_us / d->handoff_rtt_us);
         row("hand-off p50 <= 2 RTT + 100 us", "us", d->handoff_p50_us, target, AT_MOST,
             d->handoff_rtt_us, l->handoff_p50_us);
         if (l->handoff_p50_us > 0) {
-            j_num(&j, "loopback_handoff_p50_us", l->handoff_p50_us);
-            j_num(&j, "loopback_handoff_p50_rtt", l->handoff_p50_us / l->handoff_rtt_us);
+            nmb_j_num(&j, "loopback_handoff_p50_us", l->handoff_p50_us);
+            nmb_j_num(&j, "loopback_handoff_p50_rtt", l->handoff_p50_us / l->handoff_rtt_us);
         }
     }
     if (d->quorum_ratio > 0) {
-        j_figure(&j, "quorum_cycle_time_ratio", d->quorum_ratio, 1.3, AT_MOST);
+        nmb_j_figure(&j, "quorum_cycle_time_ratio", d->quorum_ratio, 1.3, AT_MOST);
         row("quorum cycle <= 1.3 x single-server", "", d->quorum_ratio, 1.3, AT_MOST, 0,
             l->quorum_ratio);
         if (l->quorum_ratio > 0)
-            j_num(&j, "loopback_quorum_cycle_time_ratio", l->quorum_ratio);
+            nmb_j_num(&j, "loopback_quorum_cycle_time_ratio", l->quorum_ratio);
     }
-    j_end(&j);
+    nmb_j_end(&j);
 }

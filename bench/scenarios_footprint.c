@@ -55,9 +55,9 @@ static double info_field(const char *info, const char *field)
 
 static redisReply *info(redisContext *c, const char *section)
 {
-    redisReply *r = admin_cmd(c, "INFO", 2, (const char *[]){ "INFO", section });
+    redisReply *r = nmb_admin_cmd(c, "INFO", 2, (const char *[]){ "INFO", section });
     if (r && r->type != REDIS_REPLY_STRING) {
-        complain("INFO %s: not a string reply", section);
+        nmb_complain("INFO %s: not a string reply", section);
         freeReplyObject(r);
         return NULL;
     }
@@ -82,7 +82,7 @@ static int read_cpu(redisContext *c, server_snap_t *s)
     freeReplyObject(r);
     s->cpu_s = user + sys;
     if (isnan(s->cpu_s)) {
-        complain("INFO cpu has no used_cpu_user / used_cpu_sys");
+        nmb_complain("INFO cpu has no used_cpu_user / used_cpu_sys");
         return -1;
     }
     return 0;
@@ -206,16 +206,16 @@ static double calls_per_cycle(const cpu_side_t *s)
 static void j_calls_per_cycle(jline_t *j, const char *key, const cpu_side_t *s)
 {
     int first = 1;
-    j_key(j, key);
-    j_raw(j, "{");
+    nmb_j_key(j, key);
+    nmb_j_raw(j, "{");
     for (int i = 0; i < s->ncmds; i++) {
         if (!plain_name(s->cmds[i].name))
             continue;
-        j_raw(j, "%s\"%s\":%.4g", first ? "" : ",", s->cmds[i].name,
+        nmb_j_raw(j, "%s\"%s\":%.4g", first ? "" : ",", s->cmds[i].name,
               (double)s->cmds[i].calls / (double)s->cycles);
         first = 0;
     }
-    j_raw(j, "}");
+    nmb_j_raw(j, "}");
 }
 
 /* ---- the netmutex side: a worker process the main one starts and stops - */
@@ -260,7 +260,7 @@ static int cpu_worker_loop(cpu_board_t *b, netmutex_t *m)
             break;
         __atomic_store_n(&b->running, cmd == CPU_RUN, __ATOMIC_SEQ_CST);
         if (cmd != CPU_RUN) {
-            sleep_us(200);
+            nmb_sleep_us(200);
             continue;
         }
         if ((rc = cpu_cycle(b, m)) == 0)
@@ -273,12 +273,12 @@ static int cpu_worker_loop(cpu_board_t *b, netmutex_t *m)
 static int cpu_worker(void *arg, int index)
 {
     cpu_board_t *b = arg;
-    netmutex_config_t cfg = bench_config(0);
+    netmutex_config_t cfg = nmb_bench_config(0);
     netmutex_t m;
     char name[128];
     int err;
     (void)index;
-    mutex_name(name, sizeof name, "server_cpu");
+    nmb_mutex_name(name, sizeof name, "server_cpu");
     if ((err = netmutex_configure(&cfg)) != 0 || (err = netmutex_init(&m, name, NULL)) != 0) {
         cpu_fail(b, "netmutex_configure/init", err);
         __atomic_store_n(&b->ready, 1, __ATOMIC_SEQ_CST);
@@ -311,14 +311,14 @@ typedef struct {
  * sides pay for a script lookup and neither for hashing a script body. */
 static int ref_script(redisContext *c, const char *body, char sha[41])
 {
-    redisReply *r = admin_cmd(c, "SCRIPT LOAD", 3, (const char *[]){ "SCRIPT", "LOAD", body });
+    redisReply *r = nmb_admin_cmd(c, "SCRIPT LOAD", 3, (const char *[]){ "SCRIPT", "LOAD", body });
     if (!r)
         return -1;
     int ok = r->type == REDIS_REPLY_STRING && r->len == 40;
     if (ok)
         memcpy(sha, r->str, 41);
     else
-        complain("SCRIPT LOAD: unexpected reply");
+        nmb_complain("SCRIPT LOAD: unexpected reply");
     freeReplyObject(r);
     return ok ? 0 : -1;
 }
@@ -327,12 +327,12 @@ static int ref_script(redisContext *c, const char *body, char sha[41])
 static int ref_call(ref_lock_t *l, const char *sha, const char *token, const char *lease)
 {
     const char *argv[] = { "EVALSHA", sha, "1", l->key, token, lease };
-    redisReply *r = admin_cmd(l->c, "EVALSHA", lease ? 6 : 5, argv);
+    redisReply *r = nmb_admin_cmd(l->c, "EVALSHA", lease ? 6 : 5, argv);
     if (!r)
         return -1;
     int ok = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
     if (!ok)
-        complain("reference lock: the script did not return 1");
+        nmb_complain("reference lock: the script did not return 1");
     freeReplyObject(r);
     return ok ? 0 : -1;
 }
@@ -364,10 +364,10 @@ static int ref_open(ref_lock_t *l, const char *scenario)
 {
     char name[128];
     memset(l, 0, sizeof *l);
-    l->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)now_ns();
-    mutex_name(name, sizeof name, scenario);
+    l->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)nmb_now_ns();
+    nmb_mutex_name(name, sizeof name, scenario);
     snprintf(l->key, sizeof l->key, "nm_bench_reference:{%s}", name);
-    if (!(l->c = admin_connect()))
+    if (!(l->c = nmb_admin_connect()))
         return -1;
     if (ref_script(l->c, REF_ACQUIRE, l->acquire) == 0 &&
         ref_script(l->c, REF_RELEASE, l->release) == 0 && ref_cycle(l) == 0)
@@ -380,14 +380,14 @@ static int ref_open(ref_lock_t *l, const char *scenario)
 /* The reference's uncontended rate: its cycles per second over SECONDS,
  * on a connection of its own, as the client of any SET-NX lock would run
  * it (not pinned); -1 if it failed.  For uncontended's comparison. */
-double reference_cycles_per_s(const char *scenario, double seconds)
+double nmb_reference_cycles_per_s(const char *scenario, double seconds)
 {
     ref_lock_t l;
     uint64_t n = 0;
     int64_t t0, end, t;
     if (ref_open(&l, scenario) != 0)
         return -1;
-    t0 = now_ns();
+    t0 = nmb_now_ns();
     end = t0 + (int64_t)(seconds * 1e9);
     do {
         if (ref_cycle(&l) != 0) {
@@ -395,7 +395,7 @@ double reference_cycles_per_s(const char *scenario, double seconds)
             return -1;
         }
         n++;
-    } while ((t = now_ns()) < end);
+    } while ((t = nmb_now_ns()) < end);
     redisFree(l.c);
     return (double)n / ((double)(t - t0) / 1e9);
 }
@@ -420,7 +420,7 @@ static void pin_one_cpu(pin_t *p)
 {
     cpu_set_t one;
     p->cpu = -1;
-    p->server = private_server_pid();
+    p->server = nmb_private_server_pid();
     if (p->server <= 0 || sched_getaffinity(0, sizeof p->own_mask, &p->own_mask) != 0 ||
         sched_getaffinity(p->server, sizeof p->server_mask, &p->server_mask) != 0)
         return;
@@ -462,14 +462,14 @@ typedef struct {
 /* Until the worker's "running" is WANT; -1 if it died, failed or stalled. */
 static int await_worker(cpu_run_t *x, int want)
 {
-    int64_t deadline = now_ns() + (int64_t)CPU_STALL_MS * 1000000;
+    int64_t deadline = nmb_now_ns() + (int64_t)CPU_STALL_MS * 1000000;
     while (__atomic_load_n(&x->board->running, __ATOMIC_SEQ_CST) != want) {
-        if (x->board->err || crew_reap(&x->crew) == 0 || now_ns() > deadline) {
+        if (x->board->err || nmb_crew_reap(&x->crew) == 0 || nmb_now_ns() > deadline) {
             snprintf(x->error, sizeof x->error, "the netmutex worker %s",
                      x->board->err ? "failed" : "stopped answering");
             return -1;
         }
-        sleep_us(50);
+        nmb_sleep_us(50);
     }
     return 0;
 }
@@ -479,15 +479,15 @@ static int chunk_netmutex(cpu_run_t *x)
     uint64_t c0 = __atomic_load_n(&x->board->cycles, __ATOMIC_SEQ_CST);
     if (snap_before(x->admin, &x->a) != 0)
         return -1;
-    int64_t t0 = now_ns();
+    int64_t t0 = nmb_now_ns();
     __atomic_store_n(&x->board->cmd, CPU_RUN, __ATOMIC_SEQ_CST);
     if (await_worker(x, 1) != 0)
         return -1;
-    sleep_us(CPU_CHUNK_MS * 1000L);
+    nmb_sleep_us(CPU_CHUNK_MS * 1000L);
     __atomic_store_n(&x->board->cmd, CPU_PAUSE, __ATOMIC_SEQ_CST);
     if (await_worker(x, 0) != 0)
         return -1;
-    int64_t t1 = now_ns();
+    int64_t t1 = nmb_now_ns();
     if (snap_after(x->admin, &x->b) != 0)
         return -1;
     uint64_t c1 = __atomic_load_n(&x->board->cycles, __ATOMIC_SEQ_CST);
@@ -500,8 +500,8 @@ static int chunk_reference(cpu_run_t *x)
     uint64_t cycles = 0;
     if (snap_before(x->admin, &x->a) != 0)
         return -1;
-    int64_t t0 = now_ns(), end = t0 + (int64_t)CPU_CHUNK_MS * 1000000, t1;
-    while ((t1 = now_ns()) < end) {
+    int64_t t0 = nmb_now_ns(), end = t0 + (int64_t)CPU_CHUNK_MS * 1000000, t1;
+    while ((t1 = nmb_now_ns()) < end) {
         if (ref_cycle(&x->ref) != 0) {
             snprintf(x->error, sizeof x->error, "the reference lock failed");
             return -1;
@@ -517,7 +517,7 @@ static int chunk_reference(cpu_run_t *x)
 /* -d seconds for each side, in turns ABBA ABBA ... */
 static int take_turns(cpu_run_t *x)
 {
-    long per_side = (long)(opt.duration_s * 1000.0 / CPU_CHUNK_MS + 0.5);
+    long per_side = (long)(nmb_opt.duration_s * 1000.0 / CPU_CHUNK_MS + 0.5);
     per_side = per_side < 1 ? 1 : per_side;
     for (long i = 0; i < 2 * per_side; i++) {
         int reference = (int)(((i + 1) / 2) % 2);
@@ -530,13 +530,13 @@ static int take_turns(cpu_run_t *x)
 /* Starts the netmutex worker and waits for its warm-up. */
 static int start_worker(cpu_run_t *x)
 {
-    int64_t deadline = now_ns() + (int64_t)READY_TIMEOUT_MS * 1000000;
-    if (crew_spawn(&x->crew, 1, cpu_worker, x->board) != 0)
+    int64_t deadline = nmb_now_ns() + (int64_t)READY_TIMEOUT_MS * 1000000;
+    if (nmb_crew_spawn(&x->crew, 1, cpu_worker, x->board) != 0)
         return -1;
     while (!__atomic_load_n(&x->board->ready, __ATOMIC_SEQ_CST)) {
-        if (crew_reap(&x->crew) == 0 || now_ns() > deadline)
+        if (nmb_crew_reap(&x->crew) == 0 || nmb_now_ns() > deadline)
             return -1;
-        sleep_us(1000);
+        nmb_sleep_us(1000);
     }
     return x->board->err ? -1 : 0;
 }
@@ -544,7 +544,7 @@ static int start_worker(cpu_run_t *x)
 static void stop_worker(cpu_run_t *x)
 {
     __atomic_store_n(&x->board->cmd, CPU_EXIT, __ATOMIC_SEQ_CST);
-    if (crew_wait(&x->crew, now_ns() + (int64_t)HANG_GRACE_MS * 1000000) != 0 && !x->error[0])
+    if (nmb_crew_wait(&x->crew, nmb_now_ns() + (int64_t)HANG_GRACE_MS * 1000000) != 0 && !x->error[0])
         snprintf(x->error, sizeof x->error, "the netmutex worker failed at exit");
 }
 
@@ -552,26 +552,26 @@ static void j_cpu_line(const scenario_t *sc, const cpu_run_t *x)
 {
     const cpu_side_t *nm = &x->nm, *rf = &x->rf;
     jline_t j;
-    j_begin(&j, sc->name);
-    j_num(&j, "duration_s", nm->duration_s);
-    j_int(&j, "chunk_ms", CPU_CHUNK_MS);
-    j_str(&j, "cpu_source", nm->main_thread ? "main_thread" : "process");
-    j_int(&j, "pinned_cpu", x->pin.cpu);
-    j_int(&j, "cycles", (long long)nm->cycles);
-    j_num(&j, "cycles_per_s", (double)nm->cycles / nm->duration_s);
-    j_num(&j, "server_cpu_us_per_cycle", cpu_us_per_cycle(nm));
-    j_num(&j, "redis_calls_per_cycle", calls_per_cycle(nm));
+    nmb_j_begin(&j, sc->name);
+    nmb_j_num(&j, "duration_s", nm->duration_s);
+    nmb_j_int(&j, "chunk_ms", CPU_CHUNK_MS);
+    nmb_j_str(&j, "cpu_source", nm->main_thread ? "main_thread" : "process");
+    nmb_j_int(&j, "pinned_cpu", x->pin.cpu);
+    nmb_j_int(&j, "cycles", (long long)nm->cycles);
+    nmb_j_num(&j, "cycles_per_s", (double)nm->cycles / nm->duration_s);
+    nmb_j_num(&j, "server_cpu_us_per_cycle", cpu_us_per_cycle(nm));
+    nmb_j_num(&j, "redis_calls_per_cycle", calls_per_cycle(nm));
     j_calls_per_cycle(&j, "calls_per_cycle", nm);
-    j_str(&j, "reference", "the commands a plain SET-NX lock sends: EVALSHA of SET NX PX, "
+    nmb_j_str(&j, "reference", "the commands a plain SET-NX lock sends: EVALSHA of SET NX PX, "
                            "EVALSHA of GET + compare + DEL");
-    j_num(&j, "reference_duration_s", rf->duration_s);
-    j_int(&j, "reference_cycles", (long long)rf->cycles);
-    j_num(&j, "reference_cycles_per_s", (double)rf->cycles / rf->duration_s);
-    j_num(&j, "reference_cpu_us_per_cycle", cpu_us_per_cycle(rf));
-    j_num(&j, "reference_calls_per_cycle", calls_per_cycle(rf));
-    j_figure(&j, "cpu_ratio_to_reference", cpu_us_per_cycle(nm) / cpu_us_per_cycle(rf), 1.0,
+    nmb_j_num(&j, "reference_duration_s", rf->duration_s);
+    nmb_j_int(&j, "reference_cycles", (long long)rf->cycles);
+    nmb_j_num(&j, "reference_cycles_per_s", (double)rf->cycles / rf->duration_s);
+    nmb_j_num(&j, "reference_cpu_us_per_cycle", cpu_us_per_cycle(rf));
+    nmb_j_num(&j, "reference_calls_per_cycle", calls_per_cycle(rf));
+    nmb_j_figure(&j, "cpu_ratio_to_reference", cpu_us_per_cycle(nm) / cpu_us_per_cycle(rf), 1.0,
              AT_MOST);
-    j_end(&j);
+    nmb_j_end(&j);
 }
 
 /* The error line: the worker's own error first, then what stopped us. */
@@ -579,27 +579,27 @@ static int cpu_error(const scenario_t *sc, const cpu_run_t *x)
 {
     char msg[192];
     if (x->board->err)
-        snprintf(msg, sizeof msg, "%s: %s", x->board->what, errname(x->board->err));
+        snprintf(msg, sizeof msg, "%s: %s", x->board->what, nmb_errname(x->board->err));
     else
         snprintf(msg, sizeof msg, "%s", x->error[0] ? x->error : "INFO or the reference lock failed");
-    return report_error(sc->name, msg);
+    return nmb_report_error(sc->name, msg);
 }
 
 /* An idle server's cron costs about 2 ms of CPU per second, under 1% of
  * either side's figure at these rates: nothing is subtracted. */
-int sc_server_cpu(const scenario_t *sc)
+int nmb_sc_server_cpu(const scenario_t *sc)
 {
     static cpu_run_t x;              /* static: the snapshots are large */
     int rc = -1;
     memset(&x, 0, sizeof x);
     fprintf(stderr, "nm_bench: %s: netmutex and the plain SET-NX commands in turns of %d ms, "
-            "%g s each\n", sc->name, CPU_CHUNK_MS, opt.duration_s);
+            "%g s each\n", sc->name, CPU_CHUNK_MS, nmb_opt.duration_s);
     x.board = mmap(NULL, sizeof *x.board, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                    -1, 0);
     if (x.board == MAP_FAILED)
-        return report_error(sc->name, "mmap failed");
+        return nmb_report_error(sc->name, "mmap failed");
     pin_one_cpu(&x.pin);             /* before the fork: the worker inherits it */
-    if ((x.admin = admin_connect()) && ref_open(&x.ref, sc->name) == 0) {
+    if ((x.admin = nmb_admin_connect()) && ref_open(&x.ref, sc->name) == 0) {
         if (start_worker(&x) == 0)
             rc = take_turns(&x);
         stop_worker(&x);
@@ -696,9 +696,9 @@ static int hand_finish(hand_t *h)
 static int take_turn(hand_t *h)
 {
     hboard_t *b = h->b;
-    store64(&b->waiting_ns[h->me], now_ns());
+    store64(&b->waiting_ns[h->me], nmb_now_ns());
     int err = netmutex_lock(&h->m);
-    int64_t t = now_ns();
+    int64_t t = nmb_now_ns();
     store64(&b->waiting_ns[h->me], 0);
     if (err)
         return hand_fail(h, "netmutex_lock", err);
@@ -719,21 +719,21 @@ static int give_turn(hand_t *h)
 {
     hboard_t *b = h->b;
     for (;;) {
-        int64_t since = load64(&b->waiting_ns[1 - h->me]), t = now_ns();
+        int64_t since = load64(&b->waiting_ns[1 - h->me]), t = nmb_now_ns();
         if (t >= b->end_ns || __atomic_load_n(&b->stop, __ATOMIC_SEQ_CST))
             return hand_finish(h);
         if (since && t - since >= (int64_t)HANDOFF_SETTLE_US * 1000)
             break;
-        sleep_us(100);
+        nmb_sleep_us(100);
     }
-    int64_t t0 = now_ns();
+    int64_t t0 = nmb_now_ns();
     store64(&b->unlock_start_ns, t0);
     __atomic_store_n(&b->unlock_by, h->me + 1, __ATOMIC_SEQ_CST);
     int err = netmutex_unlock(&h->m);
     if (err)
         return hand_fail(h, "netmutex_unlock", err);
     hside_t *s = &b->side[h->me];
-    keep(s->unlock_us, &s->nunlock, (float)(now_ns() - t0) / 1e3f);
+    keep(s->unlock_us, &s->nunlock, (float)(nmb_now_ns() - t0) / 1e3f);
     return 0;
 }
 
@@ -751,7 +751,7 @@ static int handoff_loop(hand_t *h)
         while (!__atomic_load_n(&b->first_held, __ATOMIC_SEQ_CST)) {
             if (__atomic_load_n(&b->stop, __ATOMIC_SEQ_CST))
                 return 0;            /* process 0 failed */
-            sleep_us(100);
+            nmb_sleep_us(100);
         }
         if ((r = take_turn(h)) != 0)
             return r < 0 ? -1 : 0;
@@ -765,10 +765,10 @@ static int handoff_loop(hand_t *h)
 static int handoff_child(void *arg, int me)
 {
     hand_t h = { arg, me, { 0 } };
-    netmutex_config_t cfg = bench_config(h.b->cache);
+    netmutex_config_t cfg = nmb_bench_config(h.b->cache);
     char name[128];
     int err, rc = -1;
-    mutex_name(name, sizeof name, h.b->cache ? "cache_handoff" : "handoff");
+    nmb_mutex_name(name, sizeof name, h.b->cache ? "cache_handoff" : "handoff");
     if ((err = netmutex_configure(&cfg)) != 0)
         hand_fail(&h, "netmutex_configure", err);
     else if ((err = netmutex_init(&h.m, name, NULL)) != 0)
@@ -779,7 +779,7 @@ static int handoff_child(void *arg, int me)
     if (err)
         return -1;
     while (!__atomic_load_n(&h.b->go, __ATOMIC_ACQUIRE))
-        sleep_us(100);
+        nmb_sleep_us(100);
     rc = handoff_loop(&h);
     /* After a failure the mutex may still be held: keep the first error. */
     if (((err = netmutex_destroy(&h.m)) != 0 || (err = netmutex_shutdown()) != 0) && rc == 0)
@@ -802,7 +802,7 @@ static double *merged(const hboard_t *b, int unlock, size_t *n)
         for (uint32_t i = 0; i < (unlock ? s->nunlock : s->n); i++)
             v[(*n)++] = unlock ? s->unlock_us[i] : s->handoff_us[i];
     }
-    qsort(v, *n, sizeof *v, cmp_double);
+    qsort(v, *n, sizeof *v, nmb_cmp_double);
     return v;
 }
 
@@ -814,42 +814,42 @@ static int handoff_report(const scenario_t *sc, const hboard_t *b, double durati
     if (!v || !u || n == 0) {
         free(v);
         free(u);
-        return report_error(sc->name, v && u ? "no hand-off measured" : "out of memory");
+        return nmb_report_error(sc->name, v && u ? "no hand-off measured" : "out of memory");
     }
-    j_begin(&j, sc->name);
-    j_int(&j, "procs", 2);
-    j_num(&j, "duration_s", duration_s);
-    j_int(&j, "settle_us", HANDOFF_SETTLE_US);
-    j_int(&j, "samples", (long long)n);
-    double p50 = percentile(v, n, 0.50);
+    nmb_j_begin(&j, sc->name);
+    nmb_j_int(&j, "procs", 2);
+    nmb_j_num(&j, "duration_s", duration_s);
+    nmb_j_int(&j, "settle_us", HANDOFF_SETTLE_US);
+    nmb_j_int(&j, "samples", (long long)n);
+    double p50 = nmb_percentile(v, n, 0.50);
     /* On the delayed link the target is 2 x RTT + HANDOFF_SLACK_US. */
-    if (link_delay_us)
-        j_figure(&j, "handoff_p50_us", p50, 2.0 * rtt_us + HANDOFF_SLACK_US, AT_MOST);
+    if (nmb_link_delay_us)
+        nmb_j_figure(&j, "handoff_p50_us", p50, 2.0 * nmb_rtt_us + HANDOFF_SLACK_US, AT_MOST);
     else
-        j_num(&j, "handoff_p50_us", p50);
-    j_num(&j, "handoff_p99_us", percentile(v, n, 0.99));
-    j_num(&j, "handoff_max_us", v[n - 1]);
-    j_num(&j, "unlock_p50_us", percentile(u, nu, 0.50));
-    j_num(&j, "unlock_p99_us", percentile(u, nu, 0.99));
-    if (link_delay_us)
-        j_num(&j, "handoff_p50_rtt", p50 / rtt_us);
+        nmb_j_num(&j, "handoff_p50_us", p50);
+    nmb_j_num(&j, "handoff_p99_us", nmb_percentile(v, n, 0.99));
+    nmb_j_num(&j, "handoff_max_us", v[n - 1]);
+    nmb_j_num(&j, "unlock_p50_us", nmb_percentile(u, nu, 0.50));
+    nmb_j_num(&j, "unlock_p99_us", nmb_percentile(u, nu, 0.99));
+    if (nmb_link_delay_us)
+        nmb_j_num(&j, "handoff_p50_rtt", p50 / nmb_rtt_us);
     else
-        j_figure(&j, "handoff_p50_rtt", p50 / rtt_us, 2.0, AT_MOST);
+        nmb_j_figure(&j, "handoff_p50_rtt", p50 / nmb_rtt_us, 2.0, AT_MOST);
     if (!b->cache) {
-        link_figures()->handoff_p50_us = p50;
-        link_figures()->handoff_rtt_us = rtt_us;
+        nmb_link_figures()->handoff_p50_us = p50;
+        nmb_link_figures()->handoff_rtt_us = nmb_rtt_us;
     }
     if (b->floor_p50_us > 0) {
         /* What no hand-off to a sleeping process can beat on this machine. */
-        j_num(&j, "blpop_floor_p50_us", b->floor_p50_us);
-        j_num(&j, "blpop_floor_p99_us", b->floor_p99_us);
-        j_num(&j, "blpop_floor_p50_rtt", b->floor_p50_us / rtt_us);
+        nmb_j_num(&j, "blpop_floor_p50_us", b->floor_p50_us);
+        nmb_j_num(&j, "blpop_floor_p99_us", b->floor_p99_us);
+        nmb_j_num(&j, "blpop_floor_p50_rtt", b->floor_p50_us / nmb_rtt_us);
     }
     /* The waiter was queued first: the unlocking process must not get the
      * lock back before it. */
-    j_figure(&j, "overtakes", (double)(b->side[0].overtakes + b->side[1].overtakes), 0.0,
+    nmb_j_figure(&j, "overtakes", (double)(b->side[0].overtakes + b->side[1].overtakes), 0.0,
              AT_MOST);
-    j_end(&j);
+    nmb_j_end(&j);
     free(v);
     free(u);
     return 0;
@@ -860,7 +860,7 @@ static int handoff_error(const scenario_t *sc, const hboard_t *b, const char *fa
 {
     int err[2] = { b->side[0].err, b->side[1].err };
     const char *what[2] = { b->side[0].what, b->side[1].what };
-    return report_pair_error(sc->name, err, what, fallback);
+    return nmb_report_pair_error(sc->name, err, what, fallback);
 }
 
 /* The floor under any hand-off through Redis to a process that sleeps
@@ -880,12 +880,12 @@ typedef struct {
 static int floor_child(void *arg, int me)
 {
     floor_board_t *f = arg;
-    redisContext *c = admin_connect();
+    redisContext *c = nmb_admin_connect();
     (void)me;
     for (int i = 0; c && i < FLOOR_SAMPLES; i++) {
         __atomic_store_n(&f->blocked, i + 1, __ATOMIC_SEQ_CST);
-        redisReply *r = admin_cmd(c, "BLPOP", 3, (const char *[]){ "BLPOP", "nm_bench:floor", "10" });
-        int64_t t = now_ns();
+        redisReply *r = nmb_admin_cmd(c, "BLPOP", 3, (const char *[]){ "BLPOP", "nm_bench:floor", "10" });
+        int64_t t = nmb_now_ns();
         if (!r)
             break;
         freeReplyObject(r);
@@ -899,17 +899,17 @@ static int floor_child(void *arg, int me)
 
 static int floor_push(floor_board_t *f, redisContext *c, crew_t *crew, int i)
 {
-    int64_t deadline = now_ns() + (int64_t)READY_TIMEOUT_MS * 1000000;
-    while (__atomic_load_n(&f->blocked, __ATOMIC_SEQ_CST) <= i && now_ns() < deadline)
-        sleep_us(100);
-    sleep_us(HANDOFF_SETTLE_US);
-    __atomic_store_n(&f->pushed_ns, now_ns(), __ATOMIC_SEQ_CST);
-    redisReply *r = admin_cmd(c, "RPUSH", 3, (const char *[]){ "RPUSH", "nm_bench:floor", "x" });
+    int64_t deadline = nmb_now_ns() + (int64_t)READY_TIMEOUT_MS * 1000000;
+    while (__atomic_load_n(&f->blocked, __ATOMIC_SEQ_CST) <= i && nmb_now_ns() < deadline)
+        nmb_sleep_us(100);
+    nmb_sleep_us(HANDOFF_SETTLE_US);
+    __atomic_store_n(&f->pushed_ns, nmb_now_ns(), __ATOMIC_SEQ_CST);
+    redisReply *r = nmb_admin_cmd(c, "RPUSH", 3, (const char *[]){ "RPUSH", "nm_bench:floor", "x" });
     if (!r)
         return -1;
     freeReplyObject(r);
-    while (__atomic_load_n(&f->taken, __ATOMIC_SEQ_CST) <= i && now_ns() < deadline)
-        crew_reap(crew) == 0 ? sleep_us(50) : (void)0;
+    while (__atomic_load_n(&f->taken, __ATOMIC_SEQ_CST) <= i && nmb_now_ns() < deadline)
+        nmb_crew_reap(crew) == 0 ? nmb_sleep_us(50) : (void)0;
     return __atomic_load_n(&f->taken, __ATOMIC_SEQ_CST) > i ? 0 : -1;
 }
 
@@ -919,17 +919,17 @@ static int measure_floor(hboard_t *b)
 {
     floor_board_t *f = mmap(NULL, sizeof *f, PROT_READ | PROT_WRITE,
                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    redisContext *c = admin_connect();
+    redisContext *c = nmb_admin_connect();
     crew_t crew;
     int rc = -1, i = 0;
-    if (f != MAP_FAILED && c && crew_spawn(&crew, 1, floor_child, f) == 0) {
+    if (f != MAP_FAILED && c && nmb_crew_spawn(&crew, 1, floor_child, f) == 0) {
         while (i < FLOOR_SAMPLES && floor_push(f, c, &crew, i) == 0)
             i++;
-        crew_wait(&crew, now_ns() + (int64_t)READY_TIMEOUT_MS * 1000000);
+        nmb_crew_wait(&crew, nmb_now_ns() + (int64_t)READY_TIMEOUT_MS * 1000000);
         if (i == FLOOR_SAMPLES) {
-            qsort(f->us, FLOOR_SAMPLES, sizeof f->us[0], cmp_double);
-            b->floor_p50_us = percentile(f->us, FLOOR_SAMPLES, 0.50);
-            b->floor_p99_us = percentile(f->us, FLOOR_SAMPLES, 0.99);
+            qsort(f->us, FLOOR_SAMPLES, sizeof f->us[0], nmb_cmp_double);
+            b->floor_p50_us = nmb_percentile(f->us, FLOOR_SAMPLES, 0.50);
+            b->floor_p99_us = nmb_percentile(f->us, FLOOR_SAMPLES, 0.99);
             rc = 0;
         }
     }
@@ -940,32 +940,32 @@ static int measure_floor(hboard_t *b)
     return rc;
 }
 
-int sc_handoff(const scenario_t *sc)
+int nmb_sc_handoff(const scenario_t *sc)
 {
     crew_t crew;
     int rc;
     hboard_t *b = mmap(NULL, sizeof *b, PROT_READ | PROT_WRITE,
                        MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (b == MAP_FAILED)
-        return report_error(sc->name, "mmap failed");
+        return nmb_report_error(sc->name, "mmap failed");
     b->cache = sc->load.cache;
     if (measure_floor(b) != 0)
         fprintf(stderr, "nm_bench: %s: the bare BLPOP hand-off could not be measured\n",
                 sc->name);
     fprintf(stderr, "nm_bench: %s: 2 processes pass one lock back and forth, %g s%s\n",
-            sc->name, opt.duration_s, b->cache ? ", lease caching on" : "");
-    if (crew_spawn(&crew, 2, handoff_child, b) != 0 || crew_ready(&crew, &b->ready, 2) != 0) {
-        crew_kill(&crew);
+            sc->name, nmb_opt.duration_s, b->cache ? ", lease caching on" : "");
+    if (nmb_crew_spawn(&crew, 2, handoff_child, b) != 0 || nmb_crew_ready(&crew, &b->ready, 2) != 0) {
+        nmb_crew_kill(&crew);
         rc = handoff_error(sc, b, "the workers did not start");
         goto out;
     }
-    int64_t start = now_ns();
-    b->end_ns = start + (int64_t)(opt.duration_s * 1e9);
+    int64_t start = nmb_now_ns();
+    b->end_ns = start + (int64_t)(nmb_opt.duration_s * 1e9);
     __atomic_store_n(&b->go, 1, __ATOMIC_RELEASE);
-    if (crew_wait(&crew, b->end_ns + (int64_t)HANG_GRACE_MS * 1000000) != 0)
+    if (nmb_crew_wait(&crew, b->end_ns + (int64_t)HANG_GRACE_MS * 1000000) != 0)
         rc = handoff_error(sc, b, crew.failed ? "a worker failed" : "a lock call hung");
     else
-        rc = handoff_report(sc, b, (double)(now_ns() - start) / 1e9);
+        rc = handoff_report(sc, b, (double)(nmb_now_ns() - start) / 1e9);
 out:
     munmap(b, sizeof *b);
     return rc;
@@ -999,7 +999,7 @@ static long long count_keys(redisContext *c, const char *pattern)
     long long n = 0;
     do {
         const char *argv[] = { "SCAN", cursor, "MATCH", pattern, "COUNT", SCAN_COUNT };
-        redisReply *r = admin_cmd(c, "SCAN", 6, argv);
+        redisReply *r = nmb_admin_cmd(c, "SCAN", 6, argv);
         if (!r)
             return -1;
         int ok = r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
@@ -1011,7 +1011,7 @@ static long long count_keys(redisContext *c, const char *pattern)
         }
         freeReplyObject(r);
         if (!ok) {
-            complain("SCAN: unexpected reply");
+            nmb_complain("SCAN: unexpected reply");
             return -1;
         }
     } while (strcmp(cursor, "0") != 0);
@@ -1027,7 +1027,7 @@ static int read_residue(redisContext *c, const char *pattern, residue_snap_t *s)
         return -1;
     s->used_memory = (long long)info_field(r->str, "used_memory");
     freeReplyObject(r);
-    if (!(r = admin_cmd(c, "DBSIZE", 1, (const char *[]){ "DBSIZE" })))
+    if (!(r = nmb_admin_cmd(c, "DBSIZE", 1, (const char *[]){ "DBSIZE" })))
         return -1;
     s->dbsize = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
     freeReplyObject(r);
@@ -1045,10 +1045,10 @@ static int residue_cycles(const netmutex_attr_t *attr, long n, char *msg, size_t
         netmutex_t m;
         int err;
         snprintf(what, sizeof what, "residue/%ld", i);
-        mutex_name(name, sizeof name, what);
+        nmb_mutex_name(name, sizeof name, what);
         if ((err = netmutex_init(&m, name, attr)) != 0 || (err = netmutex_lock(&m)) != 0 ||
             (err = netmutex_unlock(&m)) != 0 || (err = netmutex_destroy(&m)) != 0) {
-            snprintf(msg, msglen, "name %ld of %ld: %s", i + 1, n, errname(err));
+            snprintf(msg, msglen, "name %ld of %ld: %s", i + 1, n, nmb_errname(err));
             return err;
         }
     }
@@ -1059,11 +1059,11 @@ static int residue_cycles(const netmutex_attr_t *attr, long n, char *msg, size_t
  * outside the pattern: connection and scripts exist before the baseline. */
 static int residue_setup(netmutex_attr_t *attr, long lease_ms)
 {
-    netmutex_config_t cfg = bench_config(0);
+    netmutex_config_t cfg = nmb_bench_config(0);
     netmutex_t warm;
     char name[128];
     int err;
-    mutex_name(name, sizeof name, "residue-warm-up");
+    nmb_mutex_name(name, sizeof name, "residue-warm-up");
     if ((err = netmutex_configure(&cfg)) != 0 || (err = netmutex_attr_init(attr)) != 0 ||
         (err = netmutex_attr_setlease(attr, (unsigned int)lease_ms)) != 0)
         return err;
@@ -1077,32 +1077,32 @@ static void residue_report(const char *scenario, long n, long lease_ms, double c
                            const residue_snap_t s[3])
 {
     jline_t j;
-    j_begin(&j, scenario);
-    j_int(&j, "names", n);
-    j_int(&j, "lease_ms", lease_ms);
-    j_num(&j, "cycles_s", cycle_s);
-    j_int(&j, "dbsize_before", s[0].dbsize);
-    j_int(&j, "dbsize_after", s[1].dbsize);
-    j_int(&j, "dbsize_after_2_leases", s[2].dbsize);
-    j_int(&j, "keys_before", s[0].keys);
-    j_int(&j, "keys_after", s[1].keys);
-    j_figure(&j, "keys_after_2_leases", (double)s[2].keys, 0.0, AT_MOST);
-    j_int(&j, "floor_keys_before", s[0].floors);
-    j_int(&j, "floor_keys_after_2_leases", s[2].floors);
-    j_int(&j, "used_memory_before", s[0].used_memory);
-    j_int(&j, "used_memory_after", s[1].used_memory);
-    j_int(&j, "used_memory_after_2_leases", s[2].used_memory);
-    j_num(&j, "bytes_per_name_after", (double)(s[1].used_memory - s[0].used_memory) / (double)n);
-    j_figure(&j, "bytes_per_name_after_2_leases",
+    nmb_j_begin(&j, scenario);
+    nmb_j_int(&j, "names", n);
+    nmb_j_int(&j, "lease_ms", lease_ms);
+    nmb_j_num(&j, "cycles_s", cycle_s);
+    nmb_j_int(&j, "dbsize_before", s[0].dbsize);
+    nmb_j_int(&j, "dbsize_after", s[1].dbsize);
+    nmb_j_int(&j, "dbsize_after_2_leases", s[2].dbsize);
+    nmb_j_int(&j, "keys_before", s[0].keys);
+    nmb_j_int(&j, "keys_after", s[1].keys);
+    nmb_j_figure(&j, "keys_after_2_leases", (double)s[2].keys, 0.0, AT_MOST);
+    nmb_j_int(&j, "floor_keys_before", s[0].floors);
+    nmb_j_int(&j, "floor_keys_after_2_leases", s[2].floors);
+    nmb_j_int(&j, "used_memory_before", s[0].used_memory);
+    nmb_j_int(&j, "used_memory_after", s[1].used_memory);
+    nmb_j_int(&j, "used_memory_after_2_leases", s[2].used_memory);
+    nmb_j_num(&j, "bytes_per_name_after", (double)(s[1].used_memory - s[0].used_memory) / (double)n);
+    nmb_j_figure(&j, "bytes_per_name_after_2_leases",
              (double)(s[2].used_memory - s[0].used_memory) / (double)n, 16.0, AT_MOST);
-    j_end(&j);
+    nmb_j_end(&j);
 }
 
-/* Runs in a process of its own (see sc_residue) and prints the line. */
+/* Runs in a process of its own (see nmb_sc_residue) and prints the line. */
 static int residue_child(void *arg, int index)
 {
     const char *scenario = ((const scenario_t *)arg)->name;
-    long n = opt_or(opt.n_locks, RESIDUE_N), lease_ms = opt_or(opt.lease_ms, RESIDUE_LEASE_MS);
+    long n = nmb_opt_or(nmb_opt.n_locks, RESIDUE_N), lease_ms = nmb_opt_or(nmb_opt.lease_ms, RESIDUE_LEASE_MS);
     residue_snap_t s[3];
     netmutex_attr_t attr;
     char pattern[160], prefix[128], msg[192];
@@ -1111,52 +1111,52 @@ static int residue_child(void *arg, int index)
 
     /* Counted by name, not by DBSIZE alone: earlier scenarios' keys are
      * on the same server. */
-    mutex_name(prefix, sizeof prefix, "residue/");
+    nmb_mutex_name(prefix, sizeof prefix, "residue/");
     snprintf(pattern, sizeof pattern, "*%s*", prefix);
-    redisContext *admin = admin_connect();
+    redisContext *admin = nmb_admin_connect();
     if (!admin)
-        return report_error(scenario, "cannot connect to the server for INFO");
+        return nmb_report_error(scenario, "cannot connect to the server for INFO");
     if ((err = residue_setup(&attr, lease_ms)) != 0) {
-        snprintf(msg, sizeof msg, "setup: %s", errname(err));
+        snprintf(msg, sizeof msg, "setup: %s", nmb_errname(err));
         redisFree(admin);
-        return report_error(scenario, msg);
+        return nmb_report_error(scenario, msg);
     }
     int rc = read_residue(admin, pattern, &s[0]);
-    int64_t t0 = now_ns();
+    int64_t t0 = nmb_now_ns();
     if (rc == 0 && (err = residue_cycles(&attr, n, msg, sizeof msg)) != 0)
         rc = -1;
-    int64_t t1 = now_ns();
+    int64_t t1 = nmb_now_ns();
     if (rc == 0)
         rc = read_residue(admin, pattern, &s[1]);
     if (rc == 0) {
-        sleep_us((long)((t1 + 2 * lease_ms * 1000000LL - now_ns()) / 1000));
+        nmb_sleep_us((long)((t1 + 2 * lease_ms * 1000000LL - nmb_now_ns()) / 1000));
         rc = read_residue(admin, pattern, &s[2]);
     }
     redisFree(admin);
     netmutex_attr_destroy(&attr);
     netmutex_shutdown();
     if (rc != 0)
-        return report_error(scenario, err ? msg : "INFO, DBSIZE or SCAN failed");
+        return nmb_report_error(scenario, err ? msg : "INFO, DBSIZE or SCAN failed");
     residue_report(scenario, n, lease_ms, (double)(t1 - t0) / 1e9, s);
     return 0;
 }
 
 /* Its own process, so the library's state starts fresh and goes with it. */
-int sc_residue(const scenario_t *sc)
+int nmb_sc_residue(const scenario_t *sc)
 {
     crew_t crew;
-    long lease_ms = opt_or(opt.lease_ms, RESIDUE_LEASE_MS);
+    long lease_ms = nmb_opt_or(nmb_opt.lease_ms, RESIDUE_LEASE_MS);
     int64_t limit_ms = 2 * lease_ms + 600000;   /* a hang, not a slow run */
     fprintf(stderr, "nm_bench: %s: %ld names locked and unlocked, %ld ms lease\n", sc->name,
-            opt_or(opt.n_locks, RESIDUE_N), lease_ms);
-    if (crew_spawn(&crew, 1, residue_child, (void *)sc) != 0) {
-        crew_kill(&crew);
-        return report_error(sc->name, "fork failed");
+            nmb_opt_or(nmb_opt.n_locks, RESIDUE_N), lease_ms);
+    if (nmb_crew_spawn(&crew, 1, residue_child, (void *)sc) != 0) {
+        nmb_crew_kill(&crew);
+        return nmb_report_error(sc->name, "fork failed");
     }
-    if (crew_wait(&crew, now_ns() + limit_ms * 1000000) != 0) {
+    if (nmb_crew_wait(&crew, nmb_now_ns() + limit_ms * 1000000) != 0) {
         if (crew.failed)
             return -1;               /* the child printed its own line */
-        return report_error(sc->name, "still running after its time limit: killed");
+        return nmb_report_error(sc->name, "still running after its time limit: killed");
     }
     return 0;
 }

@@ -52,8 +52,8 @@ static double ts_diff_ms(const struct timespec *a, const struct timespec *b)
 /* Timed waits on the held M until the measured period is over. */
 static int late_measure(netmutex_t *m, late_t *t)
 {
-    int64_t end = now_ns() + (int64_t)(opt.duration_s * 1e9);
-    for (unsigned i = 0; t->n < LATE_CAP && now_ns() < end; i++) {
+    int64_t end = nmb_now_ns() + (int64_t)(nmb_opt.duration_s * 1e9);
+    for (unsigned i = 0; t->n < LATE_CAP && nmb_now_ns() < end; i++) {
         struct timespec deadline, returned;
         long ms = LATE_MIN_MS + (long)(i * 7) % LATE_SPREAD_MS;
         clock_gettime(CLOCK_REALTIME, &deadline);
@@ -81,7 +81,7 @@ static int late_measure(netmutex_t *m, late_t *t)
 /* The server's hz, from INFO server, or -1. */
 static long server_hz(redisContext *c)
 {
-    redisReply *r = admin_cmd(c, "INFO server", 2, (const char *[]){ "INFO", "server" });
+    redisReply *r = nmb_admin_cmd(c, "INFO server", 2, (const char *[]){ "INFO", "server" });
     const char *at = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "\nhz:") : NULL;
     long hz = at ? atol(at + 4) : -1;
     if (r)
@@ -92,49 +92,49 @@ static long server_hz(redisContext *c)
 static int late_report(const char *scenario, late_t *t, long hz)
 {
     jline_t j;
-    qsort(t->late_ms, t->n, sizeof t->late_ms[0], cmp_double);
-    j_begin(&j, scenario);
-    j_int(&j, "server_hz", hz);
-    j_int(&j, "samples", (long long)t->n);
-    j_int(&j, "deadline_min_ms", LATE_MIN_MS);
-    j_int(&j, "deadline_max_ms", LATE_MIN_MS + LATE_SPREAD_MS - 1);
-    j_num(&j, "late_p50_ms", percentile(t->late_ms, t->n, 0.5));
-    j_figure(&j, "late_p99_ms", percentile(t->late_ms, t->n, 0.99), LATE_TARGET_MS, AT_MOST);
-    j_num(&j, "late_max_ms", t->late_ms[t->n - 1]);
-    j_figure(&j, "early", (double)t->early, 0, AT_MOST);
-    j_figure(&j, "warnings", (double)t->warnings, 0, AT_MOST);
-    j_end(&j);
+    qsort(t->late_ms, t->n, sizeof t->late_ms[0], nmb_cmp_double);
+    nmb_j_begin(&j, scenario);
+    nmb_j_int(&j, "server_hz", hz);
+    nmb_j_int(&j, "samples", (long long)t->n);
+    nmb_j_int(&j, "deadline_min_ms", LATE_MIN_MS);
+    nmb_j_int(&j, "deadline_max_ms", LATE_MIN_MS + LATE_SPREAD_MS - 1);
+    nmb_j_num(&j, "late_p50_ms", nmb_percentile(t->late_ms, t->n, 0.5));
+    nmb_j_figure(&j, "late_p99_ms", nmb_percentile(t->late_ms, t->n, 0.99), LATE_TARGET_MS, AT_MOST);
+    nmb_j_num(&j, "late_max_ms", t->late_ms[t->n - 1]);
+    nmb_j_figure(&j, "early", (double)t->early, 0, AT_MOST);
+    nmb_j_figure(&j, "warnings", (double)t->warnings, 0, AT_MOST);
+    nmb_j_end(&j);
     return 0;
 }
 
 static int late_fail(const char *scenario, const late_t *t)
 {
     char msg[128];
-    snprintf(msg, sizeof msg, "%s: %s", t->what, errname(t->err));
-    return report_error(scenario, msg);
+    snprintf(msg, sizeof msg, "%s: %s", t->what, nmb_errname(t->err));
+    return nmb_report_error(scenario, msg);
 }
 
 /* Its own process: holds the name by hand, then waits on it. */
 static int late_child(void *arg, int index)
 {
     const char *scenario = ((const scenario_t *)arg)->name;
-    netmutex_config_t cfg = bench_config(0);
+    netmutex_config_t cfg = nmb_bench_config(0);
     static late_t t;
     char name[128], key[192], tag[NM_TEST_TAG_LEN + 1], px[32];
     netmutex_t m;
     int rc = 0;
     (void)index;
-    redisContext *admin = admin_connect();
+    redisContext *admin = nmb_admin_connect();
     if (!admin)
-        return report_error(scenario, "cannot connect to the server");
-    mutex_name(name, sizeof name, scenario);
+        return nmb_report_error(scenario, "cannot connect to the server");
+    nmb_mutex_name(name, sizeof name, scenario);
     nm_test_key_tag(name, strlen(name), tag);
     snprintf(key, sizeof key, "netmutex:{%s}%s", tag, name);
-    snprintf(px, sizeof px, "%ld", (long)(opt.duration_s * 1000) + HANG_GRACE_MS);
-    if (admin_do(admin, "SET", 5, (const char *[]){ "SET", key, FOREIGN_VALUE, "PX", px }) != 0 ||
+    snprintf(px, sizeof px, "%ld", (long)(nmb_opt.duration_s * 1000) + HANG_GRACE_MS);
+    if (nmb_admin_do(admin, "SET", 5, (const char *[]){ "SET", key, FOREIGN_VALUE, "PX", px }) != 0 ||
         netmutex_configure(&cfg) != 0 || netmutex_init(&m, name, NULL) != 0) {
         redisFree(admin);
-        return report_error(scenario, "cannot set up the held name");
+        return nmb_report_error(scenario, "cannot set up the held name");
     }
     netmutex_set_log(NETMUTEX_LOG_WARN, count_warning, &t);
     /* The connection, dialed before anything is measured. */
@@ -148,7 +148,7 @@ static int late_child(void *arg, int index)
     if (rc == 0 && late_measure(&m, &t) != 0)
         rc = -1;
     netmutex_set_log(NETMUTEX_LOG_WARN, NULL, NULL);
-    admin_do(admin, "DEL", 2, (const char *[]){ "DEL", key });
+    nmb_admin_do(admin, "DEL", 2, (const char *[]){ "DEL", key });
     if (rc == 0 && t.n == 0) {
         t.what = "no sample";
         t.err = EINVAL;
@@ -161,17 +161,17 @@ static int late_child(void *arg, int index)
     return rc;
 }
 
-int sc_timedlock_late(const scenario_t *sc)
+int nmb_sc_timedlock_late(const scenario_t *sc)
 {
     crew_t crew;
     fprintf(stderr, "nm_bench: %s: timed waits of %d-%d ms on a held name, %g s\n", sc->name,
-            LATE_MIN_MS, LATE_MIN_MS + LATE_SPREAD_MS - 1, opt.duration_s);
-    if (crew_spawn(&crew, 1, late_child, (void *)sc) != 0) {
-        crew_kill(&crew);
-        return report_error(sc->name, "fork failed");
+            LATE_MIN_MS, LATE_MIN_MS + LATE_SPREAD_MS - 1, nmb_opt.duration_s);
+    if (nmb_crew_spawn(&crew, 1, late_child, (void *)sc) != 0) {
+        nmb_crew_kill(&crew);
+        return nmb_report_error(sc->name, "fork failed");
     }
-    int64_t limit = now_ns() + ((int64_t)(opt.duration_s * 1000) + HANG_GRACE_MS) * 1000000;
-    if (crew_wait(&crew, limit) != 0)
-        return crew.failed ? -1 : report_error(sc->name, "still running after its time limit: killed");
+    int64_t limit = nmb_now_ns() + ((int64_t)(nmb_opt.duration_s * 1000) + HANG_GRACE_MS) * 1000000;
+    if (nmb_crew_wait(&crew, limit) != 0)
+        return crew.failed ? -1 : nmb_report_error(sc->name, "still running after its time limit: killed");
     return 0;
 }

@@ -43,7 +43,7 @@ static void test_unknown_is_null(void)
 {
     g_assert_null(netmutex_errname(-1));
     g_assert_null(netmutex_errname(123456));
-    g_assert_null(netmutex_errname(ECONNRESET)); /* internal only (nm.h) */
+    g_assert_null(netmutex_errname(ECONNRESET)); /* no call returns it */
     g_assert_null(netmutex_errname(EINTR));
 }
 

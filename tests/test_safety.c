@@ -444,8 +444,9 @@ static void test_wrong_sha_poisons_nothing(void)
 
 /* A server not taken for a Cluster node (its INFO has no cluster
  * section) that answers TRYAGAIN or MOVED, as a node would: the lock calls
- * say EPROTO, never the internal values those answers mean to the Cluster
- * route (EAGAIN, EXDEV), and a timed lock does not wait on them. */
+ * say EPROTO, never the internal codes those answers mean to the Cluster
+ * route (NM_ETRYAGAIN, NM_EREDIRECT), and a timed lock does not wait on
+ * them. */
 static void run_cluster_answer(NmHostileMode mode)
 {
     NmHostile *hs = nm_hostile_start(mode);

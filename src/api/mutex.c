@@ -13,6 +13,9 @@
  * wait on the entry's condition variable until it goes idle.  Ownership is
  * per thread, as with pthread mutexes: only the thread that locked may
  * unlock.
+ *
+ * Every call whose answer comes from the layers below returns it through
+ * nm_errno_public() (nm.h): no internal code reaches the caller.
  */
 #include "nm.h"
 
@@ -507,19 +510,19 @@ static int acquire(netmutex_t *m, nm_wait_t wait, int64_t deadline)
 
 int netmutex_lock(netmutex_t *m)
 {
-    return acquire(m, NM_WAIT, NM_FOREVER);
+    return nm_errno_public(acquire(m, NM_WAIT, NM_FOREVER));
 }
 
 int netmutex_trylock(netmutex_t *m)
 {
-    return acquire(m, NM_NOWAIT, NM_FOREVER);
+    return nm_errno_public(acquire(m, NM_NOWAIT, NM_FOREVER));
 }
 
 int netmutex_clocklock(netmutex_t *m, clockid_t clockid, const struct timespec *abstime)
 {
     int64_t deadline;
     int err = nm_deadline_from_abstime(clockid, abstime, &deadline);
-    return err ? err : acquire(m, NM_WAIT, deadline);
+    return err ? err : nm_errno_public(acquire(m, NM_WAIT, deadline));
 }
 
 int netmutex_timedlock(netmutex_t *m, const struct timespec *abstime)
@@ -598,7 +601,7 @@ int netmutex_unlock(netmutex_t *m)
     nm_registry_note_held(-1);
     pthread_cond_signal(&e->cv);
     pthread_mutex_unlock(&e->mu);
-    return err;
+    return nm_errno_public(err);
 }
 
 /* ---- robustness, leases and fences ---------------------------------------- */
@@ -665,7 +668,7 @@ int netmutex_extend(netmutex_t *m, unsigned int ms)
     err = nm_lease_extend(lease, ms, &sent_at);
     if (!err)
         nm_watchdog_extended(lease, sent_at, ms);
-    return err;
+    return nm_errno_public(err);
 }
 
 int netmutex_break(const char *name)
@@ -679,7 +682,7 @@ int netmutex_break(const char *name)
      * after our own unlock, which must not keep it as if it were ours. */
     if (err == 0)
         nm_registry_with(name, len, nm_cache_broken);
-    return err;
+    return nm_errno_public(err);
 }
 
 int netmutex_status(const char *name, netmutex_status_t *st)
@@ -688,7 +691,7 @@ int netmutex_status(const char *name, netmutex_status_t *st)
     if (!valid_name(name, &len) || !st)
         return EINVAL;
     library_init();
-    return nm_status(name, len, st);
+    return nm_errno_public(nm_status(name, len, st));
 }
 
 /* ---- configuration ------------------------------------------------------- */
@@ -699,10 +702,10 @@ int netmutex_configure(const netmutex_config_t *cfg)
     library_init();
     int err = nm_config_build(cfg, &built);
     if (err)
-        return err;
+        return nm_errno_public(err);
     /* Cached leases live under the configuration that got them. */
     nm_cache_flush();
-    return nm_config_replace(built, nm_registry_any_held);
+    return nm_errno_public(nm_config_replace(built, nm_registry_any_held));
 }
 
 int netmutex_shutdown(void)
@@ -715,5 +718,5 @@ int netmutex_shutdown(void)
         nm_journal_clear();
         nm_conn_close_thread();
     }
-    return err;
+    return nm_errno_public(err);
 }

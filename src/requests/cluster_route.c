@@ -29,8 +29,6 @@
 /* Redirections followed without a pause. */
 #define MAX_HOPS 5
 #define PAUSE_MAX_MS 50
-/* Internal to this file: the node could not be dialed, nothing was sent. */
-#define NM_EUNDIALED EHOSTUNREACH
 
 /* ---- the map, read through this thread's connections --------------------- */
 

@@ -127,7 +127,7 @@ static size_t holder_text(const nm_config_t *cfg, char *buf, size_t size)
  * it may touch (lib.lua, "Declared keys").  The fast paths of acquire.lua
  * (the lock key and its slot's fence floor) and release.lua (the lock key)
  * take fewer, and ask for the call again with every key when they need
- * more (NM_EKEYS below). */
+ * more (NM_EKEYS, nm.h). */
 #define KEYS_ACQUIRE NM_KEY_COUNT
 #define KEYS_CANCEL NM_KEY_COUNT
 #define KEYS_RELEASE (NM_KEY_MARKER + 1)
@@ -135,8 +135,6 @@ static size_t holder_text(const nm_config_t *cfg, char *buf, size_t size)
 #define KEYS_BREAK (NM_KEY_MARKER + 1)
 #define KEYS_LOCK_ONLY 1
 #define KEYS_LOCK_FLOOR (NM_KEY_FLOOR + 1)
-/* Internal to this file: a fast path needs every key (see above). */
-#define NM_EKEYS ENOKEY
 
 /* The script's arguments: NKEYS of L's keys, then ARGS.  A lease keeps
  * its lock key and floor alone (keys.h: a held lock's memory); a script
@@ -210,8 +208,8 @@ static int note_result(nm_lease_t *l, int err)
     char cause[200];
     /* A redirection or TRYAGAIN means something only to cluster_route.c;
      * a server we do not take for a Cluster node that answers so is one we
-     * do not understand, and the internal codes (EXDEV, EAGAIN) must not
-     * reach the caller as if they were its errors. */
+     * do not understand, and the internal codes (nm.h) must not reach the
+     * caller as if they were its errors. */
     if ((err == NM_EREDIRECT || err == NM_ETRYAGAIN) && !nm_cluster_on(l->cfg))
         err = EPROTO;
     if (err == NM_ECONN && nm_cluster_on(l->cfg)) {

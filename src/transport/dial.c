@@ -42,7 +42,10 @@ static int handshake(redisContext *c, const nm_server_t *srv, int64_t deadline)
     return err;
 }
 
-/* Why dialing failed, in words, for the outage report. */
+/* Why dialing failed, in words, for the outage report.  A redirection or
+ * TRYAGAIN (reply.h) answered to AUTH, SELECT or INFO is an answer no
+ * server should give there: said as the unexpected answer it is, in the
+ * server's words, not as the time out it is not. */
 void nm_dial_describe(const redisContext *c, int err, int64_t budget, char *buf,
                       size_t size)
 {
@@ -52,7 +55,7 @@ void nm_dial_describe(const redisContext *c, int err, int64_t budget, char *buf,
         snprintf(buf, size, "refused: %s", nm_reply_last_error());
     else if (err == EINVAL)
         snprintf(buf, size, "a Redis Cluster node, in quorum mode");
-    else if (err == EPROTO)
+    else if (err == EPROTO || err == NM_EREDIRECT || err == NM_ETRYAGAIN)
         snprintf(buf, size, "unexpected answer: %s", *nm_reply_last_error()
                  ? nm_reply_last_error() : "a reply of another shape");
     else if (c && c->err && c->errstr[0])

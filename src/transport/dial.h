@@ -19,12 +19,14 @@
 
 /* Connects to HOST:PORT (SRV's unix socket when HOST is NULL) and does
  * SRV's AUTH and SELECT, by UNTIL.  0 with *OUT; NM_ECONN, EACCES (the
- * credentials refused), EPROTO, ENOMEM, with CAUSE in words. */
+ * credentials refused), EPROTO, ENOMEM, or NM_EREDIRECT / NM_ETRYAGAIN
+ * (reply.h: a server that answers so), with CAUSE in words. */
 int nm_dial_open(const nm_server_t *srv, const char *host, int port, int64_t until,
                  redisContext **out, char *cause, size_t size);
 
 /* Why a dial that got C (may be NULL) failed with ERR after BUDGET ms, in
- * words, into BUF: for the outage report. */
+ * words, into BUF: for the outage report.  EPROTO, a redirection and a
+ * TRYAGAIN all read "unexpected answer: " and the server's words. */
 void nm_dial_describe(const redisContext *c, int err, int64_t budget, char *buf,
                       size_t size);
 

@@ -22,9 +22,8 @@
  *           is over (cluster_route.c retries it within its deadline);
  *   EPROTO  any other error reply, or a reply of an unexpected shape.
  * A server that will answer later (LOADING, BUSY, ...) or is the wrong node
- * (READONLY: a demoted master) counts as NM_ECONN. */
-#define NM_EREDIRECT EXDEV
-#define NM_ETRYAGAIN EAGAIN
+ * (READONLY: a demoted master) counts as NM_ECONN.  The NM_E* codes are
+ * internal (nm.h), never errno values. */
 
 /* Deadlines.  Every connection is non-blocking at the socket (nm_io_setup)
  * and every wait for it is a poll() bounded by the call's DEADLINE
