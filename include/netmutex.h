@@ -282,15 +282,62 @@ typedef struct netmutex_status {
 } netmutex_status_t;
 NETMUTEX_API int netmutex_status(const char *name, netmutex_status_t *st);
 
+/* Every lock held now under the configured key prefix, for people and
+ * tools (netmutex(1) list).  Changes nothing.
+ *
+ * FN is called once per held name that PATTERN matches as a whole, in
+ * byte order (strcmp), with what netmutex_status() says of it: holder,
+ * since, ttl, fence, waiters, cached.  A name nobody holds is not handed
+ * out (the servers keep nothing of a free name but its fence).  A callback
+ * rather than a caller's array: the number of locks has no bound the
+ * caller could know, and FN may stop early (it returns non-zero; then
+ * netmutex_list returns ECANCELED).  FN runs on the calling thread after
+ * the servers were read, with no lock of the library held: it may call
+ * any netmutex function.  NAME and ST are valid during the call only.
+ *
+ * PATTERN: a Redis glob (SCAN MATCH) on the name: '*' any bytes, '?' one
+ * byte, [abc] / [^a-c] a set, '\' quotes the next byte; NULL lists every
+ * name.  The key prefix is matched literally.
+ *
+ * Where it looks: the one server (or the master the sentinels name),
+ * every server of a quorum list, of which a majority must answer (a key
+ * on fewer than a quorum is no held lock, as netmutex_status says), every
+ * master of a Redis Cluster, all of which must answer.  Each server that
+ * does not answer is logged (warn).  Every request is bounded by the
+ * configured io_timeout_ms (a dial by connect_timeout_ms); a listing takes
+ * one request per 1000 keys per server, then one status per name found.
+ *
+ * INFO (may be NULL) says where it looked, for messages such as "2 of 3
+ * servers answered"; it is filled whatever the result.
+ *
+ * 0 (also when none is held), ECANCELED (FN stopped it), EINVAL (FN NULL;
+ * PATTERN empty, longer than 2 * NETMUTEX_NAME_MAX, ending in a lone '\' or
+ * with a '[' never closed; a malformed configuration), EAGAIN (too few
+ * servers answered), EACCES, EPROTO, ENOTSUP, ENOMEM. */
+typedef int (*netmutex_list_fn)(const char *name, const netmutex_status_t *st, void *arg);
+typedef struct netmutex_list_info {
+    unsigned int servers;  /* servers asked: 1, the quorum list's, or the
+                              cluster's masters (0 if they were not known) */
+    unsigned int answered; /* how many of them answered */
+    unsigned int needed;   /* how many must: 1, a majority, or all masters */
+    int cluster;           /* 1: the servers are a Redis Cluster's masters */
+    /* Room for what later versions report; netmutex_list zeroes it. */
+    void *nm_reserved[8];
+} netmutex_list_info_t;
+NETMUTEX_API int netmutex_list(const char *pattern, netmutex_list_fn fn, void *arg,
+                               netmutex_list_info_t *info);
+
 /* ---- global configuration -------------------------------------------- */
 
 /* Fields left 0 or NULL fall back to the environment variable named beside
  * them, then to the built-in default. */
+#define NETMUTEX_DEFAULT_URL "redis://127.0.0.1:6379"
+#define NETMUTEX_DEFAULT_PREFIX "netmutex:"
 #define NETMUTEX_COHORT_OFF 0xffffffffu
 #define NETMUTEX_CACHE_OFF 0xffffffffu
 #define NETMUTEX_SERVERS_MAX 9
 typedef struct netmutex_config {
-    /* NETMUTEX_URL, default "redis://127.0.0.1:6379".  The forms, which
+    /* NETMUTEX_URL, default NETMUTEX_DEFAULT_URL.  The forms, which
      * netmutex_configure(3) describes in full:
      *   redis://[[user]:password@]host[:port][/db]
      *   unix://[[user]:password@]/absolute/path[?db=N]
@@ -309,7 +356,7 @@ typedef struct netmutex_config {
      * hash slot (netmutex(3), REDIS CLUSTER).  Sentinel and Cluster URLs
      * stand alone, never in a list. */
     const char *url;
-    /* NETMUTEX_PREFIX, default "netmutex:".  At most 256 bytes, no braces. */
+    /* NETMUTEX_PREFIX, default NETMUTEX_DEFAULT_PREFIX.  At most 256 bytes, no braces. */
     const char *key_prefix;
     unsigned int connect_timeout_ms; /* NETMUTEX_CONNECT_TIMEOUT_MS, 2000 */
     unsigned int io_timeout_ms;      /* NETMUTEX_IO_TIMEOUT_MS, 2000 */

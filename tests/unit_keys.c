@@ -2,7 +2,8 @@
  * unit_keys.c -- the Redis keys of a mutex (src/server/keys.c), without a server:
  * the {<16-hex FNV-1a>} hash tag against published FNV-1a values and the
  * example of docs/deployment.md, the layout of the lock key and of a waiter's grant
- * list, binary names, and the one-slot promise of Redis Cluster mode.
+ * list, binary names, the one-slot promise of Redis Cluster mode, and
+ * which keys a listing takes for lock keys.
  */
 #include "ac_config.h"
 
@@ -205,6 +206,45 @@ static void test_build_long(void)
     g_free(name);
 }
 
+/* Listing: the lock key of a name is one, whatever bytes the name holds;
+ * its siblings, its slot's floor, another prefix's keys and a key whose
+ * tag is not its name's are not. */
+static void test_name_of(void)
+{
+    nm_config_t cfg = config_with_prefix("netmutex:");
+    static const char *const names[] = { "jobs", "x{y}:q", "a:q", "\xff\x01" };
+    const char *name;
+    size_t len, klen, n;
+    char *keys;
+
+    for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+        g_assert_cmpint(nm_keys_build(&cfg, names[i], strlen(names[i]), token, &keys, &len), ==, 0);
+        g_assert_cmpint(nm_keys_name_of(&cfg, keys, len, &name, &n), ==, 1);
+        g_assert_cmpmem(name, n, names[i], strlen(names[i]));
+        for (int k = NM_KEY_FLOOR; k < NM_KEY_COUNT; k++) {
+            const char *key = nm_keys_get(keys, len, (nm_key_t)k, &klen);
+            g_assert_cmpint(nm_keys_name_of(&cfg, key, klen, &name, &n), ==, 0);
+        }
+        nm_config_t other = config_with_prefix("netmutex:x");
+        g_assert_cmpint(nm_keys_name_of(&other, keys, len, &name, &n), ==, 0);
+        free(keys);
+    }
+    /* docs/deployment.md's key, its tag changed by one digit, or empty. */
+    const char *bad[] = { "netmutex:{41b90dde29446fde}jobs", "netmutex:{41b90dde29446fdd}",
+                          "netmutex:{41b90dde29446fdd", "netmutex:41b90dde29446fddjobs" };
+    for (size_t i = 0; i < G_N_ELEMENTS(bad); i++)
+        g_assert_cmpint(nm_keys_name_of(&cfg, bad[i], strlen(bad[i]), &name, &n), ==, 0);
+}
+
+/* The MATCH pattern quotes the prefix's glob characters. */
+static void test_match(void)
+{
+    nm_config_t cfg = config_with_prefix("t*x?[]\\:");
+    char *m = nm_keys_match(&cfg, "al*");
+    g_assert_cmpstr(m, ==, "t\\*x\\?\\[\\]\\\\:{????????????????}al*");
+    free(m);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -217,5 +257,7 @@ int main(int argc, char **argv)
     g_test_add_func("/unit/keys/build/long", test_build_long);
     g_test_add_func("/unit/keys/grant-for", test_grant_for);
     g_test_add_func("/unit/keys/full-from-kept", test_full_from_kept);
+    g_test_add_func("/unit/keys/list/name-of", test_name_of);
+    g_test_add_func("/unit/keys/list/match", test_match);
     return g_test_run();
 }

@@ -8,7 +8,7 @@
  *   opts.c      the command line
  *   run.c       netmutex NAME COMMAND
  *   admin.c     status and break
- *   list.c      list: the held locks, found with SCAN (servers.c dials)
+ *   list.c      list: the held locks (netmutex_list)
  *   escape.c    names and holders made safe for a terminal and for JSON
  *   url.c       passwords: hidden in argv, masked in messages, --url-file
  *
@@ -35,12 +35,6 @@
 #define CLI_EX_CONFIG EX_CONFIG
 #define CLI_EX_NOEXEC 126
 #define CLI_EX_NOTFOUND 127
-
-/* The library's documented defaults (netmutex_configure(3)), for what
- * the tool does without the library: name the server in a message, and
- * list.  The library itself validated whatever overrides them. */
-#define CLI_DEFAULT_URL "redis://127.0.0.1:6379"
-#define CLI_DEFAULT_PREFIX "netmutex:"
 
 /* Room for any name or holder once escaped: 4 bytes per byte at most. */
 #define CLI_TEXT_MAX (4 * NETMUTEX_NAME_MAX + 1)

@@ -162,7 +162,7 @@ const char *cli_url_in_use(const struct cli_opts *o)
     /* As the library reads it: an empty variable counts as unset. */
     if (o->url != NULL)
         return o->url;
-    return env != NULL && *env != '\0' ? env : CLI_DEFAULT_URL;
+    return env != NULL && *env != '\0' ? env : NETMUTEX_DEFAULT_URL;
 }
 
 /* Drops the trailing white space, which an editor's final newline leaves;

@@ -31,6 +31,7 @@
 #include "conn.h"
 #include "journal.h"
 #include "lease.h"
+#include "list.h"
 #include "opaque.h"
 #include "registry.h"
 #include "status.h"
@@ -692,6 +693,40 @@ int netmutex_status(const char *name, netmutex_status_t *st)
         return EINVAL;
     library_init();
     return nm_errno_public(nm_status(name, len, st));
+}
+
+/* A Redis glob that can match a name: not empty, not longer than a name
+ * whose every byte is quoted, no lone '\\' at its end, every '[' closed
+ * (Redis would take those literally or match to the end: a mistake). */
+static int valid_pattern(const char *p)
+{
+    size_t len = strnlen(p, 2 * NETMUTEX_NAME_MAX + 1);
+    if (len == 0 || len > 2 * NETMUTEX_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] == '\\' && ++i == len)
+            return 0;
+        if (p[i] != '[' || (i > 0 && p[i - 1] == '\\'))
+            continue;
+        /* A set: '\\' quotes, the first ']' after it ends it. */
+        for (i++; i < len && p[i] != ']'; i++)
+            if (p[i] == '\\' && ++i == len)
+                return 0;
+        if (i == len)
+            return 0;
+    }
+    return 1;
+}
+
+int netmutex_list(const char *pattern, netmutex_list_fn fn, void *arg,
+                  netmutex_list_info_t *info)
+{
+    if (info)
+        memset(info, 0, sizeof *info);
+    if (!fn || (pattern && !valid_pattern(pattern)))
+        return EINVAL;
+    library_init();
+    return nm_list(pattern ? pattern : "*", fn, arg, info);
 }
 
 /* ---- configuration ------------------------------------------------------- */

@@ -75,6 +75,21 @@ void nm_cluster_refresh_stale(nm_config_t *cfg, int64_t deadline)
         nm_cluster_refresh(cfg, deadline);
 }
 
+int nm_cluster_masters(nm_config_t *cfg, int64_t deadline, nm_node_addr_t **out, size_t *n)
+{
+    int err = nm_cluster_refresh(cfg, deadline);
+    if (err)
+        return err;
+    nm_cluster_t *cl = cfg->cluster;
+    nm_cluster_lock();
+    *n = cl->nnodes;
+    *out = malloc(NM_MAX(*n, 1) * sizeof **out);
+    if (*out)
+        memcpy(*out, cl->nodes, *n * sizeof **out);
+    nm_cluster_unlock();
+    return *out ? 0 : ENOMEM;
+}
+
 /* What to send, once the connection is chosen. */
 typedef struct request {
     int script;          /* else a command */

@@ -50,6 +50,11 @@ typedef struct nm_renewal {
 void nm_cluster_renew(nm_config_t *cfg, nm_renewal_t *items, size_t n, int64_t until,
                       int64_t *sent_at);
 
+/* Every master of CFG's cluster, the map read again first (a listing must
+ * not go by a map a failover made stale): *N of them in *OUT (malloc'ed).
+ * 0, NM_ECONN (no node told us the map), ENOMEM. */
+int nm_cluster_masters(nm_config_t *cfg, int64_t deadline, nm_node_addr_t **out, size_t *n);
+
 /* Reads the map again by DEADLINE if it is empty or stale (at most every
  * so often, as for requests). */
 void nm_cluster_refresh_stale(nm_config_t *cfg, int64_t deadline);

@@ -19,12 +19,17 @@
 
 /* Server I failed: it is left alone for a moment in quorum mode, where the
  * others can do without it; a single server is redialed at once. */
-static void set_down(const nm_config_t *cfg, size_t i)
+void nm_quorum_set_down(const nm_config_t *cfg, size_t i)
 {
     if (cfg->nservers > 1)
         nm_conn_set_down(i, nm_now_ms() + DOWN_MS);
     else
         nm_conn_drop(i);
+}
+
+unsigned int nm_quorum_server_bound(const nm_config_t *cfg)
+{
+    return cfg->nservers > 1 ? cfg->server_timeout_ms : cfg->io_timeout_ms;
 }
 
 static int pending(const nm_fan_t *f, size_t i)
@@ -124,8 +129,7 @@ typedef struct call {
 static int64_t server_deadline(const call_t *c, int64_t deadline)
 {
     const nm_config_t *cfg = c->cfg;
-    return nm_request_deadline(cfg->nservers > 1 ? cfg->server_timeout_ms : cfg->io_timeout_ms,
-                               deadline);
+    return nm_request_deadline(nm_quorum_server_bound(cfg), deadline);
 }
 
 /* Dials server I if needed, and sends it the call at once (so a slow server
@@ -142,7 +146,7 @@ static redisContext *prepare(const call_t *c, size_t i, int64_t deadline, int64_
         err = nm_script_append(ctx, c->id, c->nkeys, c->nargs, c->argv, c->lens);
     *send_err = err ? 0 : nm_send(ctx, *until);
     if (err == NM_ECONN)
-        set_down(c->cfg, i);
+        nm_quorum_set_down(c->cfg, i);
     v->err[i] = err;
     return err ? NULL : ctx;
 }
@@ -169,7 +173,7 @@ static int settle(const call_t *c, redisContext *ctx, size_t i, int err, int was
         return 1;
     }
     if (err == NM_ECONN || err == ETIMEDOUT) {
-        set_down(c->cfg, i);
+        nm_quorum_set_down(c->cfg, i);
         nm_conn_report(c->cfg, i, err, err == ETIMEDOUT ? "no answer in time" : "connection lost");
         err = NM_ECONN;
     }

@@ -61,6 +61,15 @@ void nm_quorum_call(nm_config_t *cfg, nm_script_t id, int nkeys, int nargs,
                     nm_votes_t *v);
 void nm_votes_clear(nm_votes_t *v);
 
+/* Server I of CFG failed: in quorum mode it is left alone for a moment
+ * (nm_conn_set_down), where the others can do without it; a single server
+ * is redialed at once (nm_conn_drop). */
+void nm_quorum_set_down(const nm_config_t *cfg, size_t i);
+
+/* How long one server may take to answer one request: the server timeout
+ * in quorum mode, else the I/O timeout. */
+unsigned int nm_quorum_server_bound(const nm_config_t *cfg);
+
 /* How many servers answered without error. */
 size_t nm_votes_answered(const nm_votes_t *v);
 

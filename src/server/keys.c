@@ -152,3 +152,39 @@ char *nm_keys_grant_for(const char *key, size_t len, const char *token, size_t *
     *grant_len = len + GRANT_SUFFIX_LEN + NM_TOKEN_LEN;
     return g;
 }
+
+char *nm_keys_match(const nm_config_t *cfg, const char *pattern)
+{
+    size_t plen = strlen(pattern);
+    char *out = malloc(2 * cfg->prefix_len + NM_KEY_TAG_LEN + 3 + plen), *w = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < cfg->prefix_len; i++) {
+        if (strchr("*?[]\\", cfg->prefix[i]))
+            *w++ = '\\';
+        *w++ = cfg->prefix[i];
+    }
+    *w++ = '{';
+    memset(w, '?', NM_KEY_TAG_LEN);
+    w += NM_KEY_TAG_LEN;
+    *w++ = '}';
+    memcpy(w, pattern, plen + 1);
+    return out;
+}
+
+int nm_keys_name_of(const nm_config_t *cfg, const char *key, size_t len, const char **name,
+                    size_t *name_len)
+{
+    size_t head = cfg->prefix_len + NM_KEY_TAG_LEN + 2;
+    char tag[NM_KEY_TAG_LEN + 1];
+    if (len <= head || len - head > NETMUTEX_NAME_MAX ||
+        memcmp(key, cfg->prefix, cfg->prefix_len) != 0 || key[cfg->prefix_len] != '{' ||
+        key[head - 1] != '}' || memchr(key + head, '\0', len - head))
+        return 0;
+    nm_keys_tag(key + head, len - head, tag);
+    if (memcmp(key + cfg->prefix_len + 1, tag, NM_KEY_TAG_LEN) != 0)
+        return 0;
+    *name = key + head;
+    *name_len = len - head;
+    return 1;
+}

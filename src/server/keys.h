@@ -59,6 +59,20 @@ size_t nm_keys_size(const char *keys, size_t len);
  * nm_keys_build() gives them.  0 or ENOMEM. */
 int nm_keys_full(const char *keys, size_t len, const char *token, char **full);
 
+/* Listing (list.c): the SCAN MATCH pattern for the lock keys under CFG's
+ * prefix whose name PATTERN (a Redis glob) matches as a whole: the prefix
+ * with its glob characters quoted, then {<any tag>}PATTERN.  Malloc'ed,
+ * NULL when out of memory. */
+char *nm_keys_match(const nm_config_t *cfg, const char *pattern);
+
+/* Whether KEY (LEN bytes) is the lock key of a name under CFG's prefix:
+ * the prefix, then the name's own tag in braces, then a name no longer
+ * than NETMUTEX_NAME_MAX without a NUL.  The siblings (":q"...) and the
+ * floors are not: their tag is another name's, or no name's.  1 with the
+ * name in [*NAME, *NAME + *NAME_LEN) (a pointer into KEY), else 0. */
+int nm_keys_name_of(const nm_config_t *cfg, const char *key, size_t len, const char **name,
+                    size_t *name_len);
+
 /* The grant list's name in KEYS (of lock key length LEN), and its length. */
 const char *nm_keys_grant(const char *keys, size_t len, size_t *grant_len);
 

@@ -34,6 +34,13 @@
 
 typedef struct nm_cluster nm_cluster_t;
 
+/* A node's address, as the slot map names it. */
+#define NM_CLUSTER_HOST_MAX 256
+typedef struct nm_node_addr {
+    char host[NM_CLUSTER_HOST_MAX];
+    int port;
+} nm_node_addr_t;
+
 /* ---- configuration (config.c) ---- */
 
 /* The cluster state of a configuration of URLS: for a redis-cluster://
@@ -62,7 +69,6 @@ void nm_cluster_report(const nm_config_t *cfg, const char *host, int port, int e
 
 /* ---- the subscribers (watchdog.c) ---- */
 
-#define NM_CLUSTER_HOST_MAX 256
 
 /* The master that serves SLOT in CFG's map as last read, without reading
  * it (a leaf lock only): HOST (of NM_CLUSTER_HOST_MAX bytes) and *PORT.

@@ -17,10 +17,6 @@
 
 enum { NM_CL_UNKNOWN, NM_CL_OFF, NM_CL_ON };
 
-typedef struct nm_node_addr {
-    char host[NM_CL_HOST_MAX];
-    int port;
-} nm_node_addr_t;
 
 struct nm_cluster {
     int state;                /* atomic: NM_CL_* */

@@ -16,8 +16,8 @@
 #include "netmutex.h"
 #include "url.h"
 
-#define NM_DEFAULT_URL "redis://127.0.0.1:6379"
-#define NM_DEFAULT_PREFIX "netmutex:"
+#define NM_DEFAULT_URL NETMUTEX_DEFAULT_URL
+#define NM_DEFAULT_PREFIX NETMUTEX_DEFAULT_PREFIX
 #define NM_DEFAULT_CONNECT_TIMEOUT_MS 2000u
 #define NM_DEFAULT_IO_TIMEOUT_MS 2000u
 #define NM_DEFAULT_LEASE_MS 30000u

@@ -157,17 +157,32 @@ static int dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t budget,
     return 0;
 }
 
-int nm_conn_dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadline,
-                 redisContext **out)
+/* nm_conn_dial, with the cause of a failure in CAUSE. */
+static int dial_reported(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadline,
+                         redisContext **out, char *cause, size_t size)
 {
     int64_t budget = NM_MAX(NM_MIN((int64_t)cfg->connect_timeout_ms, nm_remaining_ms(deadline)), 1);
-    char cause[256] = "";
-    int err = dial(cfg, srv, budget, out, cause, sizeof cause);
+    cause[0] = '\0';
+    int err = dial(cfg, srv, budget, out, cause, size);
     nm_conn_report(cfg, (size_t)(srv - cfg->servers), err, cause);
     return err;
 }
 
+int nm_conn_dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadline,
+                 redisContext **out)
+{
+    char cause[256];
+    return dial_reported(cfg, srv, deadline, out, cause, sizeof cause);
+}
+
 int nm_conn_get(nm_config_t *cfg, size_t i, int64_t deadline, redisContext **out)
+{
+    char cause[256];
+    return nm_conn_get_why(cfg, i, deadline, out, cause, sizeof cause);
+}
+
+int nm_conn_get_why(nm_config_t *cfg, size_t i, int64_t deadline, redisContext **out,
+                    char *cause, size_t size)
 {
     conn_cache_t *cache = thread_cache(1);
     if (!cache)
@@ -176,14 +191,16 @@ int nm_conn_get(nm_config_t *cfg, size_t i, int64_t deadline, redisContext **out
     if (err)
         return err;
     conn_slot_t *slot = &cache->slots[i];
-    if (slot->down_until && nm_now_ms() < slot->down_until)
+    if (slot->down_until && nm_now_ms() < slot->down_until) {
+        snprintf(cause, size, "not dialed again yet: it failed a moment ago");
         return NM_ECONN;
+    }
     if (slot->ctx && nm_sentinel_moved(cfg, &cfg->servers[i], slot->ctx, deadline)) {
         redisFree(slot->ctx); /* the sentinels name another master now */
         slot->ctx = NULL;
     }
     if (slot->ctx == NULL) {
-        err = nm_conn_dial(cfg, &cfg->servers[i], deadline, &slot->ctx);
+        err = dial_reported(cfg, &cfg->servers[i], deadline, &slot->ctx, cause, size);
         if (err)
             return err;
     }

@@ -26,6 +26,10 @@
  * (the server may evict lock keys), EPROTO, ENOMEM. */
 int nm_conn_get(nm_config_t *cfg, size_t i, int64_t deadline, redisContext **out);
 
+/* nm_conn_get, with the cause of a failure in words in CAUSE (SIZE
+ * bytes), for a caller that says it itself (a listing's warning). */
+int nm_conn_get_why(nm_config_t *cfg, size_t i, int64_t deadline, redisContext **out,
+                    char *cause, size_t size);
 /* Dials SRV of CFG (connect, AUTH, SELECT) for a caller that keeps the
  * context itself: the watchdog's own connections.  Same errors. */
 int nm_conn_dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t deadline,

@@ -359,6 +359,25 @@ int nm_reply_strings(const redisReply *r, const char **strs, size_t *lens, size_
     return 0;
 }
 
+int nm_reply_scan(const redisReply *r, char cursor[NM_SCAN_CURSOR_MAX],
+                  redisReply *const **keys, size_t *n)
+{
+    const char *c;
+    size_t len;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        nm_reply_string(r->element[0], &c, &len) || len == 0 || len >= NM_SCAN_CURSOR_MAX ||
+        strspn(c, "0123456789") != len || r->element[1]->type != REDIS_REPLY_ARRAY)
+        return EPROTO;
+    for (size_t i = 0; i < r->element[1]->elements; i++)
+        if (r->element[1]->element[i]->type != REDIS_REPLY_STRING)
+            return EPROTO;
+    memcpy(cursor, c, len);
+    cursor[len] = '\0';
+    *keys = r->element[1]->element;
+    *n = r->element[1]->elements;
+    return 0;
+}
+
 int nm_reply_grant(const redisReply *r, size_t at, const char **token, size_t *len,
                    long long *claim)
 {

@@ -110,6 +110,13 @@ int nm_reply_strings(const redisReply *r, const char **strs, size_t *lens, size_
 int nm_reply_grant(const redisReply *r, size_t at, const char **token, size_t *len,
                    long long *claim);
 
+/* The reply is SCAN's page, [cursor, [key...]]: the next cursor (a
+ * decimal number, at most NM_SCAN_CURSOR_MAX - 1 digits) copied to CURSOR,
+ * the keys, every one a string, in KEYS (pointers into the reply) and *N. */
+#define NM_SCAN_CURSOR_MAX 24
+int nm_reply_scan(const redisReply *r, char cursor[NM_SCAN_CURSOR_MAX],
+                  redisReply *const **keys, size_t *n);
+
 /* The text of the last error reply the calling thread received, for
  * messages that say what the server objected to ("" if none yet). */
 const char *nm_reply_last_error(void);

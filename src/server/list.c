@@ -1,0 +1,264 @@
+/*
+ * list.c -- the locks held under the key prefix, for people and tools
+ * (netmutex_list, netmutex(1) list).
+ *
+ * Redis has no index of our locks, so the lock keys are found with SCAN
+ * MATCH on every server that may hold one: the one server (or the master
+ * the sentinels name), every server of a quorum list, every master of a
+ * Redis Cluster (SCAN sees one node's keys only).  keys.c says which keys
+ * are lock keys, so the key schema stays there.  Each name found is then
+ * asked with status.c, which keeps the quorum rule: a key left on a
+ * minority of the servers (a stale grant) is no held lock.
+ *
+ * Enough servers must answer for the names to be complete: in quorum mode
+ * a majority (any lock a quorum holds is then on one of them), in cluster
+ * mode every master (each holds its slots' locks alone).  A server that
+ * does not answer is said in a warning, with the cause.  Each request has
+ * the bound of the library's other requests: the server timeout in quorum
+ * mode (a server that fails is then left alone a moment, as quorum.c
+ * does), else the I/O timeout.
+ */
+#include "nm.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "cluster.h"
+#include "cluster_route.h"
+#include "config.h"
+#include "conn.h"
+#include "keys.h"
+#include "list.h"
+#include "log.h"
+#include "quorum.h"
+#include "reply.h"
+#include "status.h"
+#include "url.h"
+
+#define SCAN_COUNT "1000"
+
+typedef struct names {
+    char **v;
+    size_t n, cap;
+} names_t;
+
+static int names_add(names_t *ns, const char *s, size_t len)
+{
+    if (ns->n == ns->cap) {
+        size_t cap = ns->cap ? 2 * ns->cap : 64;
+        char **v = realloc(ns->v, cap * sizeof *v);
+        if (!v)
+            return ENOMEM;
+        ns->v = v;
+        ns->cap = cap;
+    }
+    if (!(ns->v[ns->n] = strndup(s, len)))
+        return ENOMEM;
+    ns->n++;
+    return 0;
+}
+
+static void names_free(names_t *ns)
+{
+    for (size_t i = 0; i < ns->n; i++)
+        free(ns->v[i]);
+    free(ns->v);
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted, each name once: SCAN may return a key twice, and in quorum mode
+ * every server of the quorum has it. */
+static void names_unique(names_t *ns)
+{
+    size_t w = 0;
+    if (ns->n == 0)
+        return;
+    qsort(ns->v, ns->n, sizeof *ns->v, by_bytes);
+    for (size_t i = 1; i < ns->n; i++) {
+        if (strcmp(ns->v[i], ns->v[w]) == 0)
+            free(ns->v[i]);
+        else
+            ns->v[++w] = ns->v[i];
+    }
+    ns->n = w + 1;
+}
+
+/* The lock names of one SCAN page's keys into NS. */
+static int take_page(const nm_config_t *cfg, redisReply *const *keys, size_t n, names_t *ns)
+{
+    const char *name;
+    size_t len;
+    int err = 0;
+    for (size_t i = 0; !err && i < n; i++)
+        if (nm_keys_name_of(cfg, keys[i]->str, keys[i]->len, &name, &len))
+            err = names_add(ns, name, len);
+    return err;
+}
+
+/* Every lock key MATCH finds on the server behind C, into NS, each page
+ * bounded by BOUND ms.  0 or an errno, the cause in WHY. */
+static int scan(const nm_config_t *cfg, redisContext *c, const char *match, unsigned int bound,
+                names_t *ns, char *why, size_t size)
+{
+    char cursor[NM_SCAN_CURSOR_MAX] = "0";
+    do {
+        const char *argv[] = { "SCAN", cursor, "MATCH", match, "COUNT", SCAN_COUNT };
+        int64_t deadline = nm_request_deadline(bound, NM_FOREVER);
+        redisReply *r, *const *keys;
+        size_t n;
+        int err = nm_call(c, 6, argv, NULL, deadline, &r);
+        if (err == NM_ECONN) {
+            snprintf(why, size, "%s", c->err ? c->errstr : "no answer to SCAN (too slow, or the connection broke)");
+            return err;
+        }
+        if (err) {
+            snprintf(why, size, "SCAN refused: %s", nm_reply_last_error());
+            return err;
+        }
+        err = nm_reply_scan(r, cursor, &keys, &n);
+        if (!err)
+            err = take_page(cfg, keys, n, ns);
+        else
+            snprintf(why, size, "unexpected answer to SCAN");
+        freeReplyObject(r);
+        if (err)
+            return err;
+    } while (strcmp(cursor, "0") != 0);
+    return 0;
+}
+
+/* Which error the listing reports when too few answered: a refusal or a
+ * strange answer says more than a server that was down. */
+static int worse(int a, int b)
+{
+    static const int order[] = { ENOMEM, EACCES, EPROTO, ENOTSUP, EINVAL, NM_ECONN };
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+        if (a == order[i] || b == order[i])
+            return order[i];
+    return a ? a : b;
+}
+
+static void say_failed(const char *where, const char *why)
+{
+    netmutex_log(NETMUTEX_LOG_WARN, "%s: cannot list the locks: %s", where, why);
+}
+
+/* Server I of CFG (one server, its sentinels' master, or one of a quorum
+ * list). */
+static int list_server(nm_config_t *cfg, size_t i, const char *match, names_t *ns)
+{
+    char why[256] = "", where[NM_URL_MAX];
+    redisContext *c;
+    int64_t deadline = nm_request_deadline(nm_quorum_server_bound(cfg), NM_FOREVER);
+    int err = nm_conn_get_why(cfg, i, deadline, &c, why, sizeof why);
+    if (!err)
+        err = scan(cfg, c, match, nm_quorum_server_bound(cfg), ns, why, sizeof why);
+    if (err == NM_ECONN)
+        nm_quorum_set_down(cfg, i);
+    if (err && err != ENOMEM) {
+        nm_url_describe(&cfg->servers[i], where, sizeof where);
+        say_failed(where, why);
+    }
+    return err;
+}
+
+/* Master NODE of CFG's cluster. */
+static int list_node(nm_config_t *cfg, const nm_node_addr_t *node, const char *match,
+                     names_t *ns)
+{
+    char why[256], where[NM_CLUSTER_HOST_MAX + 32];
+    redisContext *c;
+    int64_t deadline = nm_request_deadline(cfg->io_timeout_ms, NM_FOREVER);
+    int err = nm_conn_get_node(cfg, node->host, node->port, deadline, &c);
+    if (err)
+        snprintf(why, sizeof why, "%s",
+                 netmutex_strerror(err == NM_ECONN ? EAGAIN : err));
+    else if ((err = scan(cfg, c, match, cfg->io_timeout_ms, ns, why, sizeof why)) == NM_ECONN)
+        nm_conn_drop_node(node->host, node->port);
+    if (err && err != ENOMEM) {
+        snprintf(where, sizeof where, strchr(node->host, ':') ? "redis://[%s]:%d"
+                                                              : "redis://%s:%d",
+                 node->host, node->port);
+        say_failed(where, why);
+    }
+    return err;
+}
+
+/* The names on the servers of CFG into NS, from enough of them; INFO
+ * filled.  0 or an errno. */
+static int collect(nm_config_t *cfg, const char *match, names_t *ns, netmutex_list_info_t *info)
+{
+    nm_node_addr_t *nodes = NULL;
+    size_t n = cfg->nservers, answered = 0;
+    int64_t deadline = nm_request_deadline(cfg->io_timeout_ms, NM_FOREVER);
+    int on, worst = 0;
+    /* One server that cannot be dialed is said below, as a server. */
+    int err = nm_cluster_mode(cfg, deadline, &on);
+    if (err && !on && err != ENOMEM)
+        err = 0;
+    if (!err && on) {
+        info->cluster = 1;
+        err = nm_cluster_masters(cfg, deadline, &nodes, &n);
+        if (err == NM_ECONN)
+            netmutex_log(NETMUTEX_LOG_WARN, "cannot read the cluster's masters");
+    }
+    if (err)
+        return err == NM_ECONN ? EAGAIN : err;
+    info->servers = (unsigned int)n;
+    info->needed = (unsigned int)(on ? n : cfg->quorum);
+    for (size_t i = 0; i < n; i++) {
+        int e = on ? list_node(cfg, &nodes[i], match, ns) : list_server(cfg, i, match, ns);
+        if (e == ENOMEM) {
+            worst = e;
+            break;
+        }
+        answered += e == 0;
+        worst = worse(worst, e);
+    }
+    free(nodes);
+    info->answered = (unsigned int)answered;
+    if (worst != ENOMEM && answered >= info->needed)
+        worst = 0;
+    return worst == NM_ECONN ? EAGAIN : worst;
+}
+
+/* The held names of NS, handed to FN. */
+static int hand_out(const names_t *ns, netmutex_list_fn fn, void *arg)
+{
+    netmutex_status_t st;
+    for (size_t i = 0; i < ns->n; i++) {
+        int err = nm_status(ns->v[i], strlen(ns->v[i]), &st);
+        if (err)
+            return err;
+        if (st.held && fn(ns->v[i], &st, arg) != 0)
+            return ECANCELED;
+    }
+    return 0;
+}
+
+int nm_list(const char *pattern, netmutex_list_fn fn, void *arg, netmutex_list_info_t *info)
+{
+    nm_config_t *cfg;
+    names_t ns = { NULL, 0, 0 };
+    netmutex_list_info_t ignored;
+    memset(&ignored, 0, sizeof ignored);
+    int err = nm_config_current(&cfg);
+    if (err)
+        return err;
+    char *match = nm_keys_match(cfg, pattern);
+    err = match ? collect(cfg, match, &ns, info ? info : &ignored) : ENOMEM;
+    free(match);
+    nm_config_unref(cfg);
+    names_unique(&ns);
+    if (!err)
+        err = hand_out(&ns, fn, arg);
+    names_free(&ns);
+    return err;
+}
