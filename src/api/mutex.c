@@ -726,7 +726,7 @@ int netmutex_list(const char *pattern, netmutex_list_fn fn, void *arg,
     if (!fn || (pattern && !valid_pattern(pattern)))
         return EINVAL;
     library_init();
-    return nm_list(pattern ? pattern : "*", fn, arg, info);
+    return nm_errno_public(nm_list(pattern ? pattern : "*", fn, arg, info));
 }
 
 /* ---- configuration ------------------------------------------------------- */
