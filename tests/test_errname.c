@@ -31,6 +31,7 @@ static const struct {
     { ENOTSUP, "ENOTSUP" },
     { EPROTO, "EPROTO" },
     { ENOSPC, "ENOSPC" },
+    { ECANCELED, "ECANCELED" },
 };
 
 static void test_names(void)

@@ -42,7 +42,8 @@ static const struct {
  * pages' ERRORS). */
 static const int documented[] = { 0,      EINVAL,    ENOMEM, EBUSY,  EDEADLK, EOWNERDEAD,
                                   ENOTRECOVERABLE, EAGAIN, ETIMEDOUT, EPERM, ENOLCK,
-                                  EIO,    ENOENT,    EACCES, ENOTSUP, EPROTO, ENOSPC };
+                                  EIO,    ENOENT,    EACCES, ENOTSUP, EPROTO, ENOSPC,
+                                  ECANCELED };
 
 /* Whether the C library has a text of its own for ERR. */
 static gboolean known_errno(int err)

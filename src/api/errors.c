@@ -35,6 +35,7 @@ static const struct {
     { ENOTSUP, "ENOTSUP", "the server may evict lock keys (maxmemory policy)" },
     { EPROTO, "EPROTO", "unexpected answer from the server" },
     { ENOSPC, "ENOSPC", "the porting layer's table of selected mutexes is full" },
+    { ECANCELED, "ECANCELED", "stopped by the caller's callback" },
 };
 
 static int find(int err)
