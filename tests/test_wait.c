@@ -24,10 +24,12 @@
 #define FOREIGN_TOKEN "0123456789abcdef0123456789abcdef"
 /* How long a timed wait lasts (its length is not a bound). */
 #define WAIT_MS 1000
-/* How late after its deadline a timed wait may return: generous, so a
- * loaded machine keeps it; a wait that ran into a dropped connection and
- * a redial was some 50 ms late on an idle one. */
-#define LATE_MS nm_ms(50)
+/* How late after its deadline a timed wait may return: a bound on
+ * scheduling, not a measure of speed (make bench's timedlock_late measures
+ * that), generous so a loaded machine keeps it (59 ms was seen at load 7
+ * on 2 cores).  The fault this test is about, a dropped connection and a
+ * redial, shows as a warning and a new connection, both asserted. */
+#define LATE_MS nm_ms(500)
 
 /* The warnings the library logged, under a pthread mutex (it may log
  * from its background thread). */
