@@ -35,8 +35,8 @@
  *
  * Locks: every function named _locked runs under the entry's mutex.  The
  * cache's own locks: sweep_lock, taken first of all, serializes the walks
- * that give leases back (the watchdog's sweep, flush); the list lock is a
- * leaf.
+ * that give leases back (the background thread's sweep job, flush); the
+ * list lock is a leaf.
  */
 #ifndef NM_CACHE_H
 #define NM_CACHE_H

@@ -17,7 +17,7 @@
  * token, the release's mode, and which master the sentinels named when it
  * left: sentinel.c's generation), and when the sentinels name another
  * master the background thread sends those of the last NM_JOURNAL_MS again
- * to it (watchdog.c), and marks them sent there.
+ * to it (resend.c), and marks them sent there.
  *
  * Bounded: entries older than NM_JOURNAL_MS go, and at most NM_JOURNAL_MAX
  * are kept (the oldest go first: a process releasing more than that many

@@ -60,7 +60,7 @@ int nm_cluster_on(const nm_config_t *cfg);
 void nm_cluster_report(const nm_config_t *cfg, const char *host, int port, int err,
                        const char *cause);
 
-/* ---- the subscribers (watchdog.c) ---- */
+/* ---- the subscribers (subscriber.c) ---- */
 
 #define NM_CLUSTER_HOST_MAX 256
 
