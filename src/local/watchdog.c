@@ -48,9 +48,9 @@ static struct {
 } wd = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, { -1, -1 }, 0, NULL };
 
 /* The jobs, in the order they run.  A slot is filled before njobs grows
- * past it (release), so the thread reads them without the lock. */
+ * past it (release), so the thread reads them without a lock. */
 static const nm_job_t *jobs[NM_JOBS_MAX];
-static size_t njobs; /* atomic; written under wd.lock */
+static size_t njobs; /* atomic */
 
 /* The pipe's write end, + 1 (0 before it exists), for
  * nm_watchdog_nudge_within(), which may take no lock. */
@@ -60,18 +60,19 @@ static int nudge_fd; /* atomic */
  * child's after fork, which has no thread). */
 static nm_config_t *cfg;
 
+/* No lock: registrations come from one thread, in mutex.c's pthread_once,
+ * and a fork() by another thread meanwhile must not leave the child a lock
+ * of ours held (mutex.c's fork handlers are not installed yet). */
 void nm_watchdog_add_job(const nm_job_t *job)
 {
-    pthread_mutex_lock(&wd.lock);
-    size_t n = njobs;
-    int known = 0;
+    size_t n = __atomic_load_n(&njobs, __ATOMIC_ACQUIRE);
     for (size_t i = 0; i < n; i++)
-        known |= jobs[i] == job;
-    if (!known && n < NM_JOBS_MAX) {
-        jobs[n] = job;
-        __atomic_store_n(&njobs, n + 1, __ATOMIC_RELEASE);
-    }
-    pthread_mutex_unlock(&wd.lock);
+        if (jobs[i] == job)
+            return;
+    if (n == NM_JOBS_MAX)
+        return;
+    jobs[n] = job;
+    __atomic_store_n(&njobs, n + 1, __ATOMIC_RELEASE);
 }
 
 static size_t jobs_count(void)

@@ -65,7 +65,9 @@ typedef struct nm_job {
 
 /* Registers JOB (a static struct): the thread runs it at every pass from
  * now on, after the jobs registered before it.  Once per job (a second
- * registration is ignored), at most NM_JOBS_MAX. */
+ * registration is ignored), at most NM_JOBS_MAX.  Takes no lock, so it is
+ * called from one thread at a time: mutex.c's once, before any thread can
+ * start. */
 void nm_watchdog_add_job(const nm_job_t *job);
 
 /* Starts the thread if it does not run: 0, EAGAIN (it could not be
