@@ -13,7 +13,14 @@
  * Calls go one way: a job includes this header; this module includes no
  * job's.  The jobs are registered once, in the order the thread runs them
  * at every pass, by the API layer (mutex.c, library_init), before any
- * thread can start.
+ * thread can start.  Not at their first use: wake.c starts the thread for
+ * quorum mode's waiters (lease.c), which use no job, and could only
+ * register the subscriber job by including subscriber.h, which includes
+ * wake.h -- the circle this design undoes.  Nor do jobs get fork hooks
+ * here: the fork handlers take every lock in the lock order, and the jobs'
+ * locks sit at different places in it (the cache's sweep lock first of
+ * all, the renewal job's records just before this module's lock), so
+ * mutex.c calls each job's handler in its place.
  *
  * A pass: the thread follows netmutex_configure() (bind: every job gets
  * the new configuration), runs every job in turn (run), asks those that
