@@ -5,6 +5,7 @@
 #
 #   api        the netmutex_* calls, their argument checks, fork handlers
 #   local      process-local state: names, the cache, the background thread
+#              and its jobs
 #   server     what a lock is on the servers: leases, keys, status
 #   requests   one request: scripts, quorum, a cluster key's node
 #   transport  connections: dialing, replies, the configuration
@@ -17,8 +18,9 @@
 set -u
 src=${srcdir:-.}/../src
 LAYERS="api local server requests transport base"
-# file -> header: the background thread's circle (cache, lease, wake,
-# watchdog), to be undone by making the thread a scheduler of jobs.
+# file -> header: quorum mode's waiters (lease.c) listen on wake.c's
+# channels.  An upward call, no longer a circle: the background thread is
+# a scheduler of jobs (watchdog.h) that includes none of theirs.
 DEBTS="server/lease.c->wake.h"
 
 n=0

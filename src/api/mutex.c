@@ -34,8 +34,11 @@
 #include "list.h"
 #include "opaque.h"
 #include "registry.h"
+#include "renew.h"
+#include "resend.h"
 #include "status.h"
 #include "script.h"
+#include "subscriber.h"
 #include "wake.h"
 #include "watchdog.h"
 
@@ -49,7 +52,8 @@
 /* ---- process-wide hooks ------------------------------------------------ */
 
 /* Lock order: the cache's sweep lock, registry (then each entry), wake,
- * watchdog, the list of queued waiters (lease.c), then the leaf locks of
+ * the renewal job's records (renew.c), the background thread's own lock
+ * (watchdog.c), the list of queued waiters (lease.c), then the leaf locks of
  * the cache's list, the cluster state, the configuration and the journal
  * of recent releases (journal.c), which are never held while another is
  * taken.  No path takes them in another order, so quiescing them all
@@ -60,6 +64,7 @@ static void before_fork(void)
     nm_cache_before_fork();
     nm_registry_before_fork();
     nm_wake_before_fork();
+    nm_renew_before_fork();
     nm_watchdog_before_fork();
     nm_lease_before_fork();
     nm_cluster_before_fork();
@@ -74,6 +79,7 @@ static void after_fork_parent(void)
     nm_cluster_after_fork();
     nm_lease_after_fork_parent();
     nm_watchdog_after_fork_parent();
+    nm_renew_after_fork_parent();
     nm_wake_after_fork_parent();
     nm_registry_after_fork_parent();
     nm_cache_after_fork_parent();
@@ -88,14 +94,30 @@ static void after_fork_child(void)
     nm_cluster_after_fork();
     nm_lease_after_fork_child();
     nm_watchdog_after_fork_child();
+    nm_subscriber_after_fork_child();
+    nm_renew_after_fork_child();
     nm_wake_after_fork_child();
     nm_registry_after_fork_child();
     nm_cache_after_fork_child();
     nm_conn_after_fork_child();
 }
 
+/* The background thread's jobs (watchdog.h), in the order it runs them at
+ * every pass: renewals first (their lost-lease notices are the most
+ * pressing, and bound the others' I/O), then the cache's sweep, the resend
+ * of releases after a failover, and the subscribers.  Registered before
+ * any thread can start: every call that may start it comes through here. */
+static void register_jobs(void)
+{
+    nm_renew_register();
+    nm_cache_register();
+    nm_resend_register();
+    nm_subscriber_register();
+}
+
 static void install_fork_handlers(void)
 {
+    register_jobs();
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }
 
@@ -358,7 +380,7 @@ static int start_watching(const netmutex_t *m, nm_entry_t *e, nm_lease_t *lease)
         .wanted = lease->cache ? nm_cache_wanted : NULL,
         .wanted_arg = e,
     };
-    int err = nm_watchdog_track(lease, e->name, &opts);
+    int err = nm_renew_track(lease, e->name, &opts);
     if (err)
         nm_lease_release(lease, 0);
     return err;
@@ -427,14 +449,14 @@ static void become_owner(nm_entry_t *e, const netmutex_t *m)
 static int may_hand_off(const nm_entry_t *e)
 {
     const nm_config_t *cfg = e->lease.cfg;
-    if (e->waiters == 0 || e->inconsistent || nm_watchdog_lost(&e->lease))
+    if (e->waiters == 0 || e->inconsistent || nm_renew_lost(&e->lease))
         return 0;
     if (NM_M_FLAGS(e->owner_handle) & FLAG_FAIR)
         return 0;
     if (e->cohort_turns >= cfg->cohort_max)
         return 0;
     int64_t age = nm_now_ms() - e->cohort_start;
-    return age < (int64_t)cfg->cohort_ms && nm_watchdog_valid_ms(&e->lease) > (int64_t)cfg->cohort_ms;
+    return age < (int64_t)cfg->cohort_ms && nm_renew_valid_ms(&e->lease) > (int64_t)cfg->cohort_ms;
 }
 
 /* Under e->mu: the calling thread holds E with the lease it had cached. */
@@ -587,8 +609,8 @@ int netmutex_unlock(netmutex_t *m)
     e->owner_handle = NULL;
     pthread_mutex_unlock(&e->mu);
 
-    int lost = nm_watchdog_lost(&lease);
-    nm_watchdog_untrack(&lease);
+    int lost = nm_renew_lost(&lease);
+    nm_renew_untrack(&lease);
     /* A lease declared lost by the clock may still be ours at the server
      * (it was paused, not expired): the owner-checked release deletes it
      * then, and nothing otherwise.  Either way the caller learns ENOLCK. */
@@ -641,10 +663,10 @@ int netmutex_validity(netmutex_t *m, uint64_t *ms_left)
     int err = lock_if_owner(m, &e);
     if (err)
         return err;
-    if (nm_watchdog_lost(&e->lease)) {
+    if (nm_renew_lost(&e->lease)) {
         err = ENOLCK;
     } else {
-        *ms_left = (uint64_t)nm_watchdog_valid_ms(&e->lease);
+        *ms_left = (uint64_t)nm_renew_valid_ms(&e->lease);
     }
     pthread_mutex_unlock(&e->mu);
     return err;
@@ -664,11 +686,11 @@ int netmutex_extend(netmutex_t *m, unsigned int ms)
      * the round trip. */
     nm_lease_t *lease = &e->lease;
     pthread_mutex_unlock(&e->mu);
-    if (nm_watchdog_lost(lease))
+    if (nm_renew_lost(lease))
         return ENOLCK;
     err = nm_lease_extend(lease, ms, &sent_at);
     if (!err)
-        nm_watchdog_extended(lease, sent_at, ms);
+        nm_renew_extended(lease, sent_at, ms);
     return nm_errno_public(err);
 }
 

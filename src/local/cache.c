@@ -10,6 +10,8 @@
 #include "clock.h"
 #include "lease.h"
 #include "log.h"
+#include "renew.h"
+#include "subscriber.h"
 #include "wake.h"
 #include "watchdog.h"
 
@@ -22,7 +24,7 @@
  * thread of ours is in it (netmutex_status' idle). */
 #define IDLE_MARK_MS 100
 /* How long an unlock waits for the background thread to read requests
- * that have arrived (nm_watchdog_settle); it is the thread's next step. */
+ * that have arrived (nm_subscriber_settle); it is the thread's next step. */
 #define SETTLE_MS 50
 
 static pthread_mutex_t sweep_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -60,8 +62,8 @@ static int view_locked(const nm_entry_t *e, nm_lease_t *view)
  * least: renewals run at a third). */
 static int usable_locked(const nm_entry_t *e)
 {
-    return e->listening && !e->revoked && !nm_watchdog_lost(&e->lease) &&
-           nm_watchdog_valid_ms(&e->lease) > (int64_t)e->lease.lease_ms / 2;
+    return e->listening && !e->revoked && !nm_renew_lost(&e->lease) &&
+           nm_renew_valid_ms(&e->lease) > (int64_t)e->lease.lease_ms / 2;
 }
 
 /* Under e->mu: moves a cached lease to *OUT and makes E busy (local
@@ -97,7 +99,7 @@ static int keepable_locked(const nm_entry_t *e)
     /* Not listening (yet, or any more: the subscription was refused or
      * lost): another process could not ask for it back. */
     return e->cacheable && e->listening && !e->revoked && !e->inconsistent &&
-           !nm_watchdog_lost(&e->lease);
+           !nm_renew_lost(&e->lease);
 }
 
 int nm_cache_keep_locked(nm_entry_t *e)
@@ -109,7 +111,7 @@ int nm_cache_keep_locked(nm_entry_t *e)
      * a process already queued.  The calling thread still owns E, so
      * nothing else changes it meanwhile but such a request. */
     pthread_mutex_unlock(&e->mu);
-    nm_watchdog_settle(nm_now_ms() + SETTLE_MS);
+    nm_subscriber_settle(nm_now_ms() + SETTLE_MS);
     pthread_mutex_lock(&e->mu);
     if (!keepable_locked(e))
         return 0;
@@ -126,7 +128,7 @@ int nm_cache_keep_locked(nm_entry_t *e)
 
 void nm_cache_give_back(nm_lease_t *l, int64_t deadline)
 {
-    nm_watchdog_untrack(l);
+    nm_renew_untrack(l);
     int err = nm_lease_release_by(l, 0, deadline);
     if (err)
         netmutex_log(NETMUTEX_LOG_DEBUG, "giving back a cached lease: %s", netmutex_strerror(err));
@@ -503,7 +505,11 @@ static int64_t sweep_all(int64_t now, int all, enum unlist_what what)
     return next;
 }
 
-int64_t nm_cache_sweep(int64_t now)
+/* The background thread's pass (the job's run): gives back the cached
+ * leases that are asked for, idle for too long or no longer usable,
+ * answers trylocks, and stops listening for names no longer used.
+ * Returns when it is next due. */
+static int64_t sweep(int64_t now)
 {
     __atomic_store_n(&sweep_due, 0, __ATOMIC_RELEASE);
     pthread_mutex_lock(&sweep_lock);
@@ -515,6 +521,21 @@ int64_t nm_cache_sweep(int64_t now)
         next = NM_MIN(next, now + LISTEN_LINGER_MS);
     pthread_mutex_unlock(&list_lock);
     return __atomic_load_n(&sweep_due, __ATOMIC_ACQUIRE) ? now : next;
+}
+
+static int64_t sweep_job_run(int64_t bound)
+{
+    (void)bound; /* nothing here waits on a server for long: no bound */
+    return sweep(nm_now_ms());
+}
+
+static const nm_job_t sweep_job = {
+    .run = sweep_job_run,
+};
+
+void nm_cache_register(void)
+{
+    nm_watchdog_add_job(&sweep_job);
 }
 
 /* The names given back stop being listened to as well: the next

@@ -35,8 +35,8 @@
  *
  * Locks: every function named _locked runs under the entry's mutex.  The
  * cache's own locks: sweep_lock, taken first of all, serializes the walks
- * that give leases back (the watchdog's sweep, flush); the list lock is a
- * leaf.
+ * that give leases back (the background thread's sweep job, flush); the
+ * list lock is a leaf.
  */
 #ifndef NM_CACHE_H
 #define NM_CACHE_H
@@ -80,14 +80,15 @@ void nm_cache_drop(nm_entry_t *e);
 /* E's lease was broken by this process (netmutex_break): never keep it. */
 void nm_cache_broken(nm_entry_t *e);
 
-/* The watchdog's wanted callback (nm_watch_opts_t): a renewal of ARG's
+/* The renewal job's wanted callback (nm_watch_opts_t, renew.h): a renewal of ARG's
  * lease TOKEN found waiters. */
 void nm_cache_wanted(void *arg, const char *token);
 
-/* The background thread's pass: gives back the cached leases that are
- * asked for, idle for too long or no longer usable, answers trylocks, and
- * stops listening for names no longer used.  Returns when it is next due. */
-int64_t nm_cache_sweep(int64_t now);
+/* Registers the cache's sweep with the background thread (once;
+ * mutex.c): at every pass it gives back the cached leases that are asked
+ * for, idle for too long or no longer usable, answers trylocks, and stops
+ * listening for names no longer used. */
+void nm_cache_register(void);
 
 /* Gives back every cached lease now (exit, netmutex_configure(),
  * netmutex_shutdown()). */

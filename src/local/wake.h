@@ -2,9 +2,9 @@
  * wake.h -- waking local waiters when a lock is released anywhere.
  *
  * The release script PUBLISHes on a channel named like the lock key.  The
- * background thread (watchdog.c) owns one subscriber connection per server
- * and subscribes to the channel of every name that has a waiter in this
- * process; each message, from any server, bumps that channel's sequence
+ * background thread (its subscriber job, subscriber.c) owns one subscriber
+ * connection per server and subscribes to the channel of every name that
+ * has a waiter in this process; each message, from any server, bumps that channel's sequence
  * number and wakes its waiters.  A waiter reads the sequence number before each attempt and
  * sleeps only while it is unchanged, so a release between a failed attempt
  * and the sleep is never missed once the subscription is confirmed.

@@ -251,7 +251,7 @@ end
 -- the holder then gives it back at its idle time or renewal.
 -- In a Redis Cluster the request is a sharded message: R shares K's
 -- slot, so SPUBLISH reaches the holder's subscriber on this node
--- (watchdog.c keeps one per master) and never crosses the cluster bus,
+-- (subscriber.c keeps one per master) and never crosses the cluster bus,
 -- where PUBLISH would go to every node.
 local function ask_holder(cur, what)
   if holder_caches(cur) then

@@ -1,5 +1,5 @@
 /*
- * journal.h -- the releases of the last few seconds, kept to be sent again
+ * journal.h -- the recent releases, kept to be sent again
  * to a new master after a Sentinel failover.
  *
  * Why.  After SENTINEL FAILOVER (sentinel.h) the sentinels go on naming the
@@ -17,7 +17,7 @@
  * token, the release's mode, and which master the sentinels named when it
  * left: sentinel.c's generation), and when the sentinels name another
  * master the background thread sends those still kept again to it
- * (watchdog.c), and marks them sent there.
+ * (resend.c), and marks them sent there.
  *
  * How long.  A release matters on a new master only while the key it
  * frees may still be there: the key's time to live was at most the lease

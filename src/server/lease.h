@@ -34,7 +34,7 @@ typedef struct nm_lease {
     long long fence;            /* from the acquire script */
     int64_t sent_at;            /* monotonic ms the granted request left */
     int64_t tried_at;           /* ... the latest attempt left */
-    struct nm_watch *watch;     /* the watchdog's record, once tracked */
+    struct nm_watch *watch;     /* renew.c's record, once tracked */
 } nm_lease_t;
 
 typedef enum nm_wait {

@@ -67,7 +67,7 @@ int nm_cluster_on(const nm_config_t *cfg);
 void nm_cluster_report(const nm_config_t *cfg, const char *host, int port, int err,
                        const char *cause);
 
-/* ---- the subscribers (watchdog.c) ---- */
+/* ---- the subscribers (subscriber.c) ---- */
 
 
 /* The master that serves SLOT in CFG's map as last read, without reading

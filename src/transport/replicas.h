@@ -11,7 +11,7 @@
  * promote a replica outside the N (or one that lost the write by
  * restarting), and a grant that WAIT could not confirm may still reach
  * the replicas later.  The holder's renewal then finds the key gone and
- * reports the lease lost (watchdog.h): never silently.
+ * reports the lease lost (renew.h): never silently.
  */
 #ifndef NM_REPLICAS_H
 #define NM_REPLICAS_H
