@@ -329,6 +329,7 @@ static const nm_job_t sub_job = {
 
 void nm_subscriber_register(void)
 {
+    nm_wake_set_server(nm_watchdog_poke);
     nm_watchdog_add_job(&sub_job);
 }
 
