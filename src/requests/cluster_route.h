@@ -12,8 +12,8 @@
 #include <stdint.h>
 
 #include "cluster.h"
-#include "config.h"
 #include "script.h"
+#include "settings.h"
 
 /* Whether CFG talks to a cluster (nm_cluster_on), learned first when it
  * is not known yet: server 0 is dialed (nm_conn_get) if it never was.

@@ -44,6 +44,7 @@
 #include "clock.h"
 #include "cluster.h"
 #include "cluster_route.h"
+#include "config.h"
 #include "conn.h"
 #include "keys.h"
 #include "quorum.h"

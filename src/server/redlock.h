@@ -8,9 +8,9 @@
 
 #include <stdint.h>
 
-#include "config.h"
 #include "lease.h"
 #include "quorum.h"
+#include "settings.h"
 
 /* The margin a grant's validity loses to clock drift between us and the
  * servers: drift_factor * lease + drift_ms. */

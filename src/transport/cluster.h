@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "settings.h"
 
 typedef struct nm_cluster nm_cluster_t;
 
