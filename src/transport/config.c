@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
+#include "cluster_state.h"
 #include "config.h"
 #include "log.h"
 #include "sentinel.h"

@@ -7,7 +7,7 @@
  * that dialed with it, and a lock acquired under it, keep their reference,
  * so netmutex_configure() can replace the current one without pulling it
  * from under anybody.  Building one makes the state its servers' kind
- * needs (cluster.h, sentinel.h), which therefore include
+ * needs (cluster_state.h, sentinel.h), which therefore include
  * settings.h, never this.
  */
 #ifndef NM_CONFIG_H

@@ -5,7 +5,7 @@
  *
  * Apart from config.h, which builds configurations and shares them
  * (reference counts, the current one), so that the files a configuration
- * is made with (cluster.h, sentinel.h) and every file that only
+ * is made with (cluster_state.h, sentinel.h) and every file that only
  * reads one include this, not the code that builds it.
  */
 #ifndef NM_SETTINGS_H
