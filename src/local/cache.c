@@ -8,6 +8,7 @@
 
 #include "cache.h"
 #include "clock.h"
+#include "config.h"
 #include "lease.h"
 #include "log.h"
 #include "renew.h"
