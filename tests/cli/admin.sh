@@ -99,10 +99,11 @@ check "... and it says so on stderr" quiet grep -q "lost" "$tmp/unlock.err"
 acl_prefix='odd "p*x:'
 NETMUTEX_PREFIX=$acl_prefix "$NM" acl >"$tmp/acl.cmd"
 check "acl prints ACL SETUSER" quiet grep -q '^ACL SETUSER <user> on ><password> resetkeys ' "$tmp/acl.cmd"
+start_redis acl --user default on nopass '~*' '&*' '+@all'
 sed 's/<user>/locker/; s/<password>/pw/' "$tmp/acl.cmd" |
-    redis-cli -s "${NETMUTEX_URL#unix://}" >"$tmp/acl.out" 2>&1
+    redis-cli -s "$tmp/acl.sock" >"$tmp/acl.out" 2>&1
 check "redis-cli takes it as it is ($(cat "$tmp/acl.out"))" test "$(cat "$tmp/acl.out")" = OK
-acl_url="unix://locker:pw@${NETMUTEX_URL#unix://}"
+acl_url="unix://locker:pw@$tmp/acl.sock"
 expect_rc 0 "the user can lock under the prefix" \
     env NETMUTEX_PREFIX="$acl_prefix" "$NM" -u "$acl_url" accounts true
 expect_rc 77 "... and under no other" quiet "$NM" -u "$acl_url" accounts true
