@@ -327,6 +327,21 @@ typedef struct netmutex_list_info {
 NETMUTEX_API int netmutex_list(const char *pattern, netmutex_list_fn fn, void *arg,
                                netmutex_list_info_t *info);
 
+/* ---- permissions ---------------------------------------------------------- */
+
+/* The Redis ACL rule a netmutex user needs under the key prefix PREFIX
+ * (NULL: the configured one, else NETMUTEX_PREFIX, else the default;
+ * nothing is configured by the call), for ACL SETUSER after the user's
+ * name, "on" and password: "resetkeys ~<prefix>* resetchannels &<prefix>*
+ * -@all +<command>...", one line, each argument as redis-cli reads it.
+ * Written to BUF, NUL-terminated, when it fits in SIZE bytes;
+ * NETMUTEX_ACL_RULE_MAX always suffices.  No server is asked.
+ * 0, EINVAL (BUF NULL; PREFIX longer than 256 bytes or holding a brace;
+ * with PREFIX NULL, a bad NETMUTEX_PREFIX), ERANGE (SIZE too small; BUF
+ * then holds ""), ENOMEM. */
+#define NETMUTEX_ACL_RULE_MAX 4096
+NETMUTEX_API int netmutex_acl_rule(const char *prefix, char *buf, size_t size);
+
 /* ---- global configuration -------------------------------------------- */
 
 /* Fields left 0 or NULL fall back to the environment variable named beside

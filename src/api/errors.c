@@ -36,6 +36,7 @@ static const struct {
     { EPROTO, "EPROTO", "unexpected answer from the server" },
     { ENOSPC, "ENOSPC", "the porting layer's table of selected mutexes is full" },
     { ECANCELED, "ECANCELED", "stopped by the caller's callback" },
+    { ERANGE, "ERANGE", "the caller's buffer is too small" },
 };
 
 static int find(int err)

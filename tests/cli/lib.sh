@@ -117,17 +117,41 @@ wait_for() {
     done
 }
 
+# NETMUTEX_TEST_ACL=1 (tests/acl.sh): a server started without options of
+# its own about users (--user, --requirepass) gets the user nmuser with
+# exactly the rule `netmutex acl` prints, and a default user allowed
+# nothing; its redis_url carries nmuser's credentials.  Sets acl_auth to
+# them ("" otherwise) and appends the options to acl_opts.
+acl_setup() {
+    acl_auth= acl_opts=
+    [ "${NETMUTEX_TEST_ACL:-}" = 1 ] || return 0
+    for a in "$@"; do
+        case $a in --user|--requirepass) return 0 ;; esac
+    done
+    acl_cmd=$("$NM" acl) || bail "netmutex acl failed"
+    acl_opts="--user default on nopass -@all --user nmuser on >nmuser-pw ${acl_cmd#'ACL SETUSER <user> on ><password> '}"
+    acl_auth=nmuser:nmuser-pw@
+}
+
 # start_redis TAG [OPTION...]: a server on $tmp/TAG.sock, with OPTIONs
 # such as --requirepass added; sets redis_url to its URL (without
-# credentials).  Not a $(...) command: see the top of this file.
+# credentials but acl_setup's).  Not a $(...) command: see the top of
+# this file.
 start_redis() {
     tag=$1; shift
+    acl_setup "$@"
+    # acl_opts is split into words, unglobbed (the default prefix needs no
+    # quoting: one rule per word).
+    set -f
+    # shellcheck disable=SC2086
+    set -- "$@" $acl_opts
+    set +f
     "$REDIS_SERVER" --port 0 --unixsocket "$tmp/$tag.sock" --unixsocketperm 700 \
         --dir "$tmp" --dbfilename "$tag.rdb" --save '' --appendonly no "$@" \
         >"$tmp/$tag.log" 2>&1 &
     redis_pids="$redis_pids $!"
     wait_for 30 test -S "$tmp/$tag.sock" || bail "redis-server $tag did not start"
-    redis_url="unix://$tmp/$tag.sock"
+    redis_url="unix://$acl_auth$tmp/$tag.sock"
 }
 
 # hold NAME [OPTIONS...]: a background netmutex holding NAME until
