@@ -9,7 +9,8 @@
  * its deadline with the mutex held again; a waiter signalled as its
  * deadline passed returns 0; a waiter killed with SIGKILL swallows no
  * signal and leaves nothing on the server; a robust mutex's EOWNERDEAD
- * after a wait; quorum mode's ENOTSUP.
+ * after a wait; a lease cached by the waiting process, taken by another
+ * process that signals; quorum mode's ENOTSUP.
  */
 #include "ac_config.h"
 
@@ -546,6 +547,50 @@ static void test_robust_eownerdead_after_wait(void)
     g_free(name);
 }
 
+/* ---- lease caching ---------------------------------------------------------- */
+
+/* The wait's unlock keeps the mutex's lease cached in the waiting process;
+ * another process locks it (asking for it back), the condition is
+ * signalled, and the waiter takes the mutex back from that process, which
+ * cached it in turn. */
+static void test_cached_lease_and_waiter(void)
+{
+    netmutex_cond_t c;
+    netmutex_t m;
+    netmutex_status_t st;
+    char *name = nm_test_name("c");
+    char *mname = nm_test_name("m");
+    nm_assert_rc(netmutex_init(&m, mname, NULL), 0);
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    Waiter w = { .c = &c, .m = &m };
+    /* A first cycle: the process listens for requests from now on. */
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    NmCall *call = nm_call_start(waiter_run, &w);
+    g_assert_true(wait_waiters(name, 1));
+    /* Unlocked by the wait, and kept here. */
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    do {
+        nm_assert_rc(netmutex_status(mname, &st), 0);
+    } while (!st.cached && nmt_now_ms() < until && (nmt_sleep_ms(5), 1));
+    g_assert_cmpint(st.held, ==, 1);
+    g_assert_cmpint(st.cached, ==, 1);
+
+    NmRemote *rem = nm_remote_start(redis, mname, NETMUTEX_NORMAL, 0);
+    nm_assert_rc(nm_remote(rem, 'l'), 0);
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    nmt_sleep_ms(nm_ms(50));
+    g_assert_false(g_atomic_int_get(&w.woke)); /* the remote holds the mutex */
+    nm_assert_rc(nm_remote(rem, 'u'), 0);
+    nm_assert_rc(nm_call_wait(call, PROMPT_MS), 0);
+    nm_remote_stop(rem);
+    g_assert_true(wait_nothing_left());
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(mname);
+    g_free(name);
+}
+
 /* ---- quorum mode ---------------------------------------------------------- */
 
 static void test_quorum_enotsup(void)
@@ -594,6 +639,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cond/processes/producer-consumer", test_producer_consumer_no_lost_wakeup);
     g_test_add_func("/cond/processes/killed-waiter", test_killed_waiter_swallows_nothing);
     g_test_add_func("/cond/robust/eownerdead-after-wait", test_robust_eownerdead_after_wait);
+    g_test_add_func("/cond/cache/cached-lease-and-waiter", test_cached_lease_and_waiter);
     g_test_add_func("/cond/quorum/enotsup", test_quorum_enotsup);
 
     int rc = nm_test_finish(g_test_run());
