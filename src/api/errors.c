@@ -32,7 +32,7 @@ static const struct {
     { EIO, "EIO", "released here, but the server could not be told" },
     { ENOENT, "ENOENT", "there was nothing to free" },
     { EACCES, "EACCES", "refused by the server (credentials, database or ACL permission)" },
-    { ENOTSUP, "ENOTSUP", "the server may evict lock keys (maxmemory policy)" },
+    { ENOTSUP, "ENOTSUP", "the server may evict lock keys (maxmemory policy), or quorum mode (conditions)" },
     { EPROTO, "EPROTO", "unexpected answer from the server" },
     { ENOSPC, "ENOSPC", "the porting layer's table of selected mutexes is full" },
     { ECANCELED, "ECANCELED", "stopped by the caller's callback" },
