@@ -14,7 +14,8 @@
  *     (ETIMEDOUT, not before the deadline, the mutex held again), on the
  *     clock the condition variable was initialized with;
  *   - an unselected condition variable stays process-local, with a
- *     selected mutex and with an unselected one.
+ *     selected mutex and with an unselected one;
+ *   - at the end, no key of a condition variable is left on the server.
  *
  * Every fork happens before this process starts a thread or touches a
  * mutex (see conf_xproc.c).
@@ -251,5 +252,8 @@ int main(void)
     check_timeouts();
     check_local(&box_lock, "unselected condition, selected mutex");
     check_local(&plain_lock, "unselected condition, unselected mutex");
+    int left = conf_count_keys("{c*");
+    conf_ok(left == 0, "nothing of the condition variables is left on the server (%d keys)",
+            left);
     return conf_done();
 }
