@@ -181,6 +181,25 @@ int conf_key_exists(const char *name)
     return n;
 }
 
+int conf_count_keys(const char *pattern)
+{
+    struct timeval tv = { 5, 0 };
+    const char *prefix = getenv("NETMUTEX_PREFIX");
+    if (!server.dir[0])
+        return -1;
+    redisContext *c = redisConnectUnixWithTimeout(server.sock, tv);
+    if (!c || c->err) {
+        if (c)
+            redisFree(c);
+        return -1;
+    }
+    redisReply *r = redisCommand(c, "KEYS %s%s", prefix ? prefix : "netmutex:", pattern);
+    int n = r && r->type == REDIS_REPLY_ARRAY ? (int)r->elements : -1;
+    freeReplyObject(r);
+    redisFree(c);
+    return n;
+}
+
 void conf_check_backing(const char *name, int held)
 {
     int state = conf_key_exists(name);

@@ -33,6 +33,9 @@ void conf_eq(int got, int want, const char *fmt, ...) __attribute__((format(prin
  * and its holder caches it (kept after unlock), else 0.  Plain build: -1
  * (there is no server). */
 int conf_key_exists(const char *name);
+/* Networked: how many keys under the configured prefix match the KEYS
+ * PATTERN (what follows the prefix); -1 in a plain build. */
+int conf_count_keys(const char *pattern);
 /* One TAP result: networked, the lock key of NAME exists if HELD, and is
  * gone (or only cached) if not; plain, there is no server to hold it. */
 void conf_check_backing(const char *name, int held);

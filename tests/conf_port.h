@@ -56,6 +56,10 @@ static inline void conf_check_null_calls(void)
     nm_assert_rc(pthread_cond_wait(&c, nullm), EINVAL);
     nm_assert_rc(pthread_cond_timedwait(&c, nullm, &ts), EINVAL);
     nm_assert_rc(pthread_cond_clockwait(nullc, &m, CLOCK_MONOTONIC, &ts), EINVAL);
+    nm_assert_rc(pthread_cond_signal(nullc), EINVAL);
+    nm_assert_rc(pthread_cond_broadcast(nullc), EINVAL);
+    nm_assert_rc(pthread_cond_init(nullc, NULL), EINVAL);
+    nm_assert_rc(pthread_cond_destroy(nullc), EINVAL);
 }
 
 #endif /* CONF_PORT_H */

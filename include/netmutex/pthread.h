@@ -11,13 +11,17 @@
  *                  consistent}            -> netmutex_pthread_mutex_*
  *   pthread_mutexattr_{init,destroy,settype,gettype,setrobust,getrobust}
  *                                        -> netmutex_pthread_mutexattr_*
- *   pthread_cond_{wait,timedwait,clockwait} -> netmutex_pthread_cond_*
+ *   pthread_cond_{wait,timedwait,clockwait,signal,broadcast,init,destroy}
+ *                                        -> netmutex_pthread_cond_*
  *
  * A mutex stays an ordinary process-local pthread mutex (the one embedded
  * in the struct below) unless it is selected: by NETMUTEX_MUTEXES (its
  * symbol name, global or static, FILE:SYMBOL where several files have a
  * static of that name, or the FILE:LINE of its PTHREAD_MUTEX_INITIALIZER)
- * or by netmutex_pthread_setname().  See netmutex_pthread(3).
+ * or by netmutex_pthread_setname().  A condition variable stays a
+ * process-local one unless NETMUTEX_CONDS selects it (its symbol name,
+ * global or static, or FILE:SYMBOL); a selected one is a netmutex condition
+ * and must be waited on with a selected mutex.  See netmutex_pthread(3).
  *
  * Link with libnetmutex-wrap: `pkg-config --libs netmutex-wrap`.
  */
@@ -89,6 +93,11 @@ NETMUTEX_API int netmutex_pthread_cond_clockwait(pthread_cond_t *cond,
                                                  netmutex_pthread_mutex_t *m,
                                                  clockid_t clockid,
                                                  const struct timespec *abstime);
+NETMUTEX_API int netmutex_pthread_cond_signal(pthread_cond_t *cond);
+NETMUTEX_API int netmutex_pthread_cond_broadcast(pthread_cond_t *cond);
+NETMUTEX_API int netmutex_pthread_cond_init(pthread_cond_t *cond,
+                                            const pthread_condattr_t *attr);
+NETMUTEX_API int netmutex_pthread_cond_destroy(pthread_cond_t *cond);
 
 /* The link route's one-line registration (libnetmutex-wrap): names the
  * real pthread mutex M cluster-wide, as if NETMUTEX_MUTEXES selected it,
@@ -135,6 +144,10 @@ NETMUTEX_API int netmutex_wrap_register(pthread_mutex_t *m, const char *name);
 #define pthread_cond_timedwait netmutex_pthread_cond_timedwait
 #undef pthread_cond_clockwait
 #define pthread_cond_clockwait netmutex_pthread_cond_clockwait
+#define pthread_cond_signal netmutex_pthread_cond_signal
+#define pthread_cond_broadcast netmutex_pthread_cond_broadcast
+#define pthread_cond_init netmutex_pthread_cond_init
+#define pthread_cond_destroy netmutex_pthread_cond_destroy
 
 #endif /* NETMUTEX_PTHREAD_DECLARE_ONLY */
 

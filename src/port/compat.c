@@ -9,8 +9,11 @@
  * kept in nmp_port (LOCAL or the port), so an unselected mutex costs one
  * load and a compare over the real call.  pthread_mutex_init gives a
  * mutex no FILE:LINE: only its symbol (a global) or setname selects it.
+ * Condition variables keep their type: NETMUTEX_CONDS selects them by
+ * address, as on the link route (condsel.h).
  */
 #define NETMUTEX_PTHREAD_DECLARE_ONLY
+#include "condsel.h"
 #include "core.h"
 #include "select.h"
 
@@ -61,7 +64,7 @@ static int cond_with(pthread_cond_t *c, netmutex_pthread_mutex_t *m, nm_port_wai
 {
     nm_port_t *p;
     int err = c ? resolve(m, &p) : EINVAL;
-    return err ? err : nm_port_cond_wait_any(p, &m->nmp_local, c, how);
+    return err ? err : nm_cond_wait(c, p, &m->nmp_local, how);
 }
 
 int netmutex_pthread_setname(netmutex_pthread_mutex_t *m, const char *name)
@@ -162,4 +165,24 @@ int netmutex_pthread_cond_clockwait(pthread_cond_t *cond, netmutex_pthread_mutex
                                     clockid_t clockid, const struct timespec *abstime)
 {
     return clockid < 0 ? EINVAL : cond_with(cond, m, (nm_port_wait_t){ clockid, abstime });
+}
+
+int netmutex_pthread_cond_init(pthread_cond_t *cond, const pthread_condattr_t *attr)
+{
+    return nm_cond_init(cond, attr);
+}
+
+int netmutex_pthread_cond_destroy(pthread_cond_t *cond)
+{
+    return nm_cond_destroy(cond);
+}
+
+int netmutex_pthread_cond_signal(pthread_cond_t *cond)
+{
+    return nm_cond_signal(cond, 0);
+}
+
+int netmutex_pthread_cond_broadcast(pthread_cond_t *cond)
+{
+    return nm_cond_signal(cond, 1);
 }

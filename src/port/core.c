@@ -17,6 +17,14 @@
  * process-local.  Local is always taken after the netmutex, never while
  * waiting for it, so the two cannot deadlock.
  *
+ * A selected condition variable (condsel.c) is a netmutex condition, which
+ * any process may signal, and the wait is netmutex_cond_wait's:
+ *
+ *   cond_wait: drop local (the netmutex still keeps every other thread
+ *   out), then netmutex_cond_wait(cond, netmutex) releases the netmutex
+ *   and sleeps as one step for any signaller, which holds the netmutex;
+ *   it returns with the netmutex held, whatever it returns; take local.
+ *
  * Errors are pthread's.  netmutex_unlock's two codes that pthread has not:
  * ENOLCK (our lease was lost: another holder may have overlapped ours) is
  * returned, and logged once (netmutex_log), since ported code rarely checks;
@@ -181,18 +189,64 @@ static int valid_abstime(const struct timespec *ts)
     return ts && ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000L;
 }
 
-/* pthread leaves a wait on a recursive mutex held more than once
- * undefined; we refuse it with EPERM rather than drop all levels. */
-int nm_port_cond_wait(nm_port_t *p, pthread_mutex_t *local, pthread_cond_t *c,
-                      nm_port_wait_t how)
+/* The clock of a real condition variable's timedwait: glibc keeps
+ * pthread_condattr_setclock's choice in bit 1 of __wrefs
+ * (__PTHREAD_COND_CLOCK_MONOTONIC_MASK), and nothing else changes that
+ * bit; a selected condition variable has no real waiters to change the
+ * other bits. */
+#define GLIBC_COND_MONOTONIC 2u
+static clockid_t real_clock(const pthread_cond_t *c)
 {
-    static const nm_port_wait_t forever = { NM_PORT_FOREVER, NULL };
+    unsigned int wrefs = __atomic_load_n(&c->__data.__wrefs, __ATOMIC_RELAXED);
+    return wrefs & GLIBC_COND_MONOTONIC ? CLOCK_MONOTONIC : CLOCK_REALTIME;
+}
+
+static int check_wait(nm_port_t *p, nm_port_wait_t how)
+{
     if (how.clock != NM_PORT_FOREVER && !valid_abstime(how.abstime))
         return EINVAL;
     if (how.clock >= 0 && how.clock != CLOCK_MONOTONIC && how.clock != CLOCK_REALTIME)
         return EINVAL;
     if (!is_owner(p) || p->depth != 1)
         return EPERM;
+    return 0;
+}
+
+int nm_port_netcond_wait(nm_port_t *p, pthread_mutex_t *local, netmutex_cond_t *nc,
+                         const pthread_cond_t *real, nm_port_wait_t how)
+{
+    static int lost_told;
+    int err = check_wait(p, how);
+    if (err)
+        return err;
+    p->depth = 0;
+    set_owner(p, 0);
+    __real_pthread_mutex_unlock(local);   /* the netmutex stays ours */
+    if (how.clock == NM_PORT_FOREVER)
+        err = netmutex_cond_wait(nc, &p->net);
+    else
+        err = netmutex_cond_clockwait(nc, &p->net,
+                                      how.clock == NM_PORT_DEFAULT_CLOCK ? real_clock(real)
+                                                                         : how.clock,
+                                      how.abstime);
+    local_acquire(local, 0);
+    p->depth = 1;
+    set_owner(p, 1);
+    if (err == ENOLCK && !__atomic_exchange_n(&lost_told, 1, __ATOMIC_RELAXED))
+        netmutex_log(NETMUTEX_LOG_WARN, "pthread_cond_wait: lease lost while the mutex was "
+                     "held (ENOLCK; reported once)");
+    return err;
+}
+
+/* pthread leaves a wait on a recursive mutex held more than once
+ * undefined; we refuse it with EPERM rather than drop all levels. */
+int nm_port_cond_wait(nm_port_t *p, pthread_mutex_t *local, pthread_cond_t *c,
+                      nm_port_wait_t how)
+{
+    static const nm_port_wait_t forever = { NM_PORT_FOREVER, NULL };
+    int bad = check_wait(p, how);
+    if (bad)
+        return bad;
     p->depth = 0;
     set_owner(p, 0);
     unlock_result(netmutex_unlock(&p->net));   /* local stays ours */

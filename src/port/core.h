@@ -45,6 +45,10 @@ int nm_port_unlock(nm_port_t *p, pthread_mutex_t *local);
 int nm_port_consistent(nm_port_t *p);
 int nm_port_cond_wait(nm_port_t *p, pthread_mutex_t *local, pthread_cond_t *c,
                       nm_port_wait_t how);
+/* The wait on a selected condition variable REAL, whose netmutex
+ * condition is NC; NM_PORT_DEFAULT_CLOCK is REAL's clock. */
+int nm_port_netcond_wait(nm_port_t *p, pthread_mutex_t *local, netmutex_cond_t *nc,
+                         const pthread_cond_t *real, nm_port_wait_t how);
 /* 1 when the name is one netmutex_init would take. */
 int nm_port_name_ok(const char *name);
 /* EBUSY when a thread of this process holds REAL (as a plain mutex). */

@@ -26,6 +26,10 @@ int __real_pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clockid,
                                    const struct timespec *abstime);
 int __real_pthread_mutex_unlock(pthread_mutex_t *m);
 int __real_pthread_mutex_consistent(pthread_mutex_t *m);
+int __real_pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *attr);
+int __real_pthread_cond_destroy(pthread_cond_t *c);
+int __real_pthread_cond_signal(pthread_cond_t *c);
+int __real_pthread_cond_broadcast(pthread_cond_t *c);
 int __real_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m);
 int __real_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
                                   const struct timespec *abstime);

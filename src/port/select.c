@@ -1,12 +1,15 @@
 /*
- * select.c -- which pthread mutexes are network mutexes.
+ * select.c -- which pthread mutexes and condition variables are network
+ * ones.
  *
  * NETMUTEX_MUTEXES="sym[=name],file.c:sym[=name],file.c:LINE[=name],..."
- * is read once, on the first call that needs it (spec.c takes the
- * items apart).  A SYM or FILE:SYM is looked up, for all items at once, in
- * the ELF symbol tables of the program and its loaded objects, statics
- * included (elfsym.c), and must name exactly one mutex (symbol.c);
- * its address goes into the table below.  A FILE:LINE is where a
+ * and NETMUTEX_CONDS, the same for condition variables (but FILE:LINE:
+ * PTHREAD_COND_INITIALIZER records no line), are read once, on the first
+ * call that needs them (spec.c takes the items apart).  A SYM or FILE:SYM
+ * is looked up, for all items at once, in the ELF symbol tables of the
+ * program and its loaded objects, statics included (elfsym.c), and must
+ * name exactly one mutex or condition variable (symbol.c); its address
+ * goes into the table below.  A FILE:LINE is where a
  * source-route PTHREAD_MUTEX_INITIALIZER stands, matched when a mutex
  * initialized there is first used (nm_select_name).  NAME defaults to the
  * selector itself; the configured key prefix keeps applications apart.
@@ -41,6 +44,12 @@
 #define MAX_KEYS (SLOTS / 2)   /* keeps probe chains short */
 
 typedef nm_slot_t slot_t;
+
+/* One item of either list, with the kind of object it selects. */
+typedef struct item {
+    nm_spec_t spec;
+    const nm_symbol_kind_t *kind;
+} item_t;
 
 typedef struct line_sel {
     nm_spec_t spec;   /* an NM_SPEC_LINE */
@@ -82,7 +91,7 @@ static slot_t *claim(const void *addr)
             return s;
         if (s->key == 0)
             break;
-        if (!tomb && !s->name && !s->port)
+        if (!tomb && !s->name && !s->port && !s->cond)
             tomb = s;
     }
     if (tomb) {
@@ -97,76 +106,89 @@ static slot_t *claim(const void *addr)
     return &nm_select_table[i];
 }
 
-/* Under table_lock: ADDR selected as SPEC says; WHAT describes it. */
-static void select_locked(void *addr, const nm_spec_t *spec, const char *what, char *copy)
+/* Under table_lock: ADDR selected as IT says; WHAT describes it. */
+static void select_locked(void *addr, const item_t *it, const char *what, char *copy)
 {
+    const nm_spec_t *spec = &it->spec;
     slot_t *s = claim(addr);
     if (!s) {
-        nm_note(NETMUTEX_LOG_ERROR, "NETMUTEX_MUTEXES: '%s': more than %u mutexes selected; "
-                "it selects nothing", spec->text, MAX_KEYS);
+        nm_note(NETMUTEX_LOG_ERROR, "%s: '%s': more than %u mutexes and condition variables "
+                "selected; it selects nothing", it->kind->env, spec->text, MAX_KEYS);
     } else if (s->name) {
-        nm_note(NETMUTEX_LOG_WARN, "NETMUTEX_MUTEXES: '%s' names %s, which an earlier item "
-                "already selected as '%s'; that name stays", spec->text, what, s->name);
+        nm_note(NETMUTEX_LOG_WARN, "%s: '%s' names %s, which an earlier item "
+                "already selected as '%s'; that name stays", it->kind->env, spec->text, what,
+                s->name);
     } else {
+        s->is_cond = it->kind == &nm_symbol_cond;
         __atomic_store_n(&s->name, copy, __ATOMIC_RELEASE);
         s->permanent = 1;
-        nm_note(NETMUTEX_LOG_INFO, "NETMUTEX_MUTEXES: '%s' selects the mutex %s as '%s'",
-                spec->text, what, copy);
+        nm_note(NETMUTEX_LOG_INFO, "%s: '%s' selects the %s %s as '%s'",
+                it->kind->env, spec->text, it->kind->noun, what, copy);
         return;
     }
     free(copy);
 }
 
-static void select_address(void *addr, const nm_spec_t *spec, const char *what)
+static void select_address(void *addr, const item_t *it, const char *what)
 {
-    char *copy = strdup(spec->name);
+    char *copy = strdup(it->spec.name);
     if (!copy) {
-        nm_note(NETMUTEX_LOG_ERROR, "NETMUTEX_MUTEXES: '%s': out of memory", spec->text);
+        nm_note(NETMUTEX_LOG_ERROR, "%s: '%s': out of memory", it->kind->env, it->spec.text);
         return;
     }
     __real_pthread_mutex_lock(&table_lock);
-    select_locked(addr, spec, what, copy);
+    select_locked(addr, it, what, copy);
     __real_pthread_mutex_unlock(&table_lock);
 }
 
-/* The symbol items of SPECS, all looked up in one reading of the symbol
+/* The symbol items of ITEMS, all looked up in one reading of the symbol
  * tables: it is the slow part, and it happens once. */
-static void select_symbols(const nm_spec_t *specs, size_t n)
+static void select_symbols(const item_t *items, size_t n)
 {
     nm_elfsym_query_t *queries = calloc(n ? n : 1, sizeof *queries);
     nm_elfsym_scan_t scan = { queries, 0, NULL, 0, NULL };
     for (size_t i = 0; queries && i < n; i++) {
-        if (specs[i].kind == NM_SPEC_SYMBOL)
-            queries[scan.nqueries++].name = specs[i].symbol;
+        if (items[i].spec.kind == NM_SPEC_SYMBOL)
+            queries[scan.nqueries++].name = items[i].spec.symbol;
     }
     if (!queries || (scan.nqueries && nm_elfsym_scan(&scan) != 0))
         nm_note(NETMUTEX_LOG_ERROR, "NETMUTEX_MUTEXES: out of memory reading the symbol tables");
     for (size_t i = 0, q = 0; queries && i < n; i++) {
         char what[1024];
-        if (specs[i].kind != NM_SPEC_SYMBOL)
+        if (items[i].spec.kind != NM_SPEC_SYMBOL)
             continue;
-        uintptr_t addr = nm_symbol_resolve(&specs[i], &queries[q++], &scan, what, sizeof what);
+        uintptr_t addr = nm_symbol_resolve(items[i].kind, &items[i].spec, &queries[q++], &scan,
+                                           what, sizeof what);
         if (addr)
-            select_address((void *)addr, &specs[i], what);
+            select_address((void *)addr, &items[i], what);
     }
     nm_elfsym_free(&scan);
     free(queries);
 }
 
-/* The FILE:LINE items of SPECS move to LINES, for nm_select_name. */
-static void keep_lines(nm_spec_t *specs, size_t n)
+/* The FILE:LINE items of ITEMS move to LINES, for nm_select_name; a
+ * condition variable's selects nothing, and says so. */
+static void keep_lines(item_t *items, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        if (specs[i].kind != NM_SPEC_LINE)
+        nm_spec_t *spec = &items[i].spec;
+        if (spec->kind != NM_SPEC_LINE)
             continue;
+        if (items[i].kind != &nm_symbol_mutex) {
+            nm_note(NETMUTEX_LOG_ERROR, "%s: '%s': FILE:LINE selects mutexes only "
+                    "(PTHREAD_COND_INITIALIZER records no line); select the condition "
+                    "variable as SYMBOL or FILE:SYMBOL; it selects nothing",
+                    items[i].kind->env, spec->text);
+            continue;
+        }
         line_sel_t *grown = realloc(lines, (nlines + 1) * sizeof *lines);
         if (!grown) {
-            nm_note(NETMUTEX_LOG_ERROR, "NETMUTEX_MUTEXES: '%s': out of memory", specs[i].text);
+            nm_note(NETMUTEX_LOG_ERROR, "NETMUTEX_MUTEXES: '%s': out of memory", spec->text);
             continue;
         }
         lines = grown;
-        lines[nlines++] = (line_sel_t){ specs[i], 0 };
-        memset(&specs[i], 0, sizeof specs[i]);
+        lines[nlines++] = (line_sel_t){ *spec, 0 };
+        memset(spec, 0, sizeof *spec);
     }
 }
 
@@ -195,52 +217,52 @@ static char *trim(char *s)
     return s;
 }
 
-/* One item into SPECS, or a note on why it is not one. */
-static void read_item(char *item, nm_spec_t **specs, size_t *n)
+/* One item of KIND's list into ITEMS, or a note on why it is not one. */
+static void read_item(char *text, const nm_symbol_kind_t *kind, item_t **items, size_t *n)
 {
     const char *why;
     nm_spec_t spec;
-    nm_spec_t *grown = realloc(*specs, (*n + 1) * sizeof **specs);
-    int err = grown ? nm_spec_parse(item, &spec, &why) : ENOMEM;
+    item_t *grown = realloc(*items, (*n + 1) * sizeof **items);
+    int err = grown ? nm_spec_parse(text, &spec, &why) : ENOMEM;
     if (grown)
-        *specs = grown;
+        *items = grown;
     if (err == EINVAL)
-        nm_note(NETMUTEX_LOG_ERROR, "NETMUTEX_MUTEXES: '%s': malformed selector: %s; an item "
+        nm_note(NETMUTEX_LOG_ERROR, "%s: '%s': malformed selector: %s; an item "
                 "is SYMBOL, FILE:SYMBOL or FILE:LINE, each optionally followed by =NAME; it "
-                "selects nothing", item, why);
+                "selects nothing", kind->env, text, why);
     else if (err)
-        nm_note(NETMUTEX_LOG_ERROR, "NETMUTEX_MUTEXES: '%s': out of memory", item);
+        nm_note(NETMUTEX_LOG_ERROR, "%s: '%s': out of memory", kind->env, text);
     else
-        (*specs)[(*n)++] = spec;
+        (*items)[(*n)++] = (item_t){ spec, kind };
 }
 
-static size_t read_items(nm_spec_t **specs)
+/* The items of KIND's list, appended to ITEMS. */
+static void read_items(const nm_symbol_kind_t *kind, item_t **items, size_t *n)
 {
-    const char *env = getenv("NETMUTEX_MUTEXES");
+    const char *env = getenv(kind->env);
     char *copy, *save = NULL;
-    size_t n = 0;
-    *specs = NULL;
     if (!env || !(copy = strdup(env)))
-        return 0;
+        return;
     for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
         item = trim(item);
         if (item[0])
-            read_item(item, specs, &n);
+            read_item(item, kind, items, n);
     }
     free(copy);
-    return n;
 }
 
 /* The table is published before the notes are logged: see notes.c. */
 static void parse_env(void)
 {
-    nm_spec_t *specs;
-    size_t n = read_items(&specs);
-    select_symbols(specs, n);
-    keep_lines(specs, n);
+    item_t *items = NULL;
+    size_t n = 0;
+    read_items(&nm_symbol_mutex, &items, &n);
+    read_items(&nm_symbol_cond, &items, &n);
+    select_symbols(items, n);
+    keep_lines(items, n);
     for (size_t i = 0; i < n; i++)
-        nm_spec_free(&specs[i]);
-    free(specs);
+        nm_spec_free(&items[i].spec);
+    free(items);
     if (nlines)
         atexit(report_unused_lines);
     __atomic_store_n(&nm_select_parsed, 1, __ATOMIC_RELEASE);
@@ -257,27 +279,67 @@ static void ensure_parsed(void)
 static nm_port_t *make_port(slot_t *s, pthread_mutex_t *addr, int *err)
 {
     nm_port_t *p = s->port;
-    if (!p && s->name && (*err = nm_port_create(&p, s->name, addr)) == 0)
+    if (!p && s->name && !s->is_cond && (*err = nm_port_create(&p, s->name, addr)) == 0)
         __atomic_store_n(&s->port, p, __ATOMIC_RELEASE);
     return p;
+}
+
+/* Under table_lock: the netmutex condition of S, made now if it has none
+ * yet.  Its clock does not matter: a wait names the real one's. */
+static netmutex_cond_t *make_cond(slot_t *s, int *err)
+{
+    netmutex_cond_t *c = s->cond;
+    if (c || !s->name || !s->is_cond)
+        return c;
+    if (!(c = malloc(sizeof *c))) {
+        *err = ENOMEM;
+    } else if ((*err = netmutex_cond_init(c, s->name, NULL)) != 0) {
+        free(c);
+        c = NULL;
+    } else {
+        __atomic_store_n(&s->cond, c, __ATOMIC_RELEASE);
+    }
+    return c;
+}
+
+/* The slot of ADDR if it is selected, NULL if it is not. */
+static slot_t *find_selected(const void *addr)
+{
+    ensure_parsed();
+    if (__atomic_load_n(&nm_select_nkeys, __ATOMIC_ACQUIRE) == 0)
+        return NULL;
+    slot_t *s = find(addr);
+    return s && __atomic_load_n(&s->name, __ATOMIC_ACQUIRE) ? s : NULL;
 }
 
 nm_port_t *nm_select_port_slow(pthread_mutex_t *addr, int *err)
 {
     *err = 0;
-    ensure_parsed();
-    if (__atomic_load_n(&nm_select_nkeys, __ATOMIC_ACQUIRE) == 0)
-        return NULL;
-    slot_t *s = find(addr);
+    slot_t *s = find_selected(addr);
     if (!s)
         return NULL;
     nm_port_t *p = __atomic_load_n(&s->port, __ATOMIC_ACQUIRE);
-    if (p || !__atomic_load_n(&s->name, __ATOMIC_ACQUIRE))
+    if (p)
         return p;
     __real_pthread_mutex_lock(&table_lock);
     p = make_port(s, addr, err);
     __real_pthread_mutex_unlock(&table_lock);
     return p;
+}
+
+netmutex_cond_t *nm_select_cond_slow(pthread_cond_t *addr, int *err)
+{
+    *err = 0;
+    slot_t *s = find_selected(addr);
+    if (!s)
+        return NULL;
+    netmutex_cond_t *c = __atomic_load_n(&s->cond, __ATOMIC_ACQUIRE);
+    if (c)
+        return c;
+    __real_pthread_mutex_lock(&table_lock);
+    c = make_cond(s, err);
+    __real_pthread_mutex_unlock(&table_lock);
+    return c;
 }
 
 /* Under table_lock: frees S's port unless it is locked. */
@@ -305,6 +367,22 @@ int nm_select_drop(pthread_mutex_t *addr)
     return err;
 }
 
+int nm_select_cond_drop(pthread_cond_t *addr)
+{
+    ensure_parsed();
+    slot_t *s = find(addr);
+    int err = 0;
+    if (!s)
+        return 0;
+    __real_pthread_mutex_lock(&table_lock);
+    if (s->cond && (err = netmutex_cond_destroy(s->cond)) == 0) {
+        free(s->cond);
+        __atomic_store_n(&s->cond, NULL, __ATOMIC_RELEASE);
+    }
+    __real_pthread_mutex_unlock(&table_lock);
+    return err;
+}
+
 int nm_select_register(pthread_mutex_t *addr, const char *name)
 {
     char *copy;
@@ -318,9 +396,10 @@ int nm_select_register(pthread_mutex_t *addr, const char *name)
     ensure_parsed();
     __real_pthread_mutex_lock(&table_lock);
     slot_t *s = claim(addr);
-    err = !s ? ENOSPC : drop_port(s);
+    err = !s ? ENOSPC : s->is_cond && s->name ? EINVAL : drop_port(s);
     if (!err) {
         free(s->name);
+        s->is_cond = 0;
         __atomic_store_n(&s->name, copy, __ATOMIC_RELEASE);
         copy = NULL;
     }
@@ -348,5 +427,6 @@ const char *nm_select_name(const void *addr, const char *file, int line)
         return l->spec.name;
     }
     slot_t *s = find(addr);
-    return s ? __atomic_load_n(&s->name, __ATOMIC_ACQUIRE) : NULL;
+    const char *name = s ? __atomic_load_n(&s->name, __ATOMIC_ACQUIRE) : NULL;
+    return name && !s->is_cond ? name : NULL;
 }

@@ -1,16 +1,18 @@
 /*
- * symbol.c -- which mutex a SYMBOL or FILE:SYMBOL selector means,
- * given every definition of the symbol in the program (elfsym.c), or why
- * there is none.
+ * symbol.c -- which mutex (NETMUTEX_MUTEXES) or condition variable
+ * (NETMUTEX_CONDS) a SYMBOL or FILE:SYMBOL selector means, given every
+ * definition of the symbol in the program (elfsym.c), or why there is none.
  *
- * A selector selects when exactly one mutex answers to it: for SYMBOL any
- * static or global of that name, for FILE:SYMBOL the statics of that name
- * whose source file, as the symbol table records it, is FILE.  A mutex is
- * a variable the size of a pthread_mutex_t, or of the source route's
- * netmutex_pthread_mutex_t: this library serves both routes.  Anything
- * else -- ambiguity, a non-mutex symbol, a stripped executable, no such
- * symbol -- is one line that says so and what to do, and selects nothing:
- * guessing would network a mutex nobody asked for.
+ * A selector selects when exactly one object of its kind answers to it:
+ * for SYMBOL any static or global of that name, for FILE:SYMBOL the
+ * statics of that name whose source file, as the symbol table records it,
+ * is FILE.  A mutex is a variable the size of a pthread_mutex_t, or of the
+ * source route's netmutex_pthread_mutex_t: this library serves both
+ * routes; a condition variable is the size of a pthread_cond_t (both
+ * routes).  Anything else -- ambiguity, a symbol of another kind, a
+ * stripped executable, no such symbol -- is one line that says so and what
+ * to do, and selects nothing: guessing would network an object nobody
+ * asked for.
  */
 #define NETMUTEX_PTHREAD_DECLARE_ONLY
 #include "symbol.h"
@@ -26,10 +28,19 @@
 
 #define LISTED 4   /* candidates named in a message; more are counted */
 
-static int is_mutex(const nm_elfsym_def_t *d)
+const nm_symbol_kind_t nm_symbol_mutex = {
+    "NETMUTEX_MUTEXES", "mutex", "mutexes", "pthread_mutex_t",
+    { sizeof(pthread_mutex_t), sizeof(netmutex_pthread_mutex_t) },
+};
+const nm_symbol_kind_t nm_symbol_cond = {
+    "NETMUTEX_CONDS", "condition variable", "condition variables", "pthread_cond_t",
+    { sizeof(pthread_cond_t), 0 },
+};
+
+static int is_kind(const nm_symbol_kind_t *kind, const nm_elfsym_def_t *d)
 {
     return d->kind == NM_ELFSYM_OBJECT &&
-           (d->size == sizeof(pthread_mutex_t) || d->size == sizeof(netmutex_pthread_mutex_t));
+           (d->size == kind->sizes[0] || (kind->sizes[1] && d->size == kind->sizes[1]));
 }
 
 /* GCC records a source file's base name ("a.c"), clang the name it was
@@ -70,7 +81,8 @@ static void list(const nm_elfsym_def_t *const *defs, size_t n, const char *sym, 
         snprintf(buf + used, size - used, " and %zu more", n - LISTED);
 }
 
-static void ambiguous(const nm_spec_t *spec, const nm_elfsym_def_t *const *defs, size_t n)
+static void ambiguous(const nm_symbol_kind_t *kind, const nm_spec_t *spec,
+                      const nm_elfsym_def_t *const *defs, size_t n)
 {
     char names[2048];
     const nm_elfsym_def_t *example = NULL;
@@ -79,18 +91,20 @@ static void ambiguous(const nm_spec_t *spec, const nm_elfsym_def_t *const *defs,
         example = defs[i]->local && defs[i]->file && defs[i]->file[0] ? defs[i] : NULL;
     if (!spec->file && example)
         nm_note(NETMUTEX_LOG_ERROR,
-                "NETMUTEX_MUTEXES: '%s' is ambiguous: %zu mutexes have that name (%s); select "
+                "%s: '%s' is ambiguous: %zu %s have that name (%s); select "
                 "one as FILE:SYMBOL, e.g. '%s:%s=NAME'; none of them is selected",
-                spec->text, n, names, example->file, spec->symbol);
+                kind->env, spec->text, n, kind->plural, names, example->file, spec->symbol);
     else
         nm_note(NETMUTEX_LOG_ERROR,
-                "NETMUTEX_MUTEXES: '%s' is ambiguous: %zu mutexes match (%s) and their symbol "
-                "tables cannot tell them apart; rename one or select it in the code with "
-                "netmutex_wrap_register(); none of them is selected",
-                spec->text, n, names);
+                "%s: '%s' is ambiguous: %zu %s match (%s) and their symbol "
+                "tables cannot tell them apart; rename one%s; none of them is selected",
+                kind->env, spec->text, n, kind->plural, names,
+                kind == &nm_symbol_mutex ? " or select it in the code with "
+                "netmutex_wrap_register()" : "");
 }
 
-static void not_a_mutex(const nm_spec_t *spec, const nm_elfsym_def_t *d)
+static void not_a_kind(const nm_symbol_kind_t *kind, const nm_spec_t *spec,
+                       const nm_elfsym_def_t *d)
 {
     char what[64], name[600];
     describe(d, spec->symbol, name, sizeof name);
@@ -101,15 +115,17 @@ static void not_a_mutex(const nm_spec_t *spec, const nm_elfsym_def_t *d)
     default: snprintf(what, sizeof what, "not a variable"); break;
     }
     nm_note(NETMUTEX_LOG_ERROR,
-            "NETMUTEX_MUTEXES: '%s' names a non-mutex symbol: %s is %s, not a mutex (a "
-            "pthread_mutex_t is an object of %zu bytes); it selects nothing",
-            spec->text, name, what, sizeof(pthread_mutex_t));
+            "%s: '%s' names a non-%s symbol: %s is %s, not a %s (a "
+            "%s is an object of %zu bytes); it selects nothing",
+            kind->env, spec->text, kind->noun, name, what, kind->noun, kind->type,
+            kind->sizes[0]);
 }
 
 /* Nothing of that name (in that file): say what is there instead, or why
  * the tables could not tell.  An unreadable executable still has its
  * exported globals, which dlsym finds (unchecked: there is no size). */
-static uintptr_t not_found(const nm_spec_t *spec, const nm_elfsym_query_t *q,
+static uintptr_t not_found(const nm_symbol_kind_t *kind, const nm_spec_t *spec,
+                           const nm_elfsym_query_t *q,
                            const nm_elfsym_scan_t *scan, char *what, size_t size)
 {
     const char *sel = spec->text, *sym = spec->symbol;
@@ -126,31 +142,33 @@ static uintptr_t not_found(const nm_spec_t *spec, const nm_elfsym_query_t *q,
             defs[i] = &q->defs[i];
         list(defs, n, sym, names, sizeof names);
         nm_note(NETMUTEX_LOG_ERROR,
-                "NETMUTEX_MUTEXES: '%s': no static %s recorded for a file %s (the symbol "
+                "%s: '%s': no static %s recorded for a file %s (the symbol "
                 "tables have %s%s); it selects nothing",
-                sel, sym, spec->file, names, q->ndefs > n ? ", ..." : "");
+                kind->env, sel, sym, spec->file, names, q->ndefs > n ? ", ..." : "");
     } else if (scan->exe_error) {
-        nm_note(NETMUTEX_LOG_ERROR, "NETMUTEX_MUTEXES: '%s': not found (%s); it selects nothing",
-                sel, scan->exe_error);
+        nm_note(NETMUTEX_LOG_ERROR, "%s: '%s': not found (%s); it selects nothing",
+                kind->env, sel, scan->exe_error);
     } else if (scan->exe_stripped) {
         nm_note(NETMUTEX_LOG_ERROR,
-                "NETMUTEX_MUTEXES: '%s': not found, and the executable %s is stripped (it has "
+                "%s: '%s': not found, and the executable %s is stripped (it has "
                 "no .symtab, so only exported globals can be found); build it unstripped "
-                "(no strip, no -s), or select the mutex in the code with "
-                "netmutex_wrap_register(); it selects nothing",
-                sel, scan->exe);
+                "(no strip, no -s)%s; it selects nothing",
+                kind->env, sel, scan->exe,
+                kind == &nm_symbol_mutex ? ", or select the mutex in the code with "
+                "netmutex_wrap_register()" : "");
     } else {
         nm_note(NETMUTEX_LOG_ERROR,
-                "NETMUTEX_MUTEXES: '%s': no symbol %s in the program or its libraries; it "
-                "selects nothing", sel, sym);
+                "%s: '%s': no symbol %s in the program or its libraries; it "
+                "selects nothing", kind->env, sel, sym);
     }
     return 0;
 }
 
-/* Q's definitions that SPEC matches and that are mutexes, one per address
- * (a global interposed by another object's is one mutex), into OUT;
- * *OTHER is the first match that is not a mutex. */
-static size_t candidates(const nm_spec_t *spec, const nm_elfsym_query_t *q,
+/* Q's definitions that SPEC matches and that are of KIND, one per address
+ * (a global interposed by another object's is one object), into OUT;
+ * *OTHER is the first match that is not of KIND. */
+static size_t candidates(const nm_symbol_kind_t *kind, const nm_spec_t *spec,
+                         const nm_elfsym_query_t *q,
                          const nm_elfsym_def_t **out, const nm_elfsym_def_t **other)
 {
     size_t n = 0;
@@ -160,7 +178,7 @@ static size_t candidates(const nm_spec_t *spec, const nm_elfsym_query_t *q,
         size_t k = 0;
         if (!in_file(d, spec->file))
             continue;
-        if (!is_mutex(d)) {
+        if (!is_kind(kind, d)) {
             *other = *other ? *other : d;
             continue;
         }
@@ -172,26 +190,27 @@ static size_t candidates(const nm_spec_t *spec, const nm_elfsym_query_t *q,
     return n;
 }
 
-uintptr_t nm_symbol_resolve(const nm_spec_t *spec, const nm_elfsym_query_t *q,
-                            const nm_elfsym_scan_t *scan, char *what, size_t size)
+uintptr_t nm_symbol_resolve(const nm_symbol_kind_t *kind, const nm_spec_t *spec,
+                            const nm_elfsym_query_t *q, const nm_elfsym_scan_t *scan,
+                            char *what, size_t size)
 {
     const nm_elfsym_def_t **found = malloc((q->ndefs + 1) * sizeof *found);
     const nm_elfsym_def_t *other;
     uintptr_t addr = 0;
     if (!found) {
-        nm_note(NETMUTEX_LOG_ERROR, "NETMUTEX_MUTEXES: '%s': out of memory", spec->text);
+        nm_note(NETMUTEX_LOG_ERROR, "%s: '%s': out of memory", kind->env, spec->text);
         return 0;
     }
-    size_t n = candidates(spec, q, found, &other);
+    size_t n = candidates(kind, spec, q, found, &other);
     if (n == 1) {
         describe(found[0], spec->symbol, what, size);
         addr = found[0]->addr;
     } else if (n > 1) {
-        ambiguous(spec, found, n);
+        ambiguous(kind, spec, found, n);
     } else if (other) {
-        not_a_mutex(spec, other);
+        not_a_kind(kind, spec, other);
     } else {
-        addr = not_found(spec, q, scan, what, size);
+        addr = not_found(kind, spec, q, scan, what, size);
     }
     free(found);
     return addr;

@@ -5,12 +5,14 @@
  * The program's own objects call these instead of the C library; shared
  * libraries it uses, the C library itself and libnetmutex do not.  A
  * mutex that NETMUTEX_MUTEXES or netmutex_wrap_register selected is a
- * network mutex (core.c); any other goes straight to
+ * network mutex (core.c), and a condition variable that NETMUTEX_CONDS
+ * selects a netmutex condition (condsel.h); any other goes straight to
  * __real_pthread_*, after a NULL check and two loads -- plus, only when
  * some mutex is selected at all, a lock-free table probe (select.c).
  */
 #include "real.h"   /* first: it has no .c of its own to show it compiles alone */
 
+#include "condsel.h"
 #include "core.h"
 #include "select.h"
 
@@ -30,6 +32,10 @@ WRAP_API int __wrap_pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clocki
                                             const struct timespec *abstime);
 WRAP_API int __wrap_pthread_mutex_unlock(pthread_mutex_t *m);
 WRAP_API int __wrap_pthread_mutex_consistent(pthread_mutex_t *m);
+WRAP_API int __wrap_pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *attr);
+WRAP_API int __wrap_pthread_cond_destroy(pthread_cond_t *c);
+WRAP_API int __wrap_pthread_cond_signal(pthread_cond_t *c);
+WRAP_API int __wrap_pthread_cond_broadcast(pthread_cond_t *c);
 WRAP_API int __wrap_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m);
 WRAP_API int __wrap_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
                                            const struct timespec *abstime);
@@ -58,7 +64,7 @@ static inline int cond_with(pthread_cond_t *c, pthread_mutex_t *m, nm_port_wait_
 {
     nm_port_t *p;
     int err = c ? resolve(m, &p) : EINVAL;
-    return err ? err : nm_port_cond_wait_any(p, m, c, how);
+    return err ? err : nm_cond_wait(c, p, m, how);
 }
 
 int netmutex_wrap_register(pthread_mutex_t *m, const char *name)
@@ -114,6 +120,26 @@ int __wrap_pthread_mutex_consistent(pthread_mutex_t *m)
     nm_port_t *p;
     int err = resolve(m, &p);
     return err ? err : nm_port_consistent_any(p, m);
+}
+
+int __wrap_pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *attr)
+{
+    return nm_cond_init(c, attr);
+}
+
+int __wrap_pthread_cond_destroy(pthread_cond_t *c)
+{
+    return nm_cond_destroy(c);
+}
+
+int __wrap_pthread_cond_signal(pthread_cond_t *c)
+{
+    return nm_cond_signal(c, 0);
+}
+
+int __wrap_pthread_cond_broadcast(pthread_cond_t *c)
+{
+    return nm_cond_signal(c, 1);
 }
 
 int __wrap_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)

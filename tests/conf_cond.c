@@ -1,0 +1,259 @@
+/*
+ * conf_cond.c -- selected pthread condition variables, in plain pthread C:
+ * built through <netmutex/pthread.h> and relinked with --wrap (a plain
+ * build would fail the cross-process checks by design).  The mutex and the
+ * condition variables are statics, selected by FILE:SYMBOL.
+ *
+ *   - producer/consumer: PAIRS producer and PAIRS consumer processes hand
+ *     ITEMS items each through a one-item box in shared memory, guarded by
+ *     the selected mutex and signalled through the selected nonempty and
+ *     nonfull; every item must arrive, once;
+ *   - a selected condition variable waited on with an unselected mutex:
+ *     EINVAL, every time, and one line on stderr for all of them;
+ *   - timedwait and clockwait on a selected condition variable time out
+ *     (ETIMEDOUT, not before the deadline, the mutex held again), on the
+ *     clock the condition variable was initialized with;
+ *   - an unselected condition variable stays process-local, with a
+ *     selected mutex and with an unselected one;
+ *   - at the end, no key of a condition variable is left on the server.
+ *
+ * Every fork happens before this process starts a thread or touches a
+ * mutex (see conf_xproc.c).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "conf_harness.h"
+
+#define PAIRS 2
+#define ITEMS 40
+
+static pthread_mutex_t box_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t nonempty = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t nonfull = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t mono;                 /* pthread_cond_init: CLOCK_MONOTONIC */
+static pthread_cond_t lonely = PTHREAD_COND_INITIALIZER;   /* selected, bad mutex */
+static pthread_mutex_t plain_lock = PTHREAD_MUTEX_INITIALIZER;  /* not selected */
+static pthread_cond_t plain_cond = PTHREAD_COND_INITIALIZER;    /* not selected */
+
+typedef struct shared {
+    int full;           /* the box holds an item */
+    long item;
+    long sum;           /* of the items consumed */
+    long taken;         /* items consumed */
+} shared_t;
+
+static int produce(shared_t *sh, long first)
+{
+    for (long i = first; i < first + ITEMS; i++) {
+        if (pthread_mutex_lock(&box_lock) != 0)
+            return 1;
+        while (sh->full) {
+            if (pthread_cond_wait(&nonfull, &box_lock) != 0)
+                return 2;
+        }
+        sh->item = i;
+        sh->full = 1;
+        if (pthread_cond_signal(&nonempty) != 0 || pthread_mutex_unlock(&box_lock) != 0)
+            return 3;
+    }
+    return 0;
+}
+
+static int consume(shared_t *sh)
+{
+    for (int i = 0; i < ITEMS; i++) {
+        if (pthread_mutex_lock(&box_lock) != 0)
+            return 1;
+        while (!sh->full) {
+            if (pthread_cond_wait(&nonempty, &box_lock) != 0)
+                return 2;
+        }
+        sh->sum += sh->item;
+        sh->taken++;
+        sh->full = 0;
+        if (pthread_cond_signal(&nonfull) != 0 || pthread_mutex_unlock(&box_lock) != 0)
+            return 3;
+    }
+    return 0;
+}
+
+static int reap(pid_t pid)
+{
+    int status;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void check_producer_consumer(shared_t *sh)
+{
+    pid_t pids[2 * PAIRS];
+    int failed = 0;
+    long want = 0;
+    for (int i = 0; i < 2 * PAIRS; i++) {
+        long first = 1 + (long)(i / 2) * ITEMS;
+        fflush(stdout);
+        pids[i] = fork();
+        if (pids[i] == 0)
+            _exit(i % 2 ? consume(sh) : produce(sh, first));
+        if (i % 2 == 0)
+            want += ITEMS * first + (long)ITEMS * (ITEMS - 1) / 2;
+    }
+    for (int i = 0; i < 2 * PAIRS; i++) {
+        int rc = reap(pids[i]);
+        failed += rc != 0;
+        if (rc != 0)
+            printf("# %s %d exited with %d\n", i % 2 ? "consumer" : "producer", i / 2, rc);
+    }
+    conf_ok(failed == 0, "producer/consumer: every process's calls succeeded (%d failed)",
+            failed);
+    conf_ok(sh->taken == (long)PAIRS * ITEMS, "producer/consumer: %ld items taken, want %ld",
+            sh->taken, (long)PAIRS * ITEMS);
+    conf_ok(sh->sum == want, "producer/consumer: items sum to %ld, want %ld", sh->sum, want);
+}
+
+/* In a child whose stderr goes to a file: waits on the selected lonely
+ * with the unselected plain_lock, three times; exits with the number of
+ * waits that did not return EINVAL. */
+static int lonely_waits(void)
+{
+    int bad = 0;
+    struct timespec ts;
+    if (pthread_mutex_lock(&plain_lock) != 0)
+        return 100;
+    bad += pthread_cond_wait(&lonely, &plain_lock) != EINVAL;
+    conf_deadline(&ts, CLOCK_REALTIME, 50);
+    bad += pthread_cond_timedwait(&lonely, &plain_lock, &ts) != EINVAL;
+    conf_deadline(&ts, CLOCK_MONOTONIC, 50);
+    bad += pthread_cond_clockwait(&lonely, &plain_lock, CLOCK_MONOTONIC, &ts) != EINVAL;
+    bad += pthread_mutex_unlock(&plain_lock) != 0;
+    return bad;
+}
+
+static void check_unselected_mutex(void)
+{
+    char path[] = "/tmp/conf_cond_errXXXXXX";
+    int fd = mkstemp(path);
+    char buf[8192];
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fd < 0 ? -1 : fork();
+    if (pid == 0) {
+        dup2(fd, 2);
+        _exit(lonely_waits());
+    }
+    conf_eq(reap(pid), 0, "selected condition, unselected mutex: every wait returns EINVAL");
+    ssize_t n = fd < 0 ? -1 : pread(fd, buf, sizeof buf - 1, 0);
+    buf[n > 0 ? n : 0] = '\0';
+    int lines = 0;
+    for (char *p = buf; (p = strstr(p, "NETMUTEX_CONDS")) != NULL; p = strchr(p, '\n')) {
+        lines++;
+        if (!strchr(p, '\n'))
+            break;
+    }
+    conf_ok(lines == 1, "selected condition, unselected mutex: reported once (%d lines)",
+            lines);
+    if (lines != 1)
+        printf("# stderr:\n# %s\n", buf);
+    if (fd >= 0) {
+        close(fd);
+        unlink(path);
+    }
+}
+
+/* A wait that times out returns ETIMEDOUT at the deadline, not before,
+ * with the mutex held again. */
+static void check_timeout(pthread_cond_t *c, clockid_t clock, int clockwait, const char *what)
+{
+    struct timespec deadline, now;
+    unsigned int ms = conf_ms(200);
+    conf_eq(pthread_mutex_lock(&box_lock), 0, "%s: lock", what);
+    conf_deadline(&deadline, clock, ms);
+    int rc = clockwait ? pthread_cond_clockwait(c, &box_lock, clock, &deadline)
+                       : pthread_cond_timedwait(c, &box_lock, &deadline);
+    clock_gettime(clock, &now);
+    conf_eq(rc, ETIMEDOUT, "%s: ETIMEDOUT", what);
+    conf_ok(conf_diff_ms(&now, &deadline) >= 0, "%s: not before the deadline (%ld ms after)",
+            what, conf_diff_ms(&now, &deadline));
+    conf_check_backing("box_lock", 1);
+    conf_eq(pthread_mutex_unlock(&box_lock), 0, "%s: unlock", what);
+}
+
+static void check_timeouts(void)
+{
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    conf_eq(pthread_cond_init(&mono, &attr), 0, "init a CLOCK_MONOTONIC condition");
+    pthread_condattr_destroy(&attr);
+    check_timeout(&nonempty, CLOCK_REALTIME, 0, "timedwait, CLOCK_REALTIME");
+    check_timeout(&mono, CLOCK_MONOTONIC, 0, "timedwait, CLOCK_MONOTONIC");
+    check_timeout(&nonempty, CLOCK_MONOTONIC, 1, "clockwait, CLOCK_MONOTONIC");
+    conf_eq(pthread_cond_destroy(&mono), 0, "destroy the CLOCK_MONOTONIC condition");
+}
+
+typedef struct handoff {
+    pthread_mutex_t *m;
+    int ready;
+    int rc;
+} handoff_t;
+
+static void *waiter(void *arg)
+{
+    handoff_t *h = arg;
+    struct timespec ts;
+    conf_deadline(&ts, CLOCK_REALTIME, conf_ms(5000));
+    pthread_mutex_lock(h->m);
+    h->rc = 0;
+    while (!h->ready && h->rc == 0)
+        h->rc = pthread_cond_timedwait(&plain_cond, h->m, &ts);
+    pthread_mutex_unlock(h->m);
+    return NULL;
+}
+
+/* A thread of this process waits on the unselected plain_cond, and the
+ * main thread signals it: today's process-local behaviour. */
+static void check_local(pthread_mutex_t *m, const char *what)
+{
+    handoff_t h = { m, 0, -1 };
+    pthread_t t;
+    conf_eq(pthread_create(&t, NULL, waiter, &h), 0, "%s: start a waiter", what);
+    pthread_mutex_lock(m);
+    h.ready = 1;
+    conf_eq(pthread_cond_signal(&plain_cond), 0, "%s: signal", what);
+    pthread_mutex_unlock(m);
+    pthread_join(t, NULL);
+    conf_eq(h.rc, 0, "%s: the waiter woke", what);
+    conf_eq(pthread_cond_broadcast(&plain_cond), 0, "%s: broadcast, nobody waiting", what);
+}
+
+int main(void)
+{
+    setenv("NETMUTEX_CONDS", "conf_cond.c:nonempty,conf_cond.c:nonfull,conf_cond.c:mono,"
+           "conf_cond.c:lonely", 0);
+    conf_setup("conf_cond.c:box_lock=box_lock", 120);
+    shared_t *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                        -1, 0);
+    if (sh == MAP_FAILED) {
+        perror("mmap");
+        return 1;
+    }
+    memset(sh, 0, sizeof *sh);
+    check_producer_consumer(sh);
+    check_unselected_mutex();
+    check_timeouts();
+    check_local(&box_lock, "unselected condition, selected mutex");
+    check_local(&plain_lock, "unselected condition, unselected mutex");
+    int left = conf_count_keys("{c*");
+    conf_ok(left == 0, "nothing of the condition variables is left on the server (%d keys)",
+            left);
+    return conf_done();
+}
