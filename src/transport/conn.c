@@ -49,7 +49,7 @@ static void nodes_clear(conn_cache_t *cache)
 {
     for (size_t i = 0; i < cache->nnodes; i++) {
         if (cache->nodes[i].ctx)
-            redisFree(cache->nodes[i].ctx);
+            nm_dial_close(cache->nodes[i].ctx);
         free(cache->nodes[i].host);
     }
     free(cache->nodes);
@@ -63,7 +63,7 @@ static void cache_clear(conn_cache_t *cache)
     if (cache->cfg) {
         for (size_t i = 0; i < cache->cfg->nservers; i++)
             if (cache->slots[i].ctx)
-                redisFree(cache->slots[i].ctx);
+                nm_dial_close(cache->slots[i].ctx);
         nm_config_unref(cache->cfg);
     }
     free(cache->slots);
@@ -150,7 +150,7 @@ static int dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t budget,
         err = nm_cluster_probe(c, cfg, srv, until);
     if (err) {
         nm_dial_describe(c, err, budget, cause, size);
-        redisFree(c);
+        nm_dial_close(c);
         return err;
     }
     *out = c;
@@ -196,7 +196,7 @@ int nm_conn_get_why(nm_config_t *cfg, size_t i, int64_t deadline, redisContext *
         return NM_ECONN;
     }
     if (slot->ctx && nm_sentinel_moved(cfg, &cfg->servers[i], slot->ctx, deadline)) {
-        redisFree(slot->ctx); /* the sentinels name another master now */
+        nm_dial_close(slot->ctx); /* the sentinels name another master now */
         slot->ctx = NULL;
     }
     if (slot->ctx == NULL) {
@@ -288,7 +288,7 @@ void nm_conn_drop_node(const char *host, int port)
     for (size_t i = 0; i < cache->nnodes; i++) {
         if (cache->nodes[i].ctx && cache->nodes[i].port == port &&
             strcmp(cache->nodes[i].host, host) == 0) {
-            redisFree(cache->nodes[i].ctx);
+            nm_dial_close(cache->nodes[i].ctx);
             cache->nodes[i].ctx = NULL;
         }
     }
@@ -298,7 +298,7 @@ void nm_conn_drop(size_t i)
 {
     conn_cache_t *cache = thread_cache(0);
     if (cache && cache->cfg && i < cache->cfg->nservers && cache->slots[i].ctx) {
-        redisFree(cache->slots[i].ctx);
+        nm_dial_close(cache->slots[i].ctx);
         cache->slots[i].ctx = NULL;
     }
 }
