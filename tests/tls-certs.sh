@@ -8,6 +8,7 @@
 #   selfsigned.crt/.key    for 127.0.0.1, signed by nobody but itself
 #   otherhost.crt/.key     signed by it, for other.example only
 #   other-ca.crt           another CA, which signed none of them
+#   cadir/                 ca.crt as a hashed directory (NETMUTEX_TLS_CA=DIR)
 set -eu
 dir=$1
 mkdir -p "$dir"
@@ -60,5 +61,8 @@ key selfsigned
 ext "IP:127.0.0.1,DNS:localhost" selfsigned
 o req -x509 -new -key selfsigned.key -subj /CN=selfsigned -days 2 \
     -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" -out selfsigned.crt
+# The CA as a directory, named by its hash as OpenSSL looks it up.
+mkdir -p cadir
+ln -sf ../ca.crt "cadir/$(openssl x509 -hash -noout -in ca.crt).0"
 chmod 600 ./*.key
 touch done

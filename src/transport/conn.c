@@ -118,13 +118,17 @@ static int cache_bind(conn_cache_t *cache, nm_config_t *cfg)
 
 void nm_conn_report(const nm_config_t *cfg, size_t i, int err, const char *cause)
 {
-    static int down[NETMUTEX_SERVERS_MAX]; /* atomic */
+    /* The generation of the configuration under which server I was
+     * reported down, 0 while it works: a new configuration's server is
+     * another server, whose first failure is worth its own message. */
+    static uint64_t down[NETMUTEX_SERVERS_MAX]; /* atomic */
     char where[NM_URL_MAX];
     int now_down = err != 0 && err != ENOTSUP; /* ENOTSUP: server_check said it */
+    uint64_t state = now_down ? cfg->generation : 0;
     /* The common case, a server that works and worked, costs one load. */
     if (!now_down && !__atomic_load_n(&down[i], __ATOMIC_RELAXED))
         return;
-    if (__atomic_exchange_n(&down[i], now_down, __ATOMIC_RELAXED) == now_down)
+    if (__atomic_exchange_n(&down[i], state, __ATOMIC_RELAXED) == state)
         return;
     nm_url_describe(&cfg->servers[i], where, sizeof where);
     if (now_down)
