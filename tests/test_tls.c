@@ -372,6 +372,11 @@ static void test_bad_settings(void)
 int main(int argc, char **argv)
 {
     nm_test_init(&argc, &argv);
+    /* Each case says which certificates the client has: none from the
+     * environment check-tls gives the other programs. */
+    g_unsetenv("NETMUTEX_TLS_CA");
+    g_unsetenv("NETMUTEX_TLS_CERT");
+    g_unsetenv("NETMUTEX_TLS_KEY");
     g_setenv("NETMUTEX_TEST_TLS", "1", TRUE); /* tls_server's TLS ports */
     logged = g_string_new("");
     netmutex_set_log(NETMUTEX_LOG_INFO, on_log, NULL);
