@@ -356,7 +356,10 @@ typedef struct netmutex_config {
      * names 1 to 16 seeds of one Redis Cluster (a redis:// or unix:// URL
      * of one of its nodes works too): each name goes to the master of its
      * hash slot (netmutex(3), REDIS CLUSTER).  Sentinel and Cluster URLs
-     * stand alone, never in a list. */
+     * stand alone, never in a list.  rediss://, rediss-sentinel:// and
+     * rediss-cluster:// are the same over TLS (the tls_* fields below;
+     * redis[s]-sentinel:// takes master_tls=yes|no in its query when the
+     * masters differ from the sentinels); unix:// is always plain. */
     const char *url;
     /* NETMUTEX_PREFIX, default NETMUTEX_DEFAULT_PREFIX.  At most 256 bytes, no braces. */
     const char *key_prefix;
