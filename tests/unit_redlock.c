@@ -4,7 +4,8 @@
  * hand as quorum.c fills them.  Covered: a grant needs N/2 + 1 servers
  * and a validity left (lease - elapsed - drift); the fence is the highest
  * granted and a disagreement asks for a raise; a split vote backs off a
- * short random while, a plain busy one for the longest lease in the way;
+ * short random while (and says so, for the caller to count), a plain busy
+ * one for the longest lease in the way;
  * ENOTRECOVERABLE; which error stands for too few answers; a dead previous
  * holder counts only if no server saw that token released; malformed
  * answers count as none; release/renew and break counting.
@@ -22,8 +23,10 @@
 
 typedef struct world {
     nm_config_t cfg;
-    nm_lease_t lease;
+    unsigned int lease_ms;
+    unsigned int splits;     /* split votes in a row before this one */
     nm_votes_t votes;
+    nm_verdict_t verdict;    /* what nm_redlock_granted said */
 } world_t;
 
 /* N servers, a lease of LEASE_MS, the default drift (0.01, 2 ms); the
@@ -35,8 +38,7 @@ static void world_init(world_t *w, size_t n, unsigned int lease_ms, int64_t sent
     w->cfg.quorum = n / 2 + 1;
     w->cfg.drift_factor = 0.01;
     w->cfg.drift_ms = 2;
-    w->lease.cfg = &w->cfg;
-    w->lease.lease_ms = lease_ms;
+    w->lease_ms = lease_ms;
     w->votes.n = n;
     w->votes.sent_at = nm_now_ms() - sent_ago;
 }
@@ -69,11 +71,11 @@ static void failed(world_t *w, size_t i, int err)
     w->votes.err[i] = err;
 }
 
-static int granted(world_t *w, long long *raise_to, long long *pttl)
+/* The verdict starts as garbage: every field is the callee's to set. */
+static int granted(world_t *w)
 {
-    *raise_to = -7;
-    *pttl = -7;
-    return nm_redlock_granted(&w->lease, &w->votes, raise_to, pttl);
+    memset(&w->verdict, 0x5a, sizeof w->verdict);
+    return nm_redlock_granted(&w->cfg, w->lease_ms, w->splits, &w->votes, &w->verdict);
 }
 
 static void test_drift(void)
@@ -92,15 +94,16 @@ static void test_drift(void)
 static void test_granted_unanimous(void)
 {
     world_t w;
-    long long raise, pttl;
     world_init(&w, 3, 30000, 0);
     for (size_t i = 0; i < 3; i++)
         grant(&w, i, 100);
-    g_assert_cmpint(granted(&w, &raise, &pttl), ==, 0);
-    g_assert_cmpint(w.lease.fence, ==, 100);
-    g_assert_cmpint(raise, ==, 0);
-    g_assert_cmpint(w.lease.owner_died, ==, 0);
-    g_assert_cmpint(w.lease.sent_at, ==, w.votes.sent_at);
+    g_assert_cmpint(granted(&w), ==, 0);
+    g_assert_cmpint(w.verdict.fence, ==, 100);
+    g_assert_cmpint(w.verdict.raise_to, ==, 0);
+    g_assert_cmpint(w.verdict.owner_died, ==, 0);
+    g_assert_cmpint(w.verdict.sent_at, ==, w.votes.sent_at);
+    g_assert_cmpint(w.verdict.pttl, ==, 0);
+    g_assert_cmpint(w.verdict.split, ==, 0);
     g_assert_cmpuint(nm_votes_answered(&w.votes), ==, 3);
     nm_votes_clear(&w.votes);
     g_assert_cmpuint(w.votes.n, ==, 0);
@@ -110,7 +113,6 @@ static void test_granted_unanimous(void)
 static void test_granted_majority_fences(void)
 {
     world_t w;
-    long long raise, pttl;
     world_init(&w, 5, 30000, 0);
     failed(&w, 0, NM_ECONN);
     grant(&w, 1, 180);
@@ -118,9 +120,9 @@ static void test_granted_majority_fences(void)
     failed(&w, 3, NM_ECONN);
     grant(&w, 4, 100);
     g_assert_cmpuint(nm_votes_answered(&w.votes), ==, 3);
-    g_assert_cmpint(granted(&w, &raise, &pttl), ==, 0);
-    g_assert_cmpint(w.lease.fence, ==, 250);
-    g_assert_cmpint(raise, ==, 250);
+    g_assert_cmpint(granted(&w), ==, 0);
+    g_assert_cmpint(w.verdict.fence, ==, 250);
+    g_assert_cmpint(w.verdict.raise_to, ==, 250);
     nm_votes_clear(&w.votes);
 }
 
@@ -129,30 +131,29 @@ static void test_granted_majority_fences(void)
 static void test_granted_validity(void)
 {
     world_t w;
-    long long raise, pttl;
     world_init(&w, 3, 1000, 988);
     for (size_t i = 0; i < 3; i++)
         grant(&w, i, 5);
-    g_assert_cmpint(granted(&w, &raise, &pttl), ==, EBUSY);
-    g_assert_cmpint(w.lease.fence, ==, 0);
-    g_assert_cmpint(pttl, >=, 1);
+    g_assert_cmpint(granted(&w), ==, EBUSY);
+    g_assert_cmpint(w.verdict.fence, ==, 0);
+    g_assert_cmpint(w.verdict.pttl, >=, 1);
     nm_votes_clear(&w.votes);
 
     /* Half the lease gone: still valid (the margin is generous). */
     world_init(&w, 3, 1000, 500);
     for (size_t i = 0; i < 3; i++)
         grant(&w, i, 5);
-    g_assert_cmpint(granted(&w, &raise, &pttl), ==, 0);
+    g_assert_cmpint(granted(&w), ==, 0);
     nm_votes_clear(&w.votes);
 }
 
 /* A split vote backs off a random 1..8 ms, the bound doubling with every
- * split in a row up to 256 ms. */
+ * split in a row up to 256 ms; the verdict says it was a split, for the
+ * caller (lease.c) to count. */
 static void test_split_backoff(void)
 {
     static const long long bound[] = { 8, 16, 32, 64, 128, 256, 256, 256 };
     world_t w;
-    long long raise, pttl;
     world_init(&w, 5, 30000, 0);
     grant(&w, 0, 1);
     grant(&w, 1, 1);
@@ -161,11 +162,11 @@ static void test_split_backoff(void)
     busy(&w, 4, 10);
     for (unsigned int k = 0; k < G_N_ELEMENTS(bound); k++) {
         for (int draw = 0; draw < 50; draw++) {
-            w.lease.splits = k;
-            g_assert_cmpint(granted(&w, &raise, &pttl), ==, EBUSY);
-            g_assert_cmpint(pttl, >=, 1);
-            g_assert_cmpint(pttl, <=, bound[k]);
-            g_assert_cmpuint(w.lease.splits, ==, k + 1);
+            w.splits = k;
+            g_assert_cmpint(granted(&w), ==, EBUSY);
+            g_assert_cmpint(w.verdict.pttl, >=, 1);
+            g_assert_cmpint(w.verdict.pttl, <=, bound[k]);
+            g_assert_cmpint(w.verdict.split, ==, 1);
         }
     }
     nm_votes_clear(&w.votes);
@@ -175,26 +176,24 @@ static void test_split_backoff(void)
 static void test_busy_longest(void)
 {
     world_t w;
-    long long raise, pttl;
     world_init(&w, 3, 30000, 0);
     busy(&w, 0, 50);
     busy(&w, 1, 900);
     busy(&w, 2, 10);
-    g_assert_cmpint(granted(&w, &raise, &pttl), ==, EBUSY);
-    g_assert_cmpint(pttl, ==, 900);
-    g_assert_cmpuint(w.lease.splits, ==, 0);
+    g_assert_cmpint(granted(&w), ==, EBUSY);
+    g_assert_cmpint(w.verdict.pttl, ==, 900);
+    g_assert_cmpint(w.verdict.split, ==, 0);
     nm_votes_clear(&w.votes);
 }
 
 static void test_unrecoverable(void)
 {
     world_t w;
-    long long raise, pttl;
     world_init(&w, 3, 30000, 0);
     ballot(&w, 0, -1, 0, 0, NULL, NULL);
     ballot(&w, 1, -1, 0, 0, NULL, NULL);
     grant(&w, 2, 9);
-    g_assert_cmpint(granted(&w, &raise, &pttl), ==, ENOTRECOVERABLE);
+    g_assert_cmpint(granted(&w), ==, ENOTRECOVERABLE);
     nm_votes_clear(&w.votes);
 
     /* One unrecoverable server of three is a minority: busy. */
@@ -202,8 +201,8 @@ static void test_unrecoverable(void)
     ballot(&w, 0, -1, 0, 0, NULL, NULL);
     busy(&w, 1, 70);
     busy(&w, 2, 20);
-    g_assert_cmpint(granted(&w, &raise, &pttl), ==, EBUSY);
-    g_assert_cmpint(pttl, ==, 70);
+    g_assert_cmpint(granted(&w), ==, EBUSY);
+    g_assert_cmpint(w.verdict.pttl, ==, 70);
     nm_votes_clear(&w.votes);
 }
 
@@ -223,14 +222,13 @@ static void test_too_few(void)
     };
     for (size_t c = 0; c < G_N_ELEMENTS(cases); c++) {
         world_t w;
-        long long raise, pttl;
         world_init(&w, 3, 30000, 0);
         failed(&w, 0, cases[c].errs[0]);
         failed(&w, 1, cases[c].errs[1]);
         grant(&w, 2, 3);
         g_test_message("case %zu", c);
         g_assert_cmpint(nm_votes_failure(&w.votes), ==, cases[c].want);
-        g_assert_cmpint(granted(&w, &raise, &pttl), ==, cases[c].want);
+        g_assert_cmpint(granted(&w), ==, cases[c].want);
         nm_votes_clear(&w.votes);
     }
 }
@@ -239,13 +237,12 @@ static void test_too_few(void)
 static void test_owner_died(void)
 {
     world_t w;
-    long long raise, pttl;
     world_init(&w, 3, 30000, 0);
     ballot(&w, 0, 1, 7, 1, "tokA", "");
     ballot(&w, 1, 1, 7, 0, "", "");
     ballot(&w, 2, 1, 7, 0, "", "");
-    g_assert_cmpint(granted(&w, &raise, &pttl), ==, 0);
-    g_assert_cmpint(w.lease.owner_died, ==, 1);
+    g_assert_cmpint(granted(&w), ==, 0);
+    g_assert_cmpint(w.verdict.owner_died, ==, 1);
     nm_votes_clear(&w.votes);
 
     /* Server 2, busy even, saw tokA released: the release missed server 0. */
@@ -253,8 +250,8 @@ static void test_owner_died(void)
     ballot(&w, 0, 1, 7, 1, "tokA", "");
     ballot(&w, 1, 1, 7, 0, "", "");
     ballot(&w, 2, 0, 40, 0, "tokB", "tokA");
-    g_assert_cmpint(granted(&w, &raise, &pttl), ==, 0);
-    g_assert_cmpint(w.lease.owner_died, ==, 0);
+    g_assert_cmpint(granted(&w), ==, 0);
+    g_assert_cmpint(w.verdict.owner_died, ==, 0);
     nm_votes_clear(&w.votes);
 
     /* Another token's release, or an empty one, proves nothing. */
@@ -262,8 +259,8 @@ static void test_owner_died(void)
     ballot(&w, 0, 1, 7, 1, "tokA", "");
     ballot(&w, 1, 1, 7, 0, "", "tokAA");
     ballot(&w, 2, 1, 7, 1, "", "");
-    g_assert_cmpint(granted(&w, &raise, &pttl), ==, 0);
-    g_assert_cmpint(w.lease.owner_died, ==, 1);
+    g_assert_cmpint(granted(&w), ==, 0);
+    g_assert_cmpint(w.verdict.owner_died, ==, 1);
     nm_votes_clear(&w.votes);
 
     /* A dead holder on a server that did not grant does not count. */
@@ -271,8 +268,8 @@ static void test_owner_died(void)
     ballot(&w, 0, 0, 40, 1, "tokA", "");
     grant(&w, 1, 7);
     grant(&w, 2, 7);
-    g_assert_cmpint(granted(&w, &raise, &pttl), ==, 0);
-    g_assert_cmpint(w.lease.owner_died, ==, 0);
+    g_assert_cmpint(granted(&w), ==, 0);
+    g_assert_cmpint(w.verdict.owner_died, ==, 0);
     nm_votes_clear(&w.votes);
 }
 
@@ -280,21 +277,20 @@ static void test_owner_died(void)
 static void test_malformed(void)
 {
     world_t w;
-    long long raise, pttl;
     world_init(&w, 3, 30000, 0);
     grant(&w, 0, 4);
     grant(&w, 1, 4);
     w.votes.reply[2] = ur_str(REDIS_REPLY_STRING, "1");
-    g_assert_cmpint(granted(&w, &raise, &pttl), ==, 0);
+    g_assert_cmpint(granted(&w), ==, 0);
     nm_votes_clear(&w.votes);
 
     world_init(&w, 3, 30000, 0);
     grant(&w, 0, 4);
     w.votes.reply[1] = ur_array(2, ur_int(1), ur_int(4)); /* too short */
     w.votes.reply[2] = ur_array(3, ur_int(1), ur_str(REDIS_REPLY_STRING, "4"), ur_int(0));
-    int err = granted(&w, &raise, &pttl);
+    int err = granted(&w);
     g_assert_true(err != 0 && err != EBUSY && err != ENOTRECOVERABLE);
-    g_assert_cmpint(w.lease.fence, ==, 0);
+    g_assert_cmpint(w.verdict.fence, ==, 0);
     nm_votes_clear(&w.votes);
 }
 

@@ -1,16 +1,14 @@
 /*
- * mutex.c -- the public netmutex_* calls: argument checks, the process-local
- * state machine of a mutex, and the hand-over to the server side (lease.c).
+ * mutex.c -- the public netmutex_* calls: argument checks, which move of
+ * a name's state each call makes, and the hand-over to the server side
+ * (lease.c).
  *
- * State of a name in this process (registry entry, guarded by its mutex):
- *
- *   idle --lock--> busy (one thread talks to Redis) --granted--> held
- *     ^                 |                                          |
- *     +----failed-------+                      unlock: busy, release on the
- *     +----------------------------------------server, then idle ---+
- *
- * Only one thread per name talks to Redis at a time; other local threads
- * wait on the entry's condition variable until it goes idle.  Ownership is
+ * Each name has one process-local entry (registry.h) whose state only the
+ * moves of entry.h change: lock takes a lease kept here (handed off by a
+ * local unlock, or cached) or gets one from the servers; unlock hands it
+ * to a local waiter, keeps it cached, or gives it back.  Only one thread
+ * per name talks to Redis at a time; other local threads wait on the
+ * entry's condition variable until it is no longer busy.  Ownership is
  * per thread, as with pthread mutexes: only the thread that locked may
  * unlock.
  *
@@ -29,6 +27,7 @@
 #include "cluster.h"
 #include "config.h"
 #include "conn.h"
+#include "entry.h"
 #include "journal.h"
 #include "lease.h"
 #include "list.h"
@@ -339,7 +338,7 @@ int netmutex_destroy(netmutex_t *m)
     if (err)
         return err;
     pthread_mutex_lock(&e->mu);
-    int held_here = e->held && e->owner_handle == m;
+    int held_here = e->state == NM_HELD && e->hold.handle == m;
     pthread_mutex_unlock(&e->mu);
     if (held_here)
         return EBUSY;
@@ -357,9 +356,9 @@ int netmutex_destroy(netmutex_t *m)
 static int relock(nm_entry_t *e, const netmutex_t *m, nm_wait_t wait)
 {
     if (nm_m_type(m) == NETMUTEX_RECURSIVE) {
-        if (e->depth == UINT_MAX)
+        if (e->hold.depth == UINT_MAX)
             return EAGAIN;
-        e->depth++;
+        e->hold.depth++;
         return 0;
     }
     return wait == NM_NOWAIT ? EBUSY : EDEADLK;
@@ -386,32 +385,35 @@ static int start_watching(const netmutex_t *m, nm_entry_t *e, nm_lease_t *lease)
     return err;
 }
 
-/* Waits, under e->mu, until no other local thread holds or is acquiring
- * E, or until the lock is handed to this process's waiters. */
+/* Under e->mu: a trylock's one look.  A cached lease on its way back to
+ * the server has no holder: the background thread may be slow to say it
+ * is back, and trylock must not report a holder meanwhile (within the I/O
+ * timeout, trylock's own bound). */
+static int try_local_turn(nm_entry_t *e, int newcomer_barred)
+{
+    while (e->state == NM_RETURNING && nm_now_ms() < e->returning_until) {
+        struct timespec ts = nm_deadline_timespec(e->returning_until);
+        pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+    }
+    return nm_entry_busy(e) || newcomer_barred ? EBUSY : 0;
+}
+
+/* Waits, under e->mu, until E is no longer busy (entry.h): free, or its
+ * lease kept here for the next local lock. */
 static int wait_local_turn(nm_entry_t *e, nm_wait_t wait, int64_t deadline)
 {
     int err = 0;
     /* A turn reserved (fair mode) belongs to a thread already waiting. */
     int newcomer_barred = e->reserved && e->waiters > 0;
-    if (wait == NM_NOWAIT) {
-        /* A cached lease on its way back to the server has no holder: the
-         * background thread may be slow to say it is back, and trylock
-         * must not report a holder meanwhile (within the I/O timeout,
-         * trylock's own bound). */
-        while (e->returning_until && nm_now_ms() < e->returning_until) {
-            struct timespec ts = nm_deadline_timespec(e->returning_until);
-            pthread_cond_timedwait(&e->cv, &e->mu, &ts);
-        }
-        return (e->busy && !e->handoff) || newcomer_barred ? EBUSY : 0;
-    }
+    if (wait == NM_NOWAIT)
+        return try_local_turn(e, newcomer_barred);
     e->waiters++;
-    while (((e->busy && !e->handoff) || newcomer_barred) && !err) {
+    while ((nm_entry_busy(e) || newcomer_barred) && !err) {
         if (deadline == NM_FOREVER) {
             pthread_cond_wait(&e->cv, &e->mu);
         } else {
             struct timespec ts = nm_deadline_timespec(deadline);
-            if (pthread_cond_timedwait(&e->cv, &e->mu, &ts) == ETIMEDOUT &&
-                e->busy && !e->handoff)
+            if (pthread_cond_timedwait(&e->cv, &e->mu, &ts) == ETIMEDOUT && nm_entry_busy(e))
                 err = ETIMEDOUT;
         }
         /* Woken while idle: this waiter takes the reserved turn. */
@@ -432,15 +434,9 @@ static int cache_allowed(const netmutex_t *m)
     return !(NM_M_FLAGS(m) & (FLAG_NO_CACHE | FLAG_ROBUST | FLAG_NO_RENEW | FLAG_FAIR));
 }
 
-/* Under e->mu: the calling thread now holds E, with a lease that is ours
- * at the server (fresh, or handed on by another local thread). */
-static void become_owner(nm_entry_t *e, const netmutex_t *m)
+static int is_fair(const void *handle)
 {
-    e->held = 1;
-    e->handoff = 0;
-    e->owner = pthread_self();
-    e->owner_handle = m;
-    e->depth = 1;
+    return (NM_M_FLAGS((const netmutex_t *)handle) & FLAG_FAIR) != 0;
 }
 
 /* Under e->mu, in unlock: may the lease go to a local waiter instead of
@@ -448,87 +444,96 @@ static void become_owner(nm_entry_t *e, const netmutex_t *m)
  * healthy: never a lost one, never one a robust holder left inconsistent. */
 static int may_hand_off(const nm_entry_t *e)
 {
-    const nm_config_t *cfg = e->lease.cfg;
-    if (e->waiters == 0 || e->inconsistent || nm_renew_lost(&e->lease))
+    const nm_config_t *cfg = e->hold.lease.cfg;
+    if (e->waiters == 0 || e->hold.inconsistent || nm_renew_lost(&e->hold.lease))
         return 0;
-    if (NM_M_FLAGS(e->owner_handle) & FLAG_FAIR)
-        return 0;
-    if (e->cohort_turns >= cfg->cohort_max)
+    if (is_fair(e->hold.handle) || e->cohort_turns >= cfg->cohort_max)
         return 0;
     int64_t age = nm_now_ms() - e->cohort_start;
-    return age < (int64_t)cfg->cohort_ms && nm_renew_valid_ms(&e->lease) > (int64_t)cfg->cohort_ms;
+    return age < (int64_t)cfg->cohort_ms &&
+           nm_renew_valid_ms(&e->hold.lease) > (int64_t)cfg->cohort_ms;
 }
 
-/* Under e->mu: the calling thread holds E with the lease it had cached. */
-static void become_owner_from_cache(nm_entry_t *e, const netmutex_t *m)
+/* Under e->mu, after the turn: takes a lease kept here (handed off, or
+ * cached and usable), 1; or 0, with a cached lease this handle cannot use
+ * moved to *STALE and E on its way to the servers. */
+static int take_kept(nm_entry_t *e, netmutex_t *m, nm_lease_t *stale)
 {
-    become_owner(e, m);
+    if (e->state == NM_HANDOFF) {
+        e->cohort_turns++;
+        nm_entry_take(e, m);
+        return 1;
+    }
+    if (nm_cache_take_locked(e, cache_allowed(m), stale)) {
+        nm_entry_take(e, m);
+        e->cohort_turns = 0;
+        e->cohort_start = nm_now_ms();
+        return 1;
+    }
+    if (!stale->key)
+        nm_entry_acquiring(e);
+    return 0;
+}
+
+/* Under e->mu: the lease the calling thread acquired is E's; pthread's
+ * robust answer if its previous holder died holding it. */
+static int granted(nm_entry_t *e, netmutex_t *m, const nm_lease_t *lease)
+{
+    nm_entry_granted(e, m, lease);
     e->cohort_turns = 0;
     e->cohort_start = nm_now_ms();
-    nm_registry_note_held(1);
+    nm_cache_acquired_locked(e);
+    e->hold.inconsistent = lease->owner_died && (NM_M_FLAGS(m) & FLAG_ROBUST);
+    return e->hold.inconsistent ? EOWNERDEAD : 0;
+}
+
+/* E is ACQUIRING for the calling thread: a lease from the servers, after
+ * giving back a stale cached one. */
+static int acquire_remote(nm_entry_t *e, netmutex_t *m, nm_lease_t *stale, nm_wait_t wait,
+                          int64_t deadline)
+{
+    nm_lease_t lease;
+    /* The stale lease goes back within the caller's bound: a trylock may
+     * spend only a moment on it (its own attempt gets the I/O timeout), a
+     * timed lock no more than its deadline. */
+    if (stale->key)
+        nm_cache_give_back(stale, wait == NM_NOWAIT ? nm_now_ms() + STALE_GIVE_BACK_MS
+                                                    : deadline);
+    unsigned int flags = (NM_M_FLAGS(m) & FLAG_ROBUST ? NM_LEASE_ROBUST : 0) |
+                         (cache_allowed(m) ? NM_LEASE_CACHE : 0);
+    int err = nm_lease_acquire(&lease, e->name, e->name_len, NM_M_LEASE_MS(m), flags, wait,
+                               deadline);
+    if (!err)
+        err = start_watching(m, e, &lease);
+
+    pthread_mutex_lock(&e->mu);
+    if (err)
+        nm_entry_not_granted(e);
+    else
+        err = granted(e, m, &lease);
+    pthread_mutex_unlock(&e->mu);
+    return err;
 }
 
 static int acquire(netmutex_t *m, nm_wait_t wait, int64_t deadline)
 {
     nm_entry_t *e;
-    nm_lease_t lease, stale = { 0 };
+    nm_lease_t stale = { 0 };
     int err = handle_entry(m, &e);
     if (err)
         return err;
 
     pthread_mutex_lock(&e->mu);
-    if (e->held && pthread_equal(e->owner, pthread_self())) {
+    if (nm_entry_mine(e))
         err = relock(e, m, wait);
+    else
+        err = wait_local_turn(e, wait, deadline);
+    if (err || e->state == NM_HELD || take_kept(e, m, &stale)) {
         pthread_mutex_unlock(&e->mu);
         return err;
     }
-    err = wait_local_turn(e, wait, deadline);
-    if (!err && e->handoff) {
-        e->cohort_turns++;
-        become_owner(e, m);
-    }
-    if (!err && !e->held && nm_cache_take_locked(e, cache_allowed(m), &stale)) {
-        become_owner_from_cache(e, m);
-        pthread_mutex_unlock(&e->mu);
-        return 0;
-    }
-    if (err || e->held) {
-        pthread_mutex_unlock(&e->mu);
-        return err;
-    }
-    e->busy = 1;
     pthread_mutex_unlock(&e->mu);
-    /* The stale lease goes back within the caller's bound: a trylock may
-     * spend only a moment on it (its own attempt gets the I/O timeout), a
-     * timed lock no more than its deadline. */
-    if (stale.key)
-        nm_cache_give_back(&stale, wait == NM_NOWAIT ? nm_now_ms() + STALE_GIVE_BACK_MS
-                                                     : deadline);
-
-    unsigned int flags = (NM_M_FLAGS(m) & FLAG_ROBUST ? NM_LEASE_ROBUST : 0) |
-                         (cache_allowed(m) ? NM_LEASE_CACHE : 0);
-    err = nm_lease_acquire(&lease, e->name, e->name_len, NM_M_LEASE_MS(m), flags, wait, deadline);
-    if (!err)
-        err = start_watching(m, e, &lease);
-
-    pthread_mutex_lock(&e->mu);
-    if (err) {
-        e->busy = 0;
-        pthread_cond_signal(&e->cv);
-    } else {
-        e->lease = lease;
-        e->cohort_turns = 0;
-        e->cohort_start = nm_now_ms();
-        nm_cache_acquired_locked(e);
-        become_owner(e, m);
-        /* pthread robust semantics: the previous holder died holding it. */
-        e->inconsistent = lease.owner_died && (NM_M_FLAGS(m) & FLAG_ROBUST);
-        if (e->inconsistent)
-            err = EOWNERDEAD;
-        nm_registry_note_held(1);
-    }
-    pthread_mutex_unlock(&e->mu);
-    return err;
+    return acquire_remote(e, m, &stale, wait, deadline);
 }
 
 int netmutex_lock(netmutex_t *m)
@@ -561,7 +566,7 @@ static int lock_if_owner(netmutex_t *m, nm_entry_t **out)
     if (err)
         return err;
     pthread_mutex_lock(&e->mu);
-    if (!e->held || !pthread_equal(e->owner, pthread_self())) {
+    if (!nm_entry_mine(e)) {
         pthread_mutex_unlock(&e->mu);
         return EPERM;
     }
@@ -569,44 +574,15 @@ static int lock_if_owner(netmutex_t *m, nm_entry_t **out)
     return 0;
 }
 
-int netmutex_unlock(netmutex_t *m)
+/* Under e->mu, leaving it: E's lease goes back to the servers.  E stays
+ * busy (RELEASING) meanwhile, so no local thread starts a round trip that
+ * can only find the key still set. */
+static int release(nm_entry_t *e, int fair)
 {
-    nm_entry_t *e;
     nm_lease_t lease;
-    int err = lock_if_owner(m, &e);
-    if (err)
-        return err;
-    if (--e->depth > 0) {
-        pthread_mutex_unlock(&e->mu);
-        return 0;
-    }
-    if (may_hand_off(e)) {
-        e->held = 0;
-        e->handoff = 1;
-        e->owner_handle = NULL;
-        pthread_cond_signal(&e->cv);
-        pthread_mutex_unlock(&e->mu);
-        return 0;
-    }
-    int fair = (NM_M_FLAGS(e->owner_handle) & FLAG_FAIR) != 0;
-    if (nm_cache_keep_locked(e)) {
-        e->held = 0;
-        e->owner_handle = NULL;
-        e->reserved = fair && e->waiters > 0;
-        nm_registry_note_held(-1);
-        pthread_cond_signal(&e->cv);
-        pthread_mutex_unlock(&e->mu);
-        return 0;
-    }
-    /* Still busy while the release is under way, so no local thread
-     * starts a Redis round trip that can only find the key still set. */
-    lease = e->lease;
-    memset(&e->lease, 0, sizeof e->lease);
-    int unrecoverable = e->inconsistent;
+    int unrecoverable = e->hold.inconsistent;
     nm_cache_released_locked(e);
-    e->held = 0;
-    e->inconsistent = 0;
-    e->owner_handle = NULL;
+    nm_entry_releasing(e, &lease);
     pthread_mutex_unlock(&e->mu);
 
     int lost = nm_renew_lost(&lease);
@@ -614,17 +590,38 @@ int netmutex_unlock(netmutex_t *m)
     /* A lease declared lost by the clock may still be ours at the server
      * (it was paused, not expired): the owner-checked release deletes it
      * then, and nothing otherwise.  Either way the caller learns ENOLCK. */
-    err = nm_lease_release(&lease, unrecoverable);
+    int err = nm_lease_release(&lease, unrecoverable);
     if (lost && err == 0)
         err = ENOLCK;
 
     pthread_mutex_lock(&e->mu);
-    e->busy = 0;
     e->reserved = fair && e->waiters > 0;
-    nm_registry_note_held(-1);
-    pthread_cond_signal(&e->cv);
+    nm_entry_freed(e);
     pthread_mutex_unlock(&e->mu);
-    return nm_errno_public(err);
+    return err;
+}
+
+int netmutex_unlock(netmutex_t *m)
+{
+    nm_entry_t *e;
+    int err = lock_if_owner(m, &e);
+    if (err)
+        return err;
+    if (--e->hold.depth > 0) {
+        pthread_mutex_unlock(&e->mu);
+        return 0;
+    }
+    int fair = is_fair(e->hold.handle);
+    if (may_hand_off(e)) {
+        nm_entry_hand_off(e);
+    } else if (nm_cache_keep_locked(e)) {
+        e->reserved = fair && e->waiters > 0;
+        nm_entry_keep(e);
+    } else {
+        return nm_errno_public(release(e, fair));
+    }
+    pthread_mutex_unlock(&e->mu);
+    return 0;
 }
 
 /* ---- robustness, leases and fences ---------------------------------------- */
@@ -635,9 +632,9 @@ int netmutex_consistent(netmutex_t *m)
     int err = lock_if_owner(m, &e);
     if (err)
         return err;
-    if (!e->inconsistent)
+    if (!e->hold.inconsistent)
         err = EINVAL;
-    e->inconsistent = 0;
+    e->hold.inconsistent = 0;
     pthread_mutex_unlock(&e->mu);
     return err;
 }
@@ -650,7 +647,7 @@ int netmutex_fence(netmutex_t *m, uint64_t *token)
     int err = lock_if_owner(m, &e);
     if (err)
         return err;
-    *token = (uint64_t)e->lease.fence;
+    *token = (uint64_t)e->hold.lease.fence;
     pthread_mutex_unlock(&e->mu);
     return 0;
 }
@@ -663,10 +660,10 @@ int netmutex_validity(netmutex_t *m, uint64_t *ms_left)
     int err = lock_if_owner(m, &e);
     if (err)
         return err;
-    if (nm_renew_lost(&e->lease)) {
+    if (nm_renew_lost(&e->hold.lease)) {
         err = ENOLCK;
     } else {
-        *ms_left = (uint64_t)nm_renew_valid_ms(&e->lease);
+        *ms_left = (uint64_t)nm_renew_valid_ms(&e->hold.lease);
     }
     pthread_mutex_unlock(&e->mu);
     return err;
@@ -684,7 +681,7 @@ int netmutex_extend(netmutex_t *m, unsigned int ms)
     /* The owner's own lease cannot go away under it: only its unlock, on
      * this very thread, ends it.  So the entry lock need not be held over
      * the round trip. */
-    nm_lease_t *lease = &e->lease;
+    nm_lease_t *lease = &e->hold.lease;
     pthread_mutex_unlock(&e->mu);
     if (nm_renew_lost(lease))
         return ENOLCK;
@@ -762,13 +759,13 @@ int netmutex_configure(const netmutex_config_t *cfg)
         return nm_errno_public(err);
     /* Cached leases live under the configuration that got them. */
     nm_cache_flush();
-    return nm_errno_public(nm_config_replace(built, nm_registry_any_held));
+    return nm_errno_public(nm_config_replace(built, nm_entry_any_held));
 }
 
 int netmutex_shutdown(void)
 {
     nm_cache_flush();
-    int err = nm_config_replace(NULL, nm_registry_any_held);
+    int err = nm_config_replace(NULL, nm_entry_any_held);
     if (!err) {
         nm_watchdog_stop();
         nm_cache_forget();

@@ -8,6 +8,7 @@
 
 #include "cache.h"
 #include "clock.h"
+#include "config.h"
 #include "lease.h"
 #include "log.h"
 #include "renew.h"
@@ -46,13 +47,13 @@ static int view_locked(const nm_entry_t *e, nm_lease_t *view)
 {
     if (view->key)
         return 0;
-    view->key = malloc(e->lease.key_len);
+    view->key = malloc(e->hold.lease.key_len);
     if (!view->key)
         return ENOMEM;
-    memcpy(view->key, e->lease.key, e->lease.key_len);
-    view->key_len = e->lease.key_len;
-    memcpy(view->token, e->lease.token, sizeof view->token);
-    view->cfg = nm_config_ref(e->lease.cfg);
+    memcpy(view->key, e->hold.lease.key, e->hold.lease.key_len);
+    view->key_len = e->hold.lease.key_len;
+    memcpy(view->token, e->hold.lease.token, sizeof view->token);
+    view->cfg = nm_config_ref(e->hold.lease.cfg);
     return 0;
 }
 
@@ -62,34 +63,23 @@ static int view_locked(const nm_entry_t *e, nm_lease_t *view)
  * least: renewals run at a third). */
 static int usable_locked(const nm_entry_t *e)
 {
-    return e->listening && !e->revoked && !nm_renew_lost(&e->lease) &&
-           nm_renew_valid_ms(&e->lease) > (int64_t)e->lease.lease_ms / 2;
-}
-
-/* Under e->mu: moves a cached lease to *OUT and makes E busy (local
- * lockers wait while it goes back to the server). */
-static void take_out_locked(nm_entry_t *e, nm_lease_t *out)
-{
-    *out = e->lease;
-    memset(&e->lease, 0, sizeof e->lease);
-    e->busy = 1;
-    nm_cache_released_locked(e);
+    return e->cache.listening && !e->cache.revoked && !nm_renew_lost(&e->hold.lease) &&
+           nm_renew_valid_ms(&e->hold.lease) > (int64_t)e->hold.lease.lease_ms / 2;
 }
 
 int nm_cache_take_locked(nm_entry_t *e, int allowed, nm_lease_t *stale)
 {
-    if (!e->cached)
+    if (e->state != NM_CACHED)
         return 0;
-    e->cached = 0;
     if (allowed && usable_locked(e)) {
-        e->busy = 1;
         /* The server was told it is idle: tell it otherwise soon (the
          * first lock after a pause only: hot loops never get marked). */
-        if (e->marked_idle)
+        if (e->cache.marked_idle)
             sweep_soon();
         return 1;
     }
-    take_out_locked(e, stale);
+    nm_cache_released_locked(e);
+    nm_entry_unkeep(e, NM_ACQUIRING, stale);
     return 0;
 }
 
@@ -98,8 +88,8 @@ static int keepable_locked(const nm_entry_t *e)
 {
     /* Not listening (yet, or any more: the subscription was refused or
      * lost): another process could not ask for it back. */
-    return e->cacheable && e->listening && !e->revoked && !e->inconsistent &&
-           !nm_renew_lost(&e->lease);
+    return e->cache.able && e->cache.listening && !e->cache.revoked && !e->hold.inconsistent &&
+           !nm_renew_lost(&e->hold.lease);
 }
 
 int nm_cache_keep_locked(nm_entry_t *e)
@@ -115,14 +105,12 @@ int nm_cache_keep_locked(nm_entry_t *e)
     pthread_mutex_lock(&e->mu);
     if (!keepable_locked(e))
         return 0;
-    e->cached = 1;
-    e->busy = 0;
-    e->idle_since = nm_now_ms();
+    e->cache.idle_since = nm_now_ms();
     /* The thread may sleep past the time to mark this one idle or give it
      * back (it looked when nothing was cached): have it look in time.  In
      * a loop of locks and unlocks that wakes it once per IDLE_MARK_MS. */
-    nm_watchdog_look_by(e->idle_since +
-                        NM_MIN(IDLE_MARK_MS, (int64_t)e->lease.cfg->cache_idle_ms));
+    nm_watchdog_look_by(e->cache.idle_since +
+                        NM_MIN(IDLE_MARK_MS, (int64_t)e->hold.lease.cfg->cache_idle_ms));
     return 1;
 }
 
@@ -136,26 +124,27 @@ void nm_cache_give_back(nm_lease_t *l, int64_t deadline)
 
 void nm_cache_acquired_locked(nm_entry_t *e)
 {
-    e->cacheable = e->lease.cache;
+    e->cache.able = e->hold.lease.cache;
     /* Handed over from the queue with more waiters behind: they asked the
      * previous holder, not us. */
-    if (e->cacheable && (e->lease.waited || strcmp(e->asked, e->lease.token) == 0))
-        e->revoked = 1;
-    e->asked[0] = '\0';
+    if (e->cache.able && (e->hold.lease.waited || strcmp(e->cache.asked, e->hold.lease.token) == 0))
+        e->cache.revoked = 1;
+    e->cache.asked[0] = '\0';
 }
 
 void nm_cache_released_locked(nm_entry_t *e)
 {
-    e->cacheable = e->cached = e->revoked = e->marked_idle = 0;
-    e->answer[0] = '\0';
+    e->cache.able = e->cache.revoked = e->cache.marked_idle = 0;
+    e->cache.answer[0] = '\0';
 }
 
-/* Under e->mu: OUT, taken out of E's cache, goes back by the background
- * thread or a destroy, not by a thread that wants the lock (wait_local_turn
- * lets a trylock wait for it). */
-static void returning_locked(nm_entry_t *e, const nm_lease_t *out)
+/* Under e->mu: E's cached lease moves to *OUT, to go back by the
+ * background thread or a destroy, not by a thread that wants the lock
+ * (RETURNING: a trylock waits for it). */
+static void return_locked(nm_entry_t *e, nm_lease_t *out)
 {
-    e->returning_until = nm_now_ms() + (int64_t)out->cfg->io_timeout_ms;
+    nm_cache_released_locked(e);
+    nm_entry_unkeep(e, NM_RETURNING, out);
 }
 
 /* E's lease, taken out of the cache: back to the server, and E free. */
@@ -163,10 +152,7 @@ static void give_back_taken(nm_entry_t *e, nm_lease_t *out)
 {
     nm_cache_give_back(out, NM_FOREVER);
     pthread_mutex_lock(&e->mu);
-    e->busy = 0;
-    e->returning_until = 0;
-    /* Every waiter: a trylock waiting for the give-back is one of them. */
-    pthread_cond_broadcast(&e->cv);
+    nm_entry_freed(e);
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -174,9 +160,8 @@ void nm_cache_drop(nm_entry_t *e)
 {
     nm_lease_t out = { 0 };
     pthread_mutex_lock(&e->mu);
-    nm_cache_take_locked(e, 0, &out);
-    if (out.key)
-        returning_locked(e, &out);
+    if (e->state == NM_CACHED)
+        return_locked(e, &out);
     pthread_mutex_unlock(&e->mu);
     if (out.key)
         give_back_taken(e, &out);
@@ -185,8 +170,8 @@ void nm_cache_drop(nm_entry_t *e)
 void nm_cache_broken(nm_entry_t *e)
 {
     pthread_mutex_lock(&e->mu);
-    if (e->cacheable)
-        e->revoked = 1;
+    if (e->cache.able)
+        e->cache.revoked = 1;
     pthread_mutex_unlock(&e->mu);
     nm_cache_drop(e);
 }
@@ -197,20 +182,20 @@ void nm_cache_broken(nm_entry_t *e)
  * 't' by trylock ASKER, 'b' broken).  Returns whether the sweep has work. */
 static int asked_locked(nm_entry_t *e, const char *holder, char kind, const char *asker)
 {
-    if (!e->lease.key) {
+    if (!e->hold.lease.key) {
         /* Being acquired: the request may be for the lease on its way. */
-        memcpy(e->asked, holder, NM_TOKEN_LEN);
-        e->asked[NM_TOKEN_LEN] = '\0';
+        memcpy(e->cache.asked, holder, NM_TOKEN_LEN);
+        e->cache.asked[NM_TOKEN_LEN] = '\0';
         return 0;
     }
-    if (!e->cacheable || memcmp(holder, e->lease.token, NM_TOKEN_LEN) != 0)
+    if (!e->cache.able || memcmp(holder, e->hold.lease.token, NM_TOKEN_LEN) != 0)
         return 0;
-    e->revoked = 1;
-    if (kind == 't' && asker && e->held) {
-        memcpy(e->answer, asker, NM_TOKEN_LEN);
-        e->answer[NM_TOKEN_LEN] = '\0';
+    e->cache.revoked = 1;
+    if (kind == 't' && asker && e->state == NM_HELD) {
+        memcpy(e->cache.answer, asker, NM_TOKEN_LEN);
+        e->cache.answer[NM_TOKEN_LEN] = '\0';
     }
-    return e->cached || e->answer[0];
+    return e->state == NM_CACHED || e->cache.answer[0];
 }
 
 /* "<holder> <kind>[<asker>]" (lib.lua, R). */
@@ -235,9 +220,9 @@ static void on_subscribed(nm_entry_t *e)
     nm_lease_t view = { 0 };
     int wanted = 1;
     pthread_mutex_lock(&e->mu);
-    int check = e->cacheable && view_locked(e, &view) == 0;
+    int check = e->cache.able && view_locked(e, &view) == 0;
     if (!check)
-        e->listening = 1;
+        e->cache.listening = 1;
     pthread_mutex_unlock(&e->mu);
     if (!check)
         return;
@@ -245,7 +230,7 @@ static void on_subscribed(nm_entry_t *e)
         wanted = 1; /* not known: give it back rather than keep it */
     pthread_mutex_lock(&e->mu);
     int due = wanted && asked_locked(e, view.token, 'w', NULL);
-    e->listening = 1;
+    e->cache.listening = 1;
     pthread_mutex_unlock(&e->mu);
     nm_lease_forget(&view);
     if (due)
@@ -268,10 +253,10 @@ static void on_event(void *arg, nm_wake_event_t ev, const char *msg, size_t len)
         return;
     }
     pthread_mutex_lock(&e->mu);
-    e->listening = 0;
-    if (e->cacheable) {
-        e->revoked = 1;
-        due = e->cached;
+    e->cache.listening = 0;
+    if (e->cache.able) {
+        e->cache.revoked = 1;
+        due = e->state == NM_CACHED;
     }
     pthread_mutex_unlock(&e->mu);
     if (due)
@@ -320,8 +305,8 @@ int nm_cache_attach(nm_entry_t *e, const nm_lease_t *l)
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, install_exit_flush);
     pthread_mutex_lock(&list_lock);
-    e->cache_used = nm_now_ms();
-    int was_listed = e->cache_listed;
+    e->cache.used = nm_now_ms();
+    int was_listed = e->cache.listed;
     pthread_mutex_unlock(&list_lock);
     if (was_listed)
         return 0;
@@ -331,10 +316,10 @@ int nm_cache_attach(nm_entry_t *e, const nm_lease_t *l)
         return ENOMEM;
     nm_registry_ref(e);
     pthread_mutex_lock(&list_lock);
-    if (!e->cache_listed) {
-        e->cache_listed = 1;
-        e->revoke_ch = ch;
-        e->cache_next = listed;
+    if (!e->cache.listed) {
+        e->cache.listed = 1;
+        e->cache.ch = ch;
+        e->cache.next = listed;
         listed = e;
         ch = NULL;
     }
@@ -353,11 +338,11 @@ static nm_entry_t **snapshot(size_t *n)
     size_t cap = 0;
     nm_entry_t **out = NULL;
     pthread_mutex_lock(&list_lock);
-    for (nm_entry_t *e = listed; e; e = e->cache_next)
+    for (nm_entry_t *e = listed; e; e = e->cache.next)
         cap++;
     out = cap ? malloc(cap * sizeof *out) : NULL;
     *n = 0;
-    for (nm_entry_t *e = listed; out && e; e = e->cache_next)
+    for (nm_entry_t *e = listed; out && e; e = e->cache.next)
         out[(*n)++] = e;
     pthread_mutex_unlock(&list_lock);
     return out;
@@ -375,27 +360,27 @@ enum unlist_what {
 static void unlist(nm_entry_t *e, int64_t now, enum unlist_what what)
 {
     pthread_mutex_lock(&e->mu);
-    int in_use = e->cacheable || e->cached;
+    int in_use = e->cache.able || e->state == NM_CACHED;
     pthread_mutex_unlock(&e->mu);
     if (in_use && what != UNLIST_ALL)
         return;
     nm_chan_t *ch = NULL;
     pthread_mutex_lock(&list_lock);
-    if (what != UNLIST_LINGERED || now - e->cache_used >= LISTEN_LINGER_MS) {
+    if (what != UNLIST_LINGERED || now - e->cache.used >= LISTEN_LINGER_MS) {
         nm_entry_t **p = &listed;
         while (*p != e)
-            p = &(*p)->cache_next;
-        *p = e->cache_next;
-        e->cache_listed = 0;
-        ch = e->revoke_ch;
-        e->revoke_ch = NULL;
+            p = &(*p)->cache.next;
+        *p = e->cache.next;
+        e->cache.listed = 0;
+        ch = e->cache.ch;
+        e->cache.ch = NULL;
     }
     pthread_mutex_unlock(&list_lock);
     if (!ch)
         return;
     nm_wake_unsubscribe(ch);
     pthread_mutex_lock(&e->mu);
-    e->listening = 0;
+    e->cache.listening = 0;
     pthread_mutex_unlock(&e->mu);
     nm_registry_put(e);
 }
@@ -406,9 +391,9 @@ static void unlist(nm_entry_t *e, int64_t now, enum unlist_what what)
  * else lowers *NEXT to when it will be. */
 static int due_locked(const nm_entry_t *e, int64_t now, int all, int64_t *next)
 {
-    if (!e->cached)
+    if (e->state != NM_CACHED)
         return 0;
-    int64_t idle_until = e->idle_since + e->lease.cfg->cache_idle_ms;
+    int64_t idle_until = e->cache.idle_since + e->hold.lease.cfg->cache_idle_ms;
     if (all || now >= idle_until || !usable_locked(e))
         return 1;
     *next = NM_MIN(*next, idle_until);
@@ -428,15 +413,15 @@ typedef struct sweep_work {
  * (1), held again (0), or nothing (-1); lowers *NEXT to when it will be. */
 static int mark_due_locked(nm_entry_t *e, int64_t now, int64_t *next)
 {
-    if (e->cached && !e->marked_idle) {
-        if (now < e->idle_since + IDLE_MARK_MS) {
-            *next = NM_MIN(*next, e->idle_since + IDLE_MARK_MS);
+    if (e->state == NM_CACHED && !e->cache.marked_idle) {
+        if (now < e->cache.idle_since + IDLE_MARK_MS) {
+            *next = NM_MIN(*next, e->cache.idle_since + IDLE_MARK_MS);
             return -1;
         }
-        return e->marked_idle = 1;
+        return e->cache.marked_idle = 1;
     }
-    if (!e->cached && e->marked_idle && e->lease.key) {
-        e->marked_idle = 0;
+    if (e->state != NM_CACHED && e->cache.marked_idle && e->hold.lease.key) {
+        e->cache.marked_idle = 0;
         return 0;
     }
     return -1;
@@ -446,14 +431,13 @@ static int mark_due_locked(nm_entry_t *e, int64_t now, int64_t *next)
 static void plan_locked(nm_entry_t *e, int64_t now, int all, int64_t *next, sweep_work_t *w)
 {
     if (due_locked(e, now, all, next)) {
-        take_out_locked(e, &w->out);
-        returning_locked(e, &w->out);
+        return_locked(e, &w->out);
         return;
     }
     w->mark = mark_due_locked(e, now, next);
-    if (e->answer[0] && e->held)
-        memcpy(w->asker, e->answer, sizeof w->asker);
-    e->answer[0] = '\0';
+    if (e->cache.answer[0] && e->state == NM_HELD)
+        memcpy(w->asker, e->cache.answer, sizeof w->asker);
+    e->cache.answer[0] = '\0';
     if ((w->mark >= 0 || w->asker[0]) && view_locked(e, &w->view) != 0) {
         w->mark = -1;
         w->asker[0] = '\0';

@@ -45,17 +45,17 @@
 
 #include "registry.h"
 
-/* In lock, under e->mu: if E's lease is cached, takes it out of the cache
- * (E becomes busy).  Returns 1 if the calling thread may hold it at once
- * (ALLOWED: its handle may use a cached lease); 0 otherwise, and then a
- * cached lease that cannot be used is moved to *STALE, to be given back
- * with nm_cache_give_back() after e->mu is released. */
+/* In lock, under e->mu, E not busy: whether the calling thread may take
+ * E's cached lease (1: it does so, nm_entry_take); ALLOWED says whether its
+ * handle may use one.  0 otherwise, and then a cached lease that cannot be
+ * used is moved to *STALE and E is ACQUIRING (entry.h): the caller gives
+ * the stale lease back with nm_cache_give_back() once e->mu is released. */
 int nm_cache_take_locked(nm_entry_t *e, int allowed, nm_lease_t *stale);
 
-/* In unlock, under e->mu, once no local thread holds E: keeps the lease
- * cached if it may be (1: E is idle and not busy now) or 0.  It releases
- * e->mu for a moment to let the background thread read requests that have
- * arrived (the caller still owns E). */
+/* In unlock, under e->mu, E still HELD by the caller: whether its lease
+ * may be kept cached (1: the caller moves E to CACHED, nm_entry_keep).  It
+ * releases e->mu for a moment to let the background thread read requests
+ * that have arrived (the caller still holds E). */
 int nm_cache_keep_locked(nm_entry_t *e);
 
 /* Gives back a lease taken out of the cache, by DEADLINE (NM_FOREVER: no

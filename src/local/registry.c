@@ -1,4 +1,4 @@
-/* registry.c -- the per-name hash table of process-local mutex state. */
+/* registry.c -- the per-name hash table of process-local entries. */
 #include "nm.h"
 
 #include <stdlib.h>
@@ -11,7 +11,6 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static nm_entry_t **buckets;   /* registry lock */
 static size_t nbuckets;        /* a power of two, or 0 */
 static size_t nentries;
-static int held_total;         /* atomic */
 
 /* FNV-1a: short, decent on the short ASCII names mutexes tend to have. */
 static size_t hash_name(const char *name, size_t len)
@@ -132,16 +131,6 @@ void nm_registry_put(nm_entry_t *e)
         entry_free(e);
 }
 
-void nm_registry_note_held(int delta)
-{
-    __atomic_add_fetch(&held_total, delta, __ATOMIC_ACQ_REL);
-}
-
-int nm_registry_any_held(void)
-{
-    return __atomic_load_n(&held_total, __ATOMIC_ACQUIRE) > 0;
-}
-
 /* ---- fork ------------------------------------------------------------- */
 
 static void for_each_entry(void (*fn)(nm_entry_t *))
@@ -154,29 +143,10 @@ static void for_each_entry(void (*fn)(nm_entry_t *))
 static void entry_lock(nm_entry_t *e) { pthread_mutex_lock(&e->mu); }
 static void entry_unlock(nm_entry_t *e) { pthread_mutex_unlock(&e->mu); }
 
-/* In the child: the parent's locks are the parent's.  Whatever a thread of
- * the parent held or was waiting for, the child holds nothing and nobody
- * waits (the only thread left is the one that forked). */
+/* In the child: the parent's locks are the parent's. */
 static void entry_reset_in_child(nm_entry_t *e)
 {
-    if (e->lease.key)
-        nm_lease_forget(&e->lease);
-    e->busy = 0;
-    e->returning_until = 0;
-    e->handoff = 0;
-    e->waiters = 0;
-    e->reserved = 0;
-    e->held = 0;
-    e->depth = 0;
-    e->inconsistent = 0;
-    e->owner_handle = NULL;
-    /* A lease cached by the parent stays the parent's (cache.c drops the
-     * child's copy of its list and references). */
-    e->cacheable = e->cached = e->revoked = e->listening = e->marked_idle = 0;
-    e->asked[0] = e->answer[0] = '\0';
-    e->cache_listed = 0;
-    e->cache_next = NULL;
-    e->revoke_ch = NULL;
+    nm_entry_reset_in_child(e);
     pthread_mutex_unlock(&e->mu);
     /* Not pthread_cond_destroy: glibc's waits for the condition's waiters,
      * and those were threads of the parent, which never come back. */
@@ -199,6 +169,6 @@ void nm_registry_after_fork_parent(void)
 void nm_registry_after_fork_child(void)
 {
     for_each_entry(entry_reset_in_child);
-    held_total = 0;
+    nm_entry_after_fork_child();
     pthread_mutex_unlock(&registry_lock);
 }

@@ -37,7 +37,6 @@
 #include "clock.h"
 #include "cluster.h"
 #include "cluster_route.h"
-#include "config.h"
 #include "conn.h"
 #include "dial.h"
 #include "lease.h"
@@ -48,6 +47,7 @@
 #include "reply.h"
 #include "script.h"
 #include "sentinel.h"
+#include "settings.h"
 #include "watchdog.h"
 
 /* With nothing to renew the thread still looks this often (next_look_locked). */

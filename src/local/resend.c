@@ -11,12 +11,12 @@
 #include "nm.h"
 
 #include "clock.h"
-#include "config.h"
 #include "journal.h"
 #include "lease.h"
 #include "log.h"
 #include "resend.h"
 #include "sentinel.h"
+#include "settings.h"
 #include "watchdog.h"
 
 /* The least time a pass of re-sent releases gets (resend_releases). */

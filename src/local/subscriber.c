@@ -26,10 +26,10 @@
 #include "clock.h"
 #include "cluster.h"
 #include "cluster_route.h"
-#include "config.h"
 #include "conn.h"
 #include "dial.h"
 #include "sentinel.h"
+#include "settings.h"
 #include "subscriber.h"
 #include "wake.h"
 #include "watchdog.h"
@@ -330,6 +330,7 @@ static const nm_job_t sub_job = {
 
 void nm_subscriber_register(void)
 {
+    nm_wake_set_server(nm_watchdog_poke);
     nm_watchdog_add_job(&sub_job);
 }
 

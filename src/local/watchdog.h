@@ -38,7 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "settings.h"
 
 /* Most jobs the thread runs, and most descriptors it polls for them. */
 #define NM_JOBS_MAX 8

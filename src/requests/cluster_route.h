@@ -12,8 +12,8 @@
 #include <stdint.h>
 
 #include "cluster.h"
-#include "config.h"
 #include "script.h"
+#include "settings.h"
 
 /* Whether CFG talks to a cluster (nm_cluster_on), learned first when it
  * is not known yet: server 0 is dialed (nm_conn_get) if it never was.
@@ -54,6 +54,15 @@ void nm_cluster_renew(nm_config_t *cfg, nm_renewal_t *items, size_t n, int64_t u
  * not go by a map a failover made stale): *N of them in *OUT (malloc'ed).
  * 0, NM_ECONN (no node told us the map), ENOMEM. */
 int nm_cluster_masters(nm_config_t *cfg, int64_t deadline, nm_node_addr_t **out, size_t *n);
+
+/* KEY's master, the map read first when it is stale or empty.  0 or
+ * NM_ECONN (no node serves the slot, or none told us the map).
+ * (cluster_renew.c finds its nodes with it too.) */
+int nm_cluster_node_of(nm_config_t *cfg, const char *key, size_t len, int64_t deadline,
+                       nm_node_addr_t *out);
+
+/* Reads the map now, whenever it was last read.  0 or NM_ECONN. */
+int nm_cluster_refresh(nm_config_t *cfg, int64_t deadline);
 
 /* Reads the map again by DEADLINE if it is empty or stale (at most every
  * so often, as for requests). */

@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
 #include "script.h"
+#include "settings.h"
 
 #define NM_SERVERS_MAX NETMUTEX_SERVERS_MAX
 

@@ -45,7 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "settings.h"
 #include "token.h"
 
 /* Beyond the lease: for the sentinels to name the new master after a

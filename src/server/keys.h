@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "config.h"
+#include "settings.h"
 #include "token.h"
 
 /* The order of a script's KEYS (lib.lua): every script takes the first N

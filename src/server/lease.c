@@ -44,6 +44,7 @@
 #include "clock.h"
 #include "cluster.h"
 #include "cluster_route.h"
+#include "config.h"
 #include "conn.h"
 #include "keys.h"
 #include "quorum.h"
@@ -372,11 +373,19 @@ static int acquire_all(nm_lease_t *l, const char **args, const size_t *lens,
                        int64_t deadline, long long *pttl)
 {
     nm_votes_t v;
-    long long raise_to = 0;
+    nm_verdict_t verdict;
     run_all(l, NM_SCRIPT_ACQUIRE, KEYS_ACQUIRE, 5, args, lens, deadline, &v);
-    int err = nm_redlock_granted(l, &v, &raise_to, pttl);
+    int err = nm_redlock_granted(l->cfg, l->lease_ms, l->splits, &v, &verdict);
     nm_votes_clear(&v);
-    if (!err && raise_to && raise_fence(l, raise_to, deadline) != 0) {
+    if (!err) {
+        l->fence = verdict.fence;
+        l->owner_died = verdict.owner_died != 0;
+        l->sent_at = verdict.sent_at;
+    } else if (err == EBUSY) {
+        *pttl = verdict.pttl;
+        l->splits += verdict.split != 0;
+    }
+    if (!err && verdict.raise_to && raise_fence(l, verdict.raise_to, deadline) != 0) {
         *pttl = 1;
         err = EBUSY;
     }

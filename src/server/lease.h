@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
 #include "journal.h"
+#include "settings.h"
 #include "token.h"
 
 typedef struct nm_lease {

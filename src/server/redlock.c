@@ -103,20 +103,20 @@ static void count(const nm_votes_t *v, tally_t *t)
     }
 }
 
-int nm_redlock_granted(nm_lease_t *l, const nm_votes_t *v, long long *raise_to,
-                       long long *pttl)
+int nm_redlock_granted(const nm_config_t *cfg, unsigned int lease_ms, unsigned int splits,
+                       const nm_votes_t *v, nm_verdict_t *out)
 {
-    const nm_config_t *cfg = l->cfg;
     tally_t t;
     count(v, &t);
     int64_t elapsed = nm_now_ms() - v->sent_at;
-    int64_t validity = (int64_t)l->lease_ms - elapsed - nm_redlock_drift(cfg, l->lease_ms);
+    int64_t validity = (int64_t)lease_ms - elapsed - nm_redlock_drift(cfg, lease_ms);
 
+    memset(out, 0, sizeof *out);
     if (t.granted >= cfg->quorum && validity > 0) {
-        l->fence = t.fence_max;
-        l->owner_died = t.dead;
-        l->sent_at = v->sent_at;
-        *raise_to = t.fence_min == t.fence_max ? 0 : t.fence_max;
+        out->fence = t.fence_max;
+        out->owner_died = t.dead;
+        out->sent_at = v->sent_at;
+        out->raise_to = t.fence_min == t.fence_max ? 0 : t.fence_max;
         return 0;
     }
     if (t.unrecoverable >= cfg->quorum)
@@ -124,12 +124,11 @@ int nm_redlock_granted(nm_lease_t *l, const nm_votes_t *v, long long *raise_to,
     if (t.granted + t.busy + t.unrecoverable < cfg->quorum)
         return nm_votes_failure(v);
     if (t.granted) {
-        /* NM_MIN evaluates its arguments twice: no ++ inside it. */
-        unsigned int shift = NM_MIN(l->splits, 5u);
-        l->splits++;
-        *pttl = 1 + rand() % NM_MIN(SPLIT_BACKOFF_MIN_MS << shift, SPLIT_BACKOFF_MAX_MS);
+        unsigned int shift = NM_MIN(splits, 5u);
+        out->split = 1;
+        out->pttl = 1 + rand() % NM_MIN(SPLIT_BACKOFF_MIN_MS << shift, SPLIT_BACKOFF_MAX_MS);
     } else {
-        *pttl = t.pttl;
+        out->pttl = t.pttl;
     }
     return EBUSY;
 }

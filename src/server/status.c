@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "cluster.h"
 #include "cluster_route.h"
+#include "config.h"
 #include "keys.h"
 #include "quorum.h"
 #include "reply.h"

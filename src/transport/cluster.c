@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "cluster.h"
 #include "cluster_state.h"
 #include "log.h"
 #include "reply.h"
@@ -179,7 +180,7 @@ static uint16_t node_index(nm_node_addr_t **nodes, size_t *n, const char *host, 
         if ((*nodes)[i].port == port && strlen((*nodes)[i].host) == hlen &&
             memcmp((*nodes)[i].host, host, hlen) == 0)
             return (uint16_t)i;
-    if (hlen >= NM_CL_HOST_MAX || *n >= NM_CL_NO_NODE)
+    if (hlen >= NM_CLUSTER_HOST_MAX || *n >= NM_CL_NO_NODE)
         return NM_CL_NO_NODE;
     nm_node_addr_t *grown = realloc(*nodes, (*n + 1) * sizeof *grown);
     if (!grown)
@@ -376,7 +377,7 @@ int nm_cluster_slot_master(nm_config_t *cfg, unsigned int slot, char *host, int 
     nm_cluster_lock();
     uint16_t idx = cl->nnodes ? cl->slot_node[slot] : NM_CL_NO_NODE;
     if (idx != NM_CL_NO_NODE) {
-        memcpy(host, cl->nodes[idx].host, NM_CL_HOST_MAX);
+        memcpy(host, cl->nodes[idx].host, NM_CLUSTER_HOST_MAX);
         *port = cl->nodes[idx].port;
     }
     nm_cluster_unlock();

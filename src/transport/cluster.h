@@ -1,7 +1,7 @@
 /*
- * cluster.h -- Redis Cluster: detection and the slot map (cluster.c), and
- * the cluster state's life (cluster_state.c).  Sending a key's request to
- * the node that serves its slot is cluster_route.h's.
+ * cluster.h -- Redis Cluster: detection and the slot map (cluster.c).  The
+ * state they work on, and its life, are cluster_state.h's; sending a key's
+ * request to the node that serves its slot is cluster_route.h's.
  *
  * A configuration talks to a cluster when its URL is
  * redis-cluster://[[user]:password@]host:port[,host:port...] (seeds), or
@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "settings.h"
 
 typedef struct nm_cluster nm_cluster_t;
 
@@ -40,16 +40,6 @@ typedef struct nm_node_addr {
     char host[NM_CLUSTER_HOST_MAX];
     int port;
 } nm_node_addr_t;
-
-/* ---- configuration (config.c) ---- */
-
-/* The cluster state of a configuration of URLS: for a redis-cluster://
- * URL one that knows it is a cluster and takes the seeds (out of URLS);
- * for one plain URL, one that may turn out to reach a cluster; NULL for a
- * quorum or Sentinel configuration.  0, ENOMEM. */
-int nm_cluster_attach(nm_urls_t *urls, nm_cluster_t **out);
-
-void nm_cluster_free(nm_cluster_t *cl);
 
 /* ---- detection (conn.c) ---- */
 
@@ -82,6 +72,40 @@ void nm_cluster_moved(nm_config_t *cfg, const char *text);
 
 /* A master dropped shard channels by itself: its slots moved. */
 void nm_cluster_mark_stale(nm_config_t *cfg);
+
+/* ---- the map, for cluster_route.c, which dials (cluster.c never does) ---- */
+
+/* One lock for the cluster state of every configuration: it is held for a
+ * few loads and stores only, never while another lock is taken, and around
+ * fork() (pthread_atfork), so a child never inherits it held. */
+void nm_cluster_lock(void);
+void nm_cluster_unlock(void);
+
+/* Whether CFG's server was probed already (nm_cluster_probe). */
+int nm_cluster_known(const nm_config_t *cfg);
+
+/* Where to ask for the map: the nodes we know, then the seeds (or the
+ * configuration's one server).  *N of them in a new array, NULL if out of
+ * memory. */
+nm_node_addr_t *nm_cluster_candidates(nm_config_t *cfg, size_t *n);
+
+/* CLUSTER SLOTS on C, a connection to ASKED (its address, for the nodes
+ * the map leaves unnamed), installed as CL's map: 0, or an error of the
+ * request (EPROTO for a reply of another shape); the map is then kept. */
+int nm_cluster_read_map(redisContext *c, const char *asked, int64_t deadline,
+                        nm_cluster_t *cl);
+
+/* Whether CL's map must be read before it is used: none yet, or stale and
+ * not read within the last moment. */
+int nm_cluster_want_refresh(nm_cluster_t *cl);
+
+/* KEY's master in CL's map as it is: 0 or NM_ECONN (no node for it). */
+int nm_cluster_lookup(nm_cluster_t *cl, const char *key, size_t len, nm_node_addr_t *out);
+
+/* Follows the redirection in the last error reply: MOVED fixes the slot
+ * in the map (and returns 0), ASK returns 1 with the node to ask in *TO.
+ * -1 if the text is not a redirection we understand. */
+int nm_cluster_redirected(nm_config_t *cfg, nm_node_addr_t *to);
 
 /* pthread_atfork hooks, called by mutex.c in the library's lock order. */
 void nm_cluster_before_fork(void);

@@ -1,6 +1,6 @@
 /*
  * cluster_state.c -- the life of a configuration's cluster state
- * (cluster.h): made when the configuration is, with the seeds of its
+ * (cluster_state.h): made when the configuration is, with the seeds of its
  * redis-cluster:// URL (url.h parses it), freed with it.
  */
 #include "nm.h"
@@ -12,9 +12,9 @@
 
 #include "cluster_state.h"
 
-static nm_cluster_t *cluster_new(int state)
+static struct nm_cluster *cluster_new(int state)
 {
-    nm_cluster_t *cl = calloc(1, sizeof *cl);
+    struct nm_cluster *cl = calloc(1, sizeof *cl);
     if (!cl)
         return NULL;
     cl->state = state;
@@ -22,7 +22,7 @@ static nm_cluster_t *cluster_new(int state)
     return cl;
 }
 
-void nm_cluster_free(nm_cluster_t *cl)
+void nm_cluster_free(struct nm_cluster *cl)
 {
     if (!cl)
         return;
@@ -32,7 +32,7 @@ void nm_cluster_free(nm_cluster_t *cl)
     free(cl);
 }
 
-int nm_cluster_attach(nm_urls_t *urls, nm_cluster_t **out)
+int nm_cluster_attach(nm_urls_t *urls, struct nm_cluster **out)
 {
     *out = NULL;
     if (urls->seeds) { /* redis-cluster:// */

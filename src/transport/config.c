@@ -1,6 +1,8 @@
 /*
- * config.c -- the settings (API, environment, defaults), and the current
- * configuration.  URLs are url.c's.
+ * config.c -- building a configuration (settings.h) from the API, the
+ * environment and the defaults, and the current configuration.  URLs are
+ * url.c's; the state a cluster or a sentinel configuration needs is
+ * cluster_state.c's and sentinel.c's.
  *
  * Strict on purpose: a setting that is set must be valid, or
  * netmutex_configure() fails with EINVAL and says which and why, rather
@@ -15,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
+#include "cluster_state.h"
 #include "config.h"
 #include "log.h"
 #include "sentinel.h"

@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "cluster.h"
+#include "config.h"
 #include "conn.h"
 #include "dial.h"
 #include "log.h"

@@ -17,7 +17,7 @@
 #include <hiredis/hiredis.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "settings.h"
 
 /* The calling thread's connection to server I of CFG, dialed (connect, AUTH,
  * SELECT, the server check of server_check.h) if needed, within DEADLINE (a

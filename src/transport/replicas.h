@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-#include "config.h"
+#include "settings.h"
 
 /* After a grant on the calling thread's connection to server 0 of CFG:
  * 0 if CFG asks for no acknowledgement or WAIT confirmed min_replicas

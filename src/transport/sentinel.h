@@ -33,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "settings.h"
 
 #define NM_SENTINEL_RECHECK_MS 250
 

@@ -16,7 +16,7 @@
 #include <hiredis/hiredis.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "settings.h"
 
 /* 0 if SRV (just dialed on C) may hold locks, ENOTSUP if it may evict them
  * (logged once per configuration), or a connection error. */

@@ -20,7 +20,6 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "reply.h"
 #include "tls_int.h"
 
 #define CHUNK 1024

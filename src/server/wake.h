@@ -118,6 +118,12 @@ int nm_wake_read(redisContext *sub, size_t index, nm_wake_remap_t *remap);
 #define NM_WAKE_ALL ((size_t)-1)
 void nm_wake_disconnected(size_t server);
 
+/* Who serves the channels: SERVE has the thread that runs the
+ * subscribers look at the table soon, 0 or an errno (the background
+ * thread's poke, registered by subscriber.c with its job: the table calls
+ * it rather than include a layer above). */
+void nm_wake_set_server(int (*serve)(void));
+
 /* pthread_atfork hooks. */
 void nm_wake_before_fork(void);
 void nm_wake_after_fork_parent(void);

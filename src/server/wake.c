@@ -33,7 +33,23 @@
 #include "reply.h"
 #include "slot.h"
 #include "wake.h"
-#include "watchdog.h"
+
+/* How to have the channels served (nm_wake_set_server): an atomic
+ * pointer, set once before any channel exists. */
+static int (*serve_fn)(void);
+
+void nm_wake_set_server(int (*serve)(void))
+{
+    __atomic_store_n(&serve_fn, serve, __ATOMIC_RELEASE);
+}
+
+/* Has the serving thread look at the table; ENOTCONN if none serves it
+ * (the caller then gives the channel up rather than wait on it). */
+static int poke_server(void)
+{
+    int (*serve)(void) = __atomic_load_n(&serve_fn, __ATOMIC_ACQUIRE);
+    return serve ? serve() : ENOTCONN;
+}
 
 #define LINGER_MS 2000
 
@@ -200,8 +216,9 @@ static nm_chan_t *listen_with(const char *key, size_t len, nm_wake_fn fn, void *
                 ch->announce |= (uint32_t)1 << i;
     }
     pthread_mutex_unlock(&wake_lock);
-    /* The watchdog subscribes (or announces) on its next pass. */
-    if (ch && nm_watchdog_poke() != 0) {
+    /* The thread that serves the channels subscribes (or announces) on
+     * its next pass. */
+    if (ch && poke_server() != 0) {
         if (fn)
             nm_wake_unsubscribe(ch);
         else

@@ -1,0 +1,159 @@
+/* entry.c -- a name's states and the moves between them (entry.h). */
+#include "nm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "entry.h"
+#include "log.h"
+
+static int held_total; /* atomic: names HELD, HANDOFF or RELEASING */
+
+static const char *const state_names[] = {
+    [NM_FREE] = "free",         [NM_ACQUIRING] = "acquiring", [NM_HELD] = "held",
+    [NM_HANDOFF] = "handoff",   [NM_CACHED] = "cached",       [NM_RELEASING] = "releasing",
+    [NM_RETURNING] = "returning",
+};
+
+const char *nm_entry_state_name(nm_state_t s)
+{
+    return (size_t)s < sizeof state_names / sizeof state_names[0] ? state_names[s] : "?";
+}
+
+#define BIT(s) (1u << (s))
+
+/* E moves to TO for EVENT, which only starts from the states in FROM.  Any
+ * other is a bug in the library, and going on would hold a lock twice or
+ * lose one: say so and stop. */
+static void move(nm_entry_t *e, unsigned int from, nm_state_t to, const char *event)
+{
+    if (!(from & BIT(e->state))) {
+        netmutex_log(NETMUTEX_LOG_ERROR, "internal error: %s of \"%s\" while %s", event,
+                     e->name, nm_entry_state_name((nm_state_t)e->state));
+        abort();
+    }
+    e->state = (unsigned char)to;
+}
+
+static void note_held(int delta)
+{
+    __atomic_add_fetch(&held_total, delta, __ATOMIC_ACQ_REL);
+}
+
+/* The calling thread holds E through HANDLE, as a mutex holds: once. */
+static void own(nm_entry_t *e, const void *handle)
+{
+    e->hold.owner = pthread_self();
+    e->hold.handle = handle;
+    e->hold.depth = 1;
+}
+
+/* Nobody holds E any more (the lease may stay: HANDOFF, CACHED). */
+static void disown(nm_entry_t *e)
+{
+    e->hold.handle = NULL;
+    e->hold.depth = 0;
+}
+
+void nm_entry_acquiring(nm_entry_t *e)
+{
+    move(e, BIT(NM_FREE), NM_ACQUIRING, "acquiring");
+}
+
+void nm_entry_granted(nm_entry_t *e, const void *handle, const nm_lease_t *lease)
+{
+    move(e, BIT(NM_ACQUIRING), NM_HELD, "granted");
+    e->hold.lease = *lease;
+    e->hold.kind = NM_HOLD_MUTEX;
+    own(e, handle);
+    note_held(1);
+}
+
+void nm_entry_not_granted(nm_entry_t *e)
+{
+    move(e, BIT(NM_ACQUIRING), NM_FREE, "not granted");
+    pthread_cond_signal(&e->cv);
+}
+
+void nm_entry_take(nm_entry_t *e, const void *handle)
+{
+    int from_cache = e->state == NM_CACHED;
+    move(e, BIT(NM_HANDOFF) | BIT(NM_CACHED), NM_HELD, "take");
+    own(e, handle);
+    if (from_cache)
+        note_held(1);
+}
+
+void nm_entry_hand_off(nm_entry_t *e)
+{
+    move(e, BIT(NM_HELD), NM_HANDOFF, "hand off");
+    disown(e);
+    pthread_cond_signal(&e->cv);
+}
+
+void nm_entry_keep(nm_entry_t *e)
+{
+    move(e, BIT(NM_HELD), NM_CACHED, "keep");
+    disown(e);
+    note_held(-1);
+    pthread_cond_signal(&e->cv);
+}
+
+void nm_entry_releasing(nm_entry_t *e, nm_lease_t *out)
+{
+    move(e, BIT(NM_HELD), NM_RELEASING, "releasing");
+    *out = e->hold.lease;
+    memset(&e->hold.lease, 0, sizeof e->hold.lease);
+    e->hold.inconsistent = 0;
+    disown(e);
+}
+
+void nm_entry_unkeep(nm_entry_t *e, nm_state_t to, nm_lease_t *out)
+{
+    if (to != NM_ACQUIRING && to != NM_RETURNING)
+        to = NM_RETURNING; /* keeps move() from passing anything else */
+    move(e, BIT(NM_CACHED), to, "unkeep");
+    *out = e->hold.lease;
+    memset(&e->hold.lease, 0, sizeof e->hold.lease);
+    if (to == NM_RETURNING)
+        e->returning_until = nm_now_ms() + (int64_t)out->cfg->io_timeout_ms;
+}
+
+void nm_entry_freed(nm_entry_t *e)
+{
+    int released = e->state == NM_RELEASING;
+    move(e, BIT(NM_RELEASING) | BIT(NM_RETURNING), NM_FREE, "freed");
+    e->returning_until = 0;
+    if (released) {
+        note_held(-1);
+        pthread_cond_signal(&e->cv);
+    } else {
+        /* Every waiter: a trylock waiting for the give-back is one. */
+        pthread_cond_broadcast(&e->cv);
+    }
+}
+
+void nm_entry_reset_in_child(nm_entry_t *e)
+{
+    if (e->hold.lease.key)
+        nm_lease_forget(&e->hold.lease);
+    memset(&e->hold, 0, sizeof e->hold);
+    /* A lease cached by the parent stays the parent's (cache.c drops the
+     * child's copy of its list and references). */
+    memset(&e->cache, 0, sizeof e->cache);
+    e->state = NM_FREE;
+    e->returning_until = 0;
+    e->waiters = 0;
+    e->reserved = 0;
+}
+
+int nm_entry_any_held(void)
+{
+    return __atomic_load_n(&held_total, __ATOMIC_ACQUIRE) > 0;
+}
+
+void nm_entry_after_fork_child(void)
+{
+    held_total = 0;
+}

@@ -1,0 +1,188 @@
+/*
+ * entry.h -- what one name is doing in this process: the state of its
+ * server-side lease, who holds it, and every move between states.
+ *
+ * Every netmutex_t of a name points at one entry (registry.h), so two
+ * handles of a name exclude each other locally as they exclude other
+ * processes, and one thread per name at a time talks to Redis about it:
+ * the others wait on the entry's condition variable.
+ *
+ * The states (e->state, under e->mu):
+ *
+ *   FREE        no lease here, and nobody getting one: a thread may start.
+ *   ACQUIRING   one thread is getting a lease from the servers.
+ *   HELD        a thread holds the name (e->hold); the lease is ours.
+ *   HANDOFF     unlocked, the lease kept for a local waiter (the cohort,
+ *               mutex.c): the next local lock takes it with no round trip.
+ *   CACHED      unlocked, the lease kept until another process asks for it
+ *               (cache.h); the next local lock takes it.
+ *   RELEASING   the unlocking thread gives the lease back to the servers.
+ *   RETURNING   a cached lease goes back (asked for, idle, stale, destroy);
+ *               trylock waits for that rather than report a holder.
+ *
+ * The main cycle, and every move (one function each, below):
+ *
+ *   FREE -> ACQUIRING -> HELD -> RELEASING -> FREE
+ *                         ^ |
+ *                         | +-> HANDOFF, CACHED -> (take) HELD
+ *
+ *   move          from                  to          when
+ *   acquiring     FREE                  ACQUIRING   lock: nothing kept here
+ *   granted       ACQUIRING             HELD        the servers granted
+ *   not_granted   ACQUIRING             FREE        they did not, or error
+ *   take          HANDOFF, CACHED       HELD        lock: a kept lease
+ *   hand_off      HELD                  HANDOFF     unlock, a local waiter
+ *   keep          HELD                  CACHED      unlock, lease cacheable
+ *   releasing     HELD                  RELEASING   unlock otherwise
+ *   unkeep        CACHED                ACQUIRING   lock: the lease is stale
+ *                 CACHED                RETURNING   the cache gives it back
+ *   freed         RELEASING, RETURNING  FREE        the lease went back
+ *
+ * A thread may start a lock in FREE, HANDOFF and CACHED; in the other
+ * states the name is busy and local lockers wait (nm_entry_busy).  A move
+ * from a state its event does not start from is a bug: it aborts.
+ *
+ * A hold is what a thread has while the name is HELD: the lease and who
+ * holds it how.  Its kind says what the lease stands for at the server;
+ * the mutex's is the one kind so far.  Another primitive (a read share, a
+ * semaphore permit, a condition's waiter) is another kind of hold: a lease
+ * of its own, renewed, lost-reported and released through the same moves,
+ * never a copy of them.
+ */
+#ifndef NM_ENTRY_H
+#define NM_ENTRY_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lease.h"
+#include "netmutex.h"
+
+typedef enum nm_state {
+    NM_FREE = 0,
+    NM_ACQUIRING,
+    NM_HELD,
+    NM_HANDOFF,
+    NM_CACHED,
+    NM_RELEASING,
+    NM_RETURNING
+} nm_state_t;
+
+typedef enum nm_hold_kind {
+    NM_HOLD_MUTEX = 0   /* exclusive, one thread (recursively, by type) */
+} nm_hold_kind_t;
+
+typedef struct nm_hold {
+    nm_lease_t lease;         /* the server-side acquisition: HELD, HANDOFF,
+                                 CACHED (zeroed otherwise) */
+    pthread_t owner;          /* HELD: the thread */
+    const void *handle;       /* HELD: the handle it locked (netmutex_t) */
+    unsigned int depth;       /* HELD: recursion depth */
+    unsigned char kind;       /* nm_hold_kind_t */
+    unsigned char inconsistent; /* robust: EOWNERDEAD given, not repaired */
+} nm_hold_t;
+
+/* cache.c's bookkeeping of a name, beside the state: whether the lease may
+ * be kept, and whether requests for it reach us. */
+typedef struct nm_entry_cache {
+    /* Bytes, not bit-fields: each is a memory location of its own, so
+     * `listed` (the cache's list lock) shares none with the others (mu). */
+    unsigned char able;       /* the lease may be kept after unlock */
+    unsigned char revoked;    /* another process wants it: give it back at
+                                 the next unlock (or now, if CACHED) */
+    unsigned char listening;  /* requests for it reach us: the
+                                 subscription is confirmed and not lost */
+    unsigned char marked_idle;/* the server was told no thread is in it */
+    unsigned char listed;     /* on cache.c's list (its own lock) */
+    int64_t idle_since;       /* when it was last cached (monotonic ms) */
+    int64_t used;             /* when it last had a cacheable lease (list lock) */
+    struct nm_entry *next;    /* cache.c's list (list lock) */
+    struct nm_chan *ch;       /* its channel (the sweeping thread) */
+    char asked[NM_TOKEN_LEN + 1];  /* a request for a lease still being
+                                      acquired: its token, or "" */
+    char answer[NM_TOKEN_LEN + 1]; /* a trylock to tell the mutex is held */
+} nm_entry_cache_t;
+
+typedef struct nm_entry {
+    struct nm_entry *next;    /* hash chain; registry lock */
+    unsigned int refs;        /* handles pointing here; registry lock */
+    unsigned int name_len;    /* at most NETMUTEX_NAME_MAX */
+
+    pthread_mutex_t mu;       /* guards every field below but the cache's
+                                 own (see nm_entry_cache_t) */
+    pthread_cond_t cv;        /* CLOCK_MONOTONIC; signalled when a move lets
+                                 a waiting thread go on */
+    unsigned char state;      /* nm_state_t */
+    unsigned char reserved;   /* fair: the next turn is for a waiting thread */
+    unsigned int waiters;     /* local threads waiting for their turn */
+    unsigned int cohort_turns;/* hand-offs since the lease was acquired */
+    int64_t cohort_start;     /* when the lease was acquired (monotonic ms) */
+    int64_t returning_until;  /* RETURNING: trylock waits for it until then */
+    nm_hold_t hold;
+    nm_entry_cache_t cache;
+    char name[];              /* NUL-terminated copy, in the entry's own
+                                 allocation */
+} nm_entry_t;
+
+/* Whether E is busy: a thread of ours is at the servers for it or holds
+ * it, so a local locker waits its turn. */
+static inline int nm_entry_busy(const nm_entry_t *e)
+{
+    return e->state != NM_FREE && e->state != NM_HANDOFF && e->state != NM_CACHED;
+}
+
+/* Whether the calling thread holds E. */
+static inline int nm_entry_mine(const nm_entry_t *e)
+{
+    return e->state == NM_HELD && pthread_equal(e->hold.owner, pthread_self());
+}
+
+/* The moves, each under e->mu.  Those that let a waiting thread go on
+ * signal e->cv. */
+
+/* FREE -> ACQUIRING: the calling thread goes to the servers. */
+void nm_entry_acquiring(nm_entry_t *e);
+
+/* ACQUIRING -> HELD by the calling thread through HANDLE, with LEASE. */
+void nm_entry_granted(nm_entry_t *e, const void *handle, const nm_lease_t *lease);
+
+/* ACQUIRING -> FREE: no lease came. */
+void nm_entry_not_granted(nm_entry_t *e);
+
+/* HANDOFF or CACHED -> HELD by the calling thread through HANDLE. */
+void nm_entry_take(nm_entry_t *e, const void *handle);
+
+/* HELD -> HANDOFF: the lease stays for a local waiter. */
+void nm_entry_hand_off(nm_entry_t *e);
+
+/* HELD -> CACHED: the lease stays until asked for (cache.c decided). */
+void nm_entry_keep(nm_entry_t *e);
+
+/* HELD -> RELEASING: the lease moves to *OUT, the caller gives it back
+ * and then calls nm_entry_freed(). */
+void nm_entry_releasing(nm_entry_t *e, nm_lease_t *out);
+
+/* CACHED -> TO (ACQUIRING: a locker found it stale and gives it back
+ * itself; RETURNING: the cache gives it back): the lease moves to *OUT. */
+void nm_entry_unkeep(nm_entry_t *e, nm_state_t to, nm_lease_t *out);
+
+/* RELEASING or RETURNING -> FREE: the lease went back (or expired). */
+void nm_entry_freed(nm_entry_t *e);
+
+/* In a child after fork: whatever the parent did, E is FREE and nobody
+ * waits (the only thread left is the one that forked). */
+void nm_entry_reset_in_child(nm_entry_t *e);
+
+/* The state's name, for messages. */
+const char *nm_entry_state_name(nm_state_t s);
+
+/* How many names are held (HELD, HANDOFF, RELEASING) in this process:
+ * netmutex_configure and netmutex_shutdown refuse to pull the
+ * configuration from under a held lock. */
+int nm_entry_any_held(void);
+
+/* In a child after fork: nothing is held. */
+void nm_entry_after_fork_child(void);
+
+#endif /* NM_ENTRY_H */

@@ -1,0 +1,213 @@
+/*
+ * unit_entry.c -- a name's states and moves (src/local/entry.c), without a
+ * server: every move of entry.h's table from the states it starts from,
+ * the count of held names that netmutex_configure and netmutex_shutdown
+ * rely on, and that a move from a state its event does not start from
+ * stops the process rather than go on with a lock held twice or lost.
+ */
+#include "ac_config.h"
+
+#include <glib.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nm.h"
+#include "clock.h"
+#include "entry.h"
+
+static nm_config_t cfg = { .io_timeout_ms = 2000, .refs = 1 };
+
+static nm_entry_t *entry_new(void)
+{
+    nm_entry_t *e = calloc(1, sizeof *e + 2);
+    g_assert_nonnull(e);
+    strcpy(e->name, "n");
+    e->name_len = 1;
+    pthread_mutex_init(&e->mu, NULL);
+    nm_cond_init_monotonic(&e->cv);
+    return e;
+}
+
+static void entry_free(nm_entry_t *e)
+{
+    pthread_cond_destroy(&e->cv);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}
+
+/* A lease as nm_lease_acquire() leaves it, with a key of its own. */
+static nm_lease_t lease_of(const char *key)
+{
+    nm_lease_t l = { .cfg = &cfg, .lease_ms = 30000, .fence = 7 };
+    l.key = g_strdup(key);
+    l.key_len = strlen(key);
+    return l;
+}
+
+static int handle; /* stands for a netmutex_t */
+
+static void test_main_cycle(void)
+{
+    nm_entry_t *e = entry_new();
+    nm_lease_t l = lease_of("k"), out;
+    g_assert_false(nm_entry_busy(e));
+    nm_entry_acquiring(e);
+    g_assert_true(nm_entry_busy(e));
+    g_assert_false(nm_entry_any_held());
+    nm_entry_granted(e, &handle, &l);
+    g_assert_true(nm_entry_mine(e));
+    g_assert_true(nm_entry_any_held());
+    g_assert_true(e->hold.handle == &handle);
+    g_assert_cmpuint(e->hold.depth, ==, 1);
+    g_assert_cmpint(e->hold.lease.fence, ==, 7);
+
+    nm_entry_releasing(e, &out);
+    g_assert_true(nm_entry_busy(e));
+    g_assert_false(nm_entry_mine(e));
+    g_assert_null(e->hold.lease.key);
+    g_assert_cmpstr(out.key, ==, "k");
+    g_assert_true(nm_entry_any_held()); /* until the release is done */
+    nm_entry_freed(e);
+    g_assert_cmpint(e->state, ==, NM_FREE);
+    g_assert_false(nm_entry_any_held());
+    g_free(out.key);
+    entry_free(e);
+}
+
+static void test_not_granted(void)
+{
+    nm_entry_t *e = entry_new();
+    nm_entry_acquiring(e);
+    nm_entry_not_granted(e);
+    g_assert_cmpint(e->state, ==, NM_FREE);
+    g_assert_false(nm_entry_any_held());
+    entry_free(e);
+}
+
+/* HELD -> HANDOFF -> HELD keeps the lease and counts as held throughout;
+ * HELD -> CACHED does not count; CACHED -> HELD counts again. */
+static void test_kept_leases(void)
+{
+    nm_entry_t *e = entry_new();
+    nm_lease_t l = lease_of("k"), out;
+    nm_entry_acquiring(e);
+    nm_entry_granted(e, &handle, &l);
+
+    nm_entry_hand_off(e);
+    g_assert_false(nm_entry_busy(e));
+    g_assert_false(nm_entry_mine(e));
+    g_assert_true(nm_entry_any_held());
+    g_assert_nonnull(e->hold.lease.key);
+    nm_entry_take(e, &handle);
+    g_assert_true(nm_entry_mine(e));
+
+    nm_entry_keep(e);
+    g_assert_cmpint(e->state, ==, NM_CACHED);
+    g_assert_false(nm_entry_busy(e));
+    g_assert_false(nm_entry_any_held());
+    nm_entry_take(e, &handle);
+    g_assert_true(nm_entry_any_held());
+
+    nm_entry_keep(e);
+    nm_entry_unkeep(e, NM_RETURNING, &out);
+    g_assert_cmpint(e->state, ==, NM_RETURNING);
+    g_assert_true(nm_entry_busy(e));
+    g_assert_cmpint(e->returning_until, >, nm_now_ms());
+    g_assert_false(nm_entry_any_held());
+    nm_entry_freed(e);
+    g_assert_cmpint(e->returning_until, ==, 0);
+    g_assert_false(nm_entry_any_held());
+    g_free(out.key);
+
+    /* A stale cached lease: the locker gives it back and acquires anew. */
+    l = lease_of("k2");
+    nm_entry_acquiring(e);
+    nm_entry_granted(e, &handle, &l);
+    nm_entry_keep(e);
+    nm_entry_unkeep(e, NM_ACQUIRING, &out);
+    g_assert_cmpint(e->state, ==, NM_ACQUIRING);
+    g_assert_cmpint(e->returning_until, ==, 0);
+    g_assert_cmpstr(out.key, ==, "k2");
+    nm_entry_not_granted(e);
+    g_free(out.key);
+    entry_free(e);
+}
+
+static void test_reset_in_child(void)
+{
+    nm_entry_t *e = entry_new();
+    nm_lease_t l = lease_of("k");
+    nm_config_ref(&cfg);
+    nm_entry_acquiring(e);
+    nm_entry_granted(e, &handle, &l);
+    e->waiters = 3;
+    e->cache.able = 1;
+    nm_entry_reset_in_child(e);
+    nm_entry_after_fork_child();
+    g_assert_cmpint(e->state, ==, NM_FREE);
+    g_assert_null(e->hold.lease.key); /* freed: valgrind checks */
+    g_assert_cmpuint(e->waiters, ==, 0);
+    g_assert_cmpuint(e->cache.able, ==, 0);
+    g_assert_false(nm_entry_any_held());
+    entry_free(e);
+}
+
+static void test_names(void)
+{
+    g_assert_cmpstr(nm_entry_state_name(NM_FREE), ==, "free");
+    g_assert_cmpstr(nm_entry_state_name(NM_RETURNING), ==, "returning");
+    g_assert_cmpstr(nm_entry_state_name((nm_state_t)99), ==, "?");
+}
+
+/* Each of these is a move from a state its event does not start from. */
+static void wrong_release(nm_entry_t *e)
+{
+    nm_lease_t out;
+    nm_entry_releasing(e, &out);
+}
+static void wrong_grant(nm_entry_t *e)
+{
+    nm_lease_t l = { 0 };
+    nm_entry_granted(e, &handle, &l);
+}
+static void wrong_take(nm_entry_t *e) { nm_entry_take(e, &handle); }
+static void wrong_free(nm_entry_t *e) { nm_entry_freed(e); }
+static void wrong_acquire_held(nm_entry_t *e)
+{
+    nm_lease_t l = lease_of("k");
+    nm_entry_acquiring(e);
+    nm_entry_granted(e, &handle, &l);
+    nm_entry_acquiring(e); /* a second lock of a held name */
+}
+
+static void (*const wrong[])(nm_entry_t *) = {
+    wrong_release, wrong_grant, wrong_take, wrong_free, wrong_acquire_held,
+};
+
+static void test_wrong_move_aborts(void)
+{
+    if (g_test_subprocess()) {
+        wrong[atoi(g_getenv("NM_WRONG"))](entry_new());
+        return; /* not reached */
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(wrong); i++) {
+        char n[8];
+        g_snprintf(n, sizeof n, "%zu", i);
+        g_setenv("NM_WRONG", n, 1);
+        g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+        g_test_trap_assert_failed();
+        g_test_trap_assert_stderr("*internal error*");
+    }
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/entry/moves/main-cycle", test_main_cycle);
+    g_test_add_func("/entry/moves/not-granted", test_not_granted);
+    g_test_add_func("/entry/moves/kept-leases", test_kept_leases);
+    g_test_add_func("/entry/moves/reset-in-child", test_reset_in_child);
+    g_test_add_func("/entry/names", test_names);
+    g_test_add_func("/entry/moves/wrong-aborts", test_wrong_move_aborts);
+    return g_test_run();
+}
