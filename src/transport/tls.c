@@ -23,6 +23,7 @@
 #include <arpa/inet.h>
 
 #include "clock.h"
+#include "tls.h"
 #include "tls_int.h"
 
 struct nm_tls {

@@ -6,12 +6,13 @@
 #define NM_TLS_INT_H
 
 #include <openssl/ssl.h>
+#include <stddef.h>
 
-#include "tls.h"
+struct nm_tls; /* tls.h's nm_tls_t: not included, so no circle */
 
 typedef struct nm_tls_conn {
     SSL *ssl;
-    nm_tls_t *owner;           /* a reference */
+    struct nm_tls *owner;      /* a reference */
     int cert_wanted;           /* the server asked for a certificate we lack */
     int refused;               /* the server's alert refused our certificate */
     struct nm_tls_conn *orphan_next; /* a forked child's: set aside */

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "tls.h"
 #include "tls_int.h"
 
 #define CHUNK 1024
