@@ -19,6 +19,7 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -187,6 +188,38 @@ static void test_resumed(void)
     g_free(ca);
     g_free(cert);
     g_free(key);
+    nm_redis_free(r);
+}
+
+/* After fork() the child dials its own TLS connection, and the parent's,
+ * which the child inherited and closed without a word, still works. */
+static void test_fork(void)
+{
+    NmRedis *r = tls_server("server", TRUE);
+    char *url = tls_url(r, "127.0.0.1");
+    netmutex_t m;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    nm_assert_rc(configure(url, TRUE, NULL, NULL), 0);
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int rc = netmutex_lock(&m);
+        if (rc == 0)
+            rc = netmutex_unlock(&m);
+        _exit(rc == 0 ? 0 : 1);
+    }
+    int status = -1;
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    for (int i = 0; i < 3; i++) {
+        nm_assert_rc(netmutex_lock(&m), 0);
+        nm_assert_rc(netmutex_unlock(&m), 0);
+    }
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_assert_rc(netmutex_configure(NULL), 0);
+    g_free(name);
+    g_free(url);
     nm_redis_free(r);
 }
 
@@ -386,6 +419,7 @@ int main(int argc, char **argv)
     g_test_add_func("/tls/lock/client-cert", test_lock_client_cert);
     g_test_add_func("/tls/lock/no-client-cert", test_lock_no_client_cert);
     g_test_add_func("/tls/resumed", test_resumed);
+    g_test_add_func("/tls/fork", test_fork);
     g_test_add_func("/tls/refused/certificates", test_refusals);
     g_test_add_func("/tls/refused/verify-off", test_verify_off);
     g_test_add_func("/tls/refused/mixups", test_mixups);

@@ -32,7 +32,8 @@ static const struct {
     { EIO, "EIO", "released here, but the server could not be told" },
     { ENOENT, "ENOENT", "there was nothing to free" },
     { EACCES, "EACCES",
-      "refused (credentials, database or ACL permission; a TLS certificate, either way)" },
+      "refused by the server (credentials, database or ACL permission), "
+      "or a TLS certificate not accepted" },
     { ENOTSUP, "ENOTSUP", "the server may evict lock keys (maxmemory policy)" },
     { EPROTO, "EPROTO", "unexpected answer from the server (or no TLS where rediss:// wants it)" },
     { ENOSPC, "ENOSPC", "the porting layer's table of selected mutexes is full" },

@@ -6,8 +6,8 @@
  * OpenSSL lets threads share it as long as nobody changes it.  Sessions
  * are stored here, not in the SSL_CTX's cache, keyed by the state that
  * made them and the server (the name verified, host and port), under one
- * leaf lock that the fork handlers hold across fork(): a child frees them
- * all, and never resumes a session of its parent.
+ * leaf lock that mutex.c's fork handlers hold across fork(): a child
+ * frees them all, and never resumes a session of its parent.
  */
 #include "nm.h"
 
@@ -43,7 +43,6 @@ typedef struct stored {
 
 static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER; /* a leaf */
 static stored_t *store;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 static stored_t **store_find(const nm_tls_t *owner, const char *key)
 {
@@ -100,19 +99,15 @@ static void store_drop(const nm_tls_t *owner)
     }
 }
 
-static void fork_prepare(void) { pthread_mutex_lock(&store_lock); }
-static void fork_parent(void) { pthread_mutex_unlock(&store_lock); }
+/* mutex.c's fork handlers call these, store_lock last of all (a leaf). */
+void nm_tls_before_fork(void) { pthread_mutex_lock(&store_lock); }
+void nm_tls_after_fork_parent(void) { pthread_mutex_unlock(&store_lock); }
 
-static void fork_child(void)
+void nm_tls_after_fork_child(void)
 {
     store_drop(NULL);
     pthread_mutex_unlock(&store_lock);
     nm_tls_table_orphan_all();
-}
-
-static void fork_register(void)
-{
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 /* ---- the SSL_CTX ------------------------------------------------------ */
@@ -177,7 +172,6 @@ static SSL_CTX *ctx_new(const nm_tls_settings_t *s)
 
 int nm_tls_new(const nm_tls_settings_t *s, nm_tls_t **out, char *why, size_t size)
 {
-    pthread_once(&fork_once, fork_register);
     nm_tls_t *t = calloc(1, sizeof *t);
     int err = t ? 0 : ENOMEM;
     if (!err && !(t->ctx = ctx_new(s)))

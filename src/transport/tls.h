@@ -62,6 +62,13 @@ int nm_tls_cert_wanted(const redisContext *c);
 /* Whether C's handshake resumed a stored session (for the tests). */
 int nm_tls_resumed(const redisContext *c);
 
+/* fork(), from mutex.c's handlers: the stored sessions' lock is held
+ * across it (the last lock taken, a leaf); the child frees the sessions
+ * and sets every TLS connection aside, unused and unfreed. */
+void nm_tls_before_fork(void);
+void nm_tls_after_fork_parent(void);
+void nm_tls_after_fork_child(void);
+
 /* tls_io.c.  Whether descriptor FD carries TLS. */
 int nm_tls_on(int fd);
 
