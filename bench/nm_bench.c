@@ -118,6 +118,14 @@
  *                      "blpop_floor_p99_us", "blpop_floor_p50_rtt".  "overtakes" = locks that returned to the
  *                      process that had just unlocked while the other
  *                      still waited (not samples), target 0.
+ *   cond_pingpong      2 processes hand a turn to each other through a
+ *                      netmutex_cond_t and the netmutex guarding the turn
+ *                      (lease caching on): each waits until the turn is
+ *                      its own, hands it over, signals.  "exchanges_per_s",
+ *                      "exchange_us" and "exchange_rtt" (in PING round
+ *                      trips); "spurious" = wake-ups that found the turn
+ *                      not theirs, "spurious_per_1000" exchanges, target
+ *                      <= 1.
  *   timedlock_late     How late a timed wait returns.  1 process, one name
  *                      held by a lock key written by hand (a token of
  *                      nobody's, so only the waiter talks to the server),
@@ -314,7 +322,8 @@
  * the quorum scenarios are in scenarios_basic.c; server_cpu, handoff and
  * residue in scenarios_footprint.c, cache_uncontended, cache_revoke and
  * cache_porting in scenarios_cache.c, cluster_names in scenarios_cluster.c,
- * timedlock_late in scenarios_wait.c; the delayed link's proxy in
+ * timedlock_late in scenarios_wait.c, cond_pingpong in scenarios_cond.c;
+ * the delayed link's proxy in
  * bench_proxy.c, and delayed_uncontended, delayed_quorum_uncontended and the
  * rtt_targets line in scenarios_delay.c; what the files share is declared in
  * nm_bench.h.
@@ -417,6 +426,7 @@ static const scenario_t scenarios[] = {
     { "cache_contended_procs", nmb_sc_contended_procs, { 4, 1, 1000, 1000, 0, 0, 1 }, NULL, NULL },
     { "cache_porting", nmb_sc_cache_porting, { 1, 3, 0, 0, 0, 0, 1 }, NULL, NULL },
     { "cluster_names", nmb_sc_cluster_names, { 4, 2, 0, 0, 0, 0, 0 }, NULL, NULL },
+    { "cond_pingpong", nmb_sc_cond_pingpong, { 2, 1, 0, 0, 0, 0, 1 }, NULL, NULL },
 };
 #define NSCENARIOS (sizeof scenarios / sizeof scenarios[0])
 

@@ -283,4 +283,7 @@ int nmb_sc_cluster_names(const scenario_t *sc);
 /* scenarios_wait.c */
 int nmb_sc_timedlock_late(const scenario_t *sc);
 
+/* scenarios_cond.c */
+int nmb_sc_cond_pingpong(const scenario_t *sc);
+
 #endif

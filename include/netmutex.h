@@ -251,6 +251,89 @@ NETMUTEX_API int netmutex_extend(netmutex_t *m, unsigned int ms);
  * EINVAL, EAGAIN (server unreachable), EACCES. */
 NETMUTEX_API int netmutex_break(const char *name);
 
+/* ---- condition variables ----------------------------------------------- */
+
+/* A condition variable across processes and hosts, as pthread_cond_t is
+ * across threads: every process using the name is a thread of one
+ * program.  Its waiters are kept in Redis, under keys of the condition's
+ * own (netmutex_cond_wait(3) has the protocol), so any netmutex may guard
+ * it.  Not in quorum mode: every call that needs the server returns
+ * ENOTSUP there (the servers' separate lists of waiters would need a
+ * quorum protocol of their own to agree on who was signalled).
+ *
+ * netmutex_condattr_t: opaque, like pthread_condattr_t; its size is fixed
+ * for good (64 bytes on LP64) and leaves room for new attributes. */
+typedef struct netmutex_condattr {
+    unsigned int nm_magic;     /* private: set by netmutex_condattr_init */
+    unsigned int nm_opaque_u[7];
+    void *nm_opaque_p[4];
+} netmutex_condattr_t;
+
+NETMUTEX_API int netmutex_condattr_init(netmutex_condattr_t *attr);
+NETMUTEX_API int netmutex_condattr_destroy(netmutex_condattr_t *attr);
+/* The clock of netmutex_cond_timedwait: CLOCK_REALTIME (default) or
+ * CLOCK_MONOTONIC, as pthread_condattr_setclock(3).  EINVAL for another. */
+NETMUTEX_API int netmutex_condattr_setclock(netmutex_condattr_t *attr, clockid_t clock);
+NETMUTEX_API int netmutex_condattr_getclock(const netmutex_condattr_t *attr,
+                                            clockid_t *clock);
+
+/* Opaque, like pthread_cond_t; its size is fixed for good (96 bytes on
+ * LP64).  As with netmutex_t, only its first two members are public, for
+ * NETMUTEX_COND_INITIALIZER, and keep their place in every 1.x version. */
+typedef struct netmutex_cond {
+    const char *nm_name;  /* NETMUTEX_COND_INITIALIZER's name, NULL once inited */
+    unsigned int nm_init; /* lifecycle marker */
+    unsigned int nm_opaque_u[5];
+    void *nm_opaque_p[8];
+} netmutex_cond_t;
+
+/* Static initializer (CLOCK_REALTIME): the process-local state behind it
+ * is created by the first call that uses it.  NAME must stay valid while
+ * the condition is used. */
+#define NETMUTEX_COND_STATIC_MARK_ 0x6e6d6373u /* "nmcs" */
+#define NETMUTEX_COND_INITIALIZER(name) \
+    { (name), NETMUTEX_COND_STATIC_MARK_, { 0 }, { 0 } }
+
+/* NAME is copied (the limits of a mutex's name); ATTR may be NULL.
+ * EINVAL, ENOMEM. */
+NETMUTEX_API int netmutex_cond_init(netmutex_cond_t *c, const char *name,
+                                    const netmutex_condattr_t *attr);
+/* EBUSY while a thread of this process waits on C; EINVAL. */
+NETMUTEX_API int netmutex_cond_destroy(netmutex_cond_t *c);
+
+/* Releases M, which the calling thread holds, and waits until C is
+ * signalled, as one step for any signaller that holds M; returns with M
+ * held again, whatever it returns (but EINVAL and EPERM, which touch
+ * nothing).  Spurious wake-ups happen (rarely): loop on the predicate.
+ * EINVAL:  a bad C or M, M recursive and locked more than once.
+ * EPERM:   the calling thread does not hold M.
+ * EOWNERDEAD, ENOTRECOVERABLE: as netmutex_lock, taking M again.
+ * ENOLCK:  M's lease had been lost when the wait released it; the call
+ *          returns at once, M taken again.
+ * ENOTSUP: quorum mode (M is left held).
+ * EACCES, EPROTO, ENOMEM: the server refused, or memory ran out (M is
+ *          left held); EAGAIN: the background thread that keeps the
+ *          waiter alive could not be started (M is left held).
+ * A server that cannot be reached makes a spurious wake-up (0), never a
+ * hang. */
+NETMUTEX_API int netmutex_cond_wait(netmutex_cond_t *c, netmutex_t *m);
+/* The same until ABSTIME on C's clock: ETIMEDOUT, M held again; EINVAL for
+ * a NULL ABSTIME or a tv_nsec outside [0, 1e9).  A waiter signalled as its
+ * deadline passed returns 0: it consumed the signal. */
+NETMUTEX_API int netmutex_cond_timedwait(netmutex_cond_t *c, netmutex_t *m,
+                                         const struct timespec *abstime);
+/* The same on CLOCKID, CLOCK_REALTIME or CLOCK_MONOTONIC (EINVAL). */
+NETMUTEX_API int netmutex_cond_clockwait(netmutex_cond_t *c, netmutex_t *m, clockid_t clockid,
+                                         const struct timespec *abstime);
+
+/* Wakes at least one thread, of any process, waiting on C now (signal) or
+ * all of them (broadcast); a signal with no waiter is not remembered.  The
+ * caller may hold the guarding mutex or not, as with pthread.
+ * EINVAL, ENOTSUP (quorum mode), EAGAIN (the server could not be reached:
+ * the signal may be lost), EACCES, EPROTO, ENOMEM. */
+NETMUTEX_API int netmutex_cond_signal(netmutex_cond_t *c);
+NETMUTEX_API int netmutex_cond_broadcast(netmutex_cond_t *c);
+
 /* ---- inspection ---------------------------------------------------------- */
 
 /* What the servers know about NAME, for people and tools (netmutex(1)
@@ -326,6 +409,21 @@ typedef struct netmutex_list_info {
 } netmutex_list_info_t;
 NETMUTEX_API int netmutex_list(const char *pattern, netmutex_list_fn fn, void *arg,
                                netmutex_list_info_t *info);
+
+/* ---- permissions ---------------------------------------------------------- */
+
+/* The Redis ACL rule a netmutex user needs under the key prefix PREFIX
+ * (NULL: the configured one, else NETMUTEX_PREFIX, else the default;
+ * nothing is configured by the call), for ACL SETUSER after the user's
+ * name, "on" and password: "resetkeys ~<prefix>* resetchannels &<prefix>*
+ * -@all +<command>...", one line, each argument as redis-cli reads it.
+ * Written to BUF, NUL-terminated, when it fits in SIZE bytes;
+ * NETMUTEX_ACL_RULE_MAX always suffices.  No server is asked.
+ * 0, EINVAL (BUF NULL; PREFIX longer than 256 bytes or holding a brace;
+ * with PREFIX NULL, a bad NETMUTEX_PREFIX), ERANGE (SIZE too small; BUF
+ * then holds ""), ENOMEM. */
+#define NETMUTEX_ACL_RULE_MAX 4096
+NETMUTEX_API int netmutex_acl_rule(const char *prefix, char *buf, size_t size);
 
 /* ---- global configuration -------------------------------------------- */
 

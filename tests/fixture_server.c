@@ -42,6 +42,7 @@ struct NmRedis {
     char **first;      /* before the usual arguments (a sentinel's) */
     char **extra;      /* after them: the caller's, DEBUG, cluster mode */
     bool paused;
+    bool acl;          /* NETMUTEX_TEST_ACL: the users of acl_args */
 };
 
 /* The server dies with us anyway (PDEATHSIG); a failed g_error, a fatal
@@ -54,6 +55,62 @@ static void catch_fatal_once(void)
     if (!done)
         rs_catch_fatal(NULL, 0, NULL);
     done = true;
+}
+
+/* ---- NETMUTEX_TEST_ACL=1: the library as a least-privileged user ------- */
+
+/* With NETMUTEX_TEST_ACL=1 every plain server (not a sentinel, not a
+ * cluster node, which have users of their own to think of) starts with
+ * three users, from its command line so that they exist from its first
+ * moment and again after every restart: ACL_USER with exactly the rule
+ * netmutex_acl_rule() gives, which every URL of the fixture carries;
+ * ACL_ADMIN with every right, for the fixture's own connections (a
+ * test's assertions and admin commands) and a replica's link; and the
+ * default user, allowed nothing but the start-up PING.  tests/acl.sh runs
+ * part of the suite so. */
+#define ACL_USER "nmuser"
+#define ACL_USER_PASS "nmuser-pw"
+#define ACL_ADMIN "nmadmin"
+#define ACL_ADMIN_PASS "nmadmin-pw"
+
+static bool acl_wanted(const NmRedisOpts *opts)
+{
+    const char *v = g_getenv("NETMUTEX_TEST_ACL");
+    return v && strcmp(v, "1") == 0 && !(opts && (opts->sentinel_conf ||
+                                                   opts->cluster_node_timeout_ms));
+}
+
+static void acl_args(GPtrArray *a, const NmRedis *r)
+{
+    char rule[NETMUTEX_ACL_RULE_MAX];
+    char **words;
+
+    nm_assert_rc(netmutex_acl_rule(NULL, rule, sizeof rule), 0);
+    /* The default prefix needs no quoting: one rule per space. */
+    g_assert_null(strchr(rule, '"'));
+    words = g_strsplit(rule, " ", -1);
+#define ARG(s) g_ptr_array_add(a, g_strdup(s))
+    ARG("--user"), ARG("default"), ARG("on"), ARG("-@all"), ARG("+ping");
+    if (r->pass)
+        g_ptr_array_add(a, g_strconcat(">", r->pass, NULL));
+    else
+        ARG("nopass");
+    ARG("--user"), ARG(ACL_ADMIN), ARG("on"), ARG(">" ACL_ADMIN_PASS), ARG("~*"), ARG("&*");
+    ARG("+@all");
+    ARG("--user"), ARG(ACL_USER), ARG("on"), ARG(">" ACL_USER_PASS);
+    for (char **w = words; *w; w++)
+        ARG(*w);
+    ARG("--masteruser"), ARG(ACL_ADMIN), ARG("--masterauth"), ARG(ACL_ADMIN_PASS);
+#undef ARG
+    g_strfreev(words);
+}
+
+/* The credentials of a URL to R, "" for none. */
+static char *url_auth(const NmRedis *r)
+{
+    if (r->acl)
+        return g_strdup(ACL_USER ":" ACL_USER_PASS "@");
+    return r->pass ? g_strdup_printf(":%s@", r->pass) : g_strdup("");
 }
 
 /* What goes after the usual arguments, for the life of R. */
@@ -84,6 +141,8 @@ static char **extra_args(const NmRedis *r, const NmRedisOpts *opts)
         ARG("--repl-diskless-sync-delay");
         ARG("0");
     }
+    if (r->acl)
+        acl_args(a, r);
 #undef ARG
     g_ptr_array_add(a, NULL);
     return (char **)g_ptr_array_free(a, FALSE);
@@ -143,6 +202,7 @@ NmRedis *nm_redis_start(const NmRedisOpts *opts)
     r->dir = r->srv.dir;
     r->sock = r->srv.sock;
     r->pass = opts && opts->requirepass ? g_strdup(opts->requirepass) : NULL;
+    r->acl = acl_wanted(opts);
     r->extra = extra_args(r, opts);
     if (opts && opts->sentinel_conf) {
         /* A sentinel: the configuration file must come first. */
@@ -201,14 +261,16 @@ char *nm_redis_url(NmRedis *r)
 {
     if (nm_test_tls())
         return nm_redis_tcp_url(r, -1);
-    if (r->pass)
-        return g_strdup_printf("unix://:%s@%s", r->pass, r->sock);
-    return g_strdup_printf("unix://%s", r->sock);
+    char *auth = url_auth(r);
+    char *url = g_strdup_printf("unix://%s%s", auth, r->sock);
+
+    g_free(auth);
+    return url;
 }
 
 char *nm_redis_tcp_url(NmRedis *r, int db)
 {
-    char *auth = r->pass ? g_strdup_printf(":%s@", r->pass) : g_strdup("");
+    char *auth = url_auth(r);
     char *path = db >= 0 ? g_strdup_printf("/%d", db) : g_strdup("");
     char *url;
 
@@ -266,7 +328,9 @@ redisContext *nm_redis_connect(NmRedis *r, int db)
     if (!c || c->err)
         g_error("raw connection to %s: %s", r->sock, c ? c->errstr : "out of memory");
     redisSetTimeout(c, tv_ms(nm_ms(10000)));
-    if (r->pass)
+    if (r->acl)
+        expect_ok_reply(c, redisCommand(c, "AUTH %s %s", ACL_ADMIN, ACL_ADMIN_PASS), "AUTH");
+    else if (r->pass)
         expect_ok_reply(c, redisCommand(c, "AUTH %s", r->pass), "AUTH");
     if (db != 0)
         expect_ok_reply(c, redisCommand(c, "SELECT %d", db), "SELECT");

@@ -567,6 +567,91 @@ static void test_configure_unreachable_accepted(void)
     nm_configure(redis);
 }
 
+/* ---- netmutex_acl_rule --------------------------------------------------- */
+
+/* The rule for the default prefix, as netmutex_acl_rule(3) prints it. */
+#define ACL_COMMANDS                                                          \
+    "-@all +ping +info +select +evalsha +script|load +get +set +del "        \
+    "+pexpire +pttl +time +rpush +lpop +lrem +llen +hget +hset +hdel +hlen " \
+    "+publish +spublish +cluster|keyslot +blpop +subscribe +unsubscribe "    \
+    "+ssubscribe +sunsubscribe +wait +role +scan +cluster|slots +asking"
+
+static char *acl_patterns(const char *keys, const char *channels)
+{
+    return g_strdup_printf("resetkeys %s resetchannels %s " ACL_COMMANDS, keys, channels);
+}
+
+static void assert_rule(const char *prefix, const char *keys, const char *channels)
+{
+    char buf[NETMUTEX_ACL_RULE_MAX];
+    char *want = acl_patterns(keys, channels);
+
+    nm_assert_rc(netmutex_acl_rule(prefix, buf, sizeof buf), 0);
+    g_assert_cmpstr(buf, ==, want);
+    g_free(want);
+}
+
+static void test_acl_rule_default(void)
+{
+    assert_rule("netmutex:", "~netmutex:*", "&netmutex:*");
+    assert_rule(NULL, "~netmutex:*", "&netmutex:*");
+    assert_rule("", "~*", "&*");
+}
+
+/* NULL: the configured prefix, else the environment's, else the default. */
+static void test_acl_rule_which_prefix(void)
+{
+    char *url = nm_redis_url(redis);
+    netmutex_config_t cfg = { .url = url, .key_prefix = "cfg:" };
+    char buf[NETMUTEX_ACL_RULE_MAX];
+
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    assert_rule(NULL, "~cfg:*", "&cfg:*");
+    g_setenv("NETMUTEX_PREFIX", "envpfx:", TRUE);
+    assert_rule(NULL, "~cfg:*", "&cfg:*"); /* configured: the environment is not read */
+    nm_assert_rc(netmutex_shutdown(), 0);
+    assert_rule(NULL, "~envpfx:*", "&envpfx:*");
+    g_setenv("NETMUTEX_PREFIX", "bad{", TRUE);
+    nm_assert_rc(netmutex_acl_rule(NULL, buf, sizeof buf), EINVAL);
+    g_unsetenv("NETMUTEX_PREFIX");
+    assert_rule(NULL, "~netmutex:*", "&netmutex:*");
+    nm_configure(redis);
+    g_free(url);
+}
+
+/* Glob characters quoted; white space, which Redis refuses in a pattern,
+ * matched by '?'; quotes and other bytes in a quoted argument. */
+static void test_acl_rule_quoting(void)
+{
+    assert_rule("a*b?[c]\\:", "~a\\*b\\?\\[c\\]\\\\:*", "&a\\*b\\?\\[c\\]\\\\:*");
+    assert_rule("sp ace\t:", "~sp?ace?:*", "&sp?ace?:*");
+    assert_rule("q\"x'", "\"~q\\\"x'*\"", "\"&q\\\"x'*\"");
+    assert_rule("\x01\xff\\", "\"~\\x01\\xff\\\\\\\\*\"", "\"&\\x01\\xff\\\\\\\\*\"");
+}
+
+static void test_acl_rule_errors(void)
+{
+    char buf[NETMUTEX_ACL_RULE_MAX], *max = g_strnfill(256, '\x01');
+    char *over = g_strnfill(257, 'p');
+    size_t len;
+
+    nm_assert_rc(netmutex_acl_rule("p:", NULL, 10), EINVAL);
+    nm_assert_rc(netmutex_acl_rule("a{", buf, sizeof buf), EINVAL);
+    nm_assert_rc(netmutex_acl_rule("a}", buf, sizeof buf), EINVAL);
+    nm_assert_rc(netmutex_acl_rule(over, buf, sizeof buf), EINVAL);
+    /* The longest rule there is fits in NETMUTEX_ACL_RULE_MAX. */
+    nm_assert_rc(netmutex_acl_rule(max, buf, sizeof buf), 0);
+    nm_assert_rc(netmutex_acl_rule("p:", buf, sizeof buf), 0);
+    len = strlen(buf);
+    nm_assert_rc(netmutex_acl_rule("p:", buf, len + 1), 0);
+    g_assert_cmpuint(strlen(buf), ==, len);
+    nm_assert_rc(netmutex_acl_rule("p:", buf, len), ERANGE);
+    g_assert_cmpstr(buf, ==, "");
+    nm_assert_rc(netmutex_acl_rule("p:", buf, 0), ERANGE);
+    g_free(over);
+    g_free(max);
+}
+
 int main(int argc, char **argv)
 {
     const NmRedisOpts opts = { .tcp = true };
@@ -599,6 +684,10 @@ int main(int argc, char **argv)
     g_test_add_func("/config/shutdown/next-call-uses-env", test_shutdown_reconfigures_from_env);
     g_test_add_func("/config/reconfigure/ebusy-while-held", test_configure_busy_while_held);
     g_test_add_func("/config/reconfigure/threads-redial", test_reconfigure_thread_redials);
+    g_test_add_func("/config/acl-rule/default", test_acl_rule_default);
+    g_test_add_func("/config/acl-rule/which-prefix", test_acl_rule_which_prefix);
+    g_test_add_func("/config/acl-rule/quoting", test_acl_rule_quoting);
+    g_test_add_func("/config/acl-rule/errors", test_acl_rule_errors);
 
     rc = nm_test_finish(g_test_run());
     nm_redis_free(redis);

@@ -966,6 +966,100 @@ static void test_cli(void)
     g_free(plain);
 }
 
+/* ---- condition variables ----------------------------------------------------- */
+
+/* Key SUFFIX of condition NAME: {c<tag>} where NAME's lock key has {<tag>}. */
+static char *cond_key(const char *name, const char *suffix)
+{
+    char *lock = nm_lock_key(name);
+    const char *brace = strchr(lock, '{');
+    char *key = g_strdup_printf("%.*s{c%s%s", (int)(brace - lock), lock, brace + 1, suffix);
+    g_free(lock);
+    return key;
+}
+
+static long long cond_llen(NmRedis *node, const char *key)
+{
+    redisReply *r = nm_redis_cmd(node, "LLEN %s", key);
+    long long n = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    freeReplyObject(r);
+    return n;
+}
+
+static bool cond_waiters(NmRedis *node, const char *cw, long long n)
+{
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    while (cond_llen(node, cw) != n && nmt_now_ms() < until)
+        nmt_sleep_ms(2);
+    return cond_llen(node, cw) == n;
+}
+
+static long long cond_keys_on(NmRedis *node)
+{
+    redisReply *r = nm_redis_cmd(node, "KEYS netmutex:{c*");
+    long long n = r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
+    freeReplyObject(r);
+    return n;
+}
+
+typedef struct CondWaiter {
+    netmutex_cond_t *c;
+    netmutex_t *m;
+} CondWaiter;
+
+static int cond_wait_once(void *p)
+{
+    CondWaiter *w = p;
+    int err = netmutex_lock(w->m);
+    if (!err)
+        err = netmutex_cond_wait(w->c, w->m);
+    int uerr = netmutex_unlock(w->m);
+    return err ? err : uerr;
+}
+
+/* A condition whose slot is on another master than its mutex's: every
+ * request of a wait goes to the condition's node, the lock's to the
+ * mutex's, and signal and broadcast wake the waiters. */
+static void test_cond_other_node(void)
+{
+    netmutex_cond_t c;
+    netmutex_t m;
+    char *cname = NULL, *mname = nm_test_name("m"), *cw = NULL;
+    NmRedis *node = NULL;
+    NmRedis *mnode = nm_topo_master_of(topo, slot_of_name(mname));
+    for (int i = 0; !node; i++) {
+        char *suffix = g_strdup_printf("c%d", i);
+        g_free(cname);
+        g_free(cw);
+        cname = nm_test_name(suffix);
+        cw = cond_key(cname, ":cw");
+        NmRedis *n = nm_topo_master_of(topo, nm_topo_keyslot(topo, cw, strlen(cw)));
+        node = n != mnode ? n : NULL;
+        g_free(suffix);
+    }
+    configure_cluster(0);
+    nm_assert_rc(netmutex_init(&m, mname, NULL), 0);
+    nm_assert_rc(netmutex_cond_init(&c, cname, NULL), 0);
+    CondWaiter w = { &c, &m };
+    NmCall *a = nm_call_start(cond_wait_once, &w);
+    g_assert_true(cond_waiters(node, cw, 1));
+    NmCall *b = nm_call_start(cond_wait_once, &w);
+    g_assert_true(cond_waiters(node, cw, 2));
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_assert_rc(nm_call_wait(a, PROMPT_MS), 0); /* FIFO: the first */
+    nm_assert_rc(netmutex_cond_broadcast(&c), 0);
+    nm_assert_rc(nm_call_wait(b, PROMPT_MS), 0);
+    g_assert_cmpint(cond_keys_on(node), ==, 0);
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_assert_rc(netmutex_shutdown(), 0);
+    g_free(cw);
+    g_free(cname);
+    g_free(mname);
+}
+
 int main(int argc, char **argv)
 {
     int rc;
@@ -996,6 +1090,7 @@ int main(int argc, char **argv)
                     test_migration_release_queue_moved);
     g_test_add_func("/cluster/migration/four-busy-slots", test_migration_four_busy_slots);
     g_test_add_func("/cluster/cli/list-status-break", test_cli);
+    g_test_add_func("/cluster/cond/other-node-than-mutex", test_cond_other_node);
 
     rc = g_test_run();
     nm_topo_free(topo);

@@ -32,6 +32,7 @@ static const struct {
     { EPROTO, "EPROTO" },
     { ENOSPC, "ENOSPC" },
     { ECANCELED, "ECANCELED" },
+    { ERANGE, "ERANGE" },
 };
 
 static void test_names(void)

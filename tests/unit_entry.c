@@ -13,6 +13,7 @@
 
 #include "nm.h"
 #include "clock.h"
+#include "config.h"
 #include "entry.h"
 
 static nm_config_t cfg = { .io_timeout_ms = 2000, .refs = 1 };

@@ -1,7 +1,8 @@
 /*
  * admin.c -- `netmutex status` and `netmutex break`: the commands that look
  * at or free a lock without taking it, and the printing of one lock's
- * state that `list` shares.  Their exit codes answer the script's question
+ * state that `list` shares; `netmutex acl`, what an administrator gives a
+ * Redis user of the locks.  Their exit codes answer the script's question
  * (held? broken?) so nobody has to parse the output.
  *
  * Names and holders may hold any byte: they are printed only through
@@ -126,4 +127,25 @@ int cli_break(const struct cli_opts *o)
     if (o->verbose)
         cli_say("%s: broken", o->shown_name);
     return 0;
+}
+
+/* The library's rule after the user's name, "on" and password, which the
+ * administrator fills in: one line to paste into redis-cli. */
+int cli_acl(const struct cli_opts *o)
+{
+    char rule[NETMUTEX_ACL_RULE_MAX];
+    int err = netmutex_acl_rule(o->prefix, rule, sizeof rule);
+
+    if (err == EINVAL) {
+        if (o->prefix) {
+            cli_say("bad PREFIX: at most 256 bytes, without { or }");
+            return CLI_EX_USAGE;
+        }
+        cli_say("bad NETMUTEX_PREFIX: at most 256 bytes, without { or }");
+    } else if (err) {
+        cli_say("acl: %s", netmutex_strerror(err));
+    } else {
+        printf("ACL SETUSER <user> on ><password> %s\n", rule);
+    }
+    return cli_exit_code(err);
 }

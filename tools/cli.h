@@ -7,7 +7,7 @@
  *   config.c    the library's configuration, shared by every command
  *   opts.c      the command line
  *   run.c       netmutex NAME COMMAND
- *   admin.c     status and break
+ *   admin.c     status, break, and acl (the rule a Redis ACL user needs)
  *   list.c      list: the held locks (netmutex_list)
  *   escape.c    names and holders made safe for a terminal and for JSON
  *   url.c       passwords: hidden in argv, masked in messages, --url-file
@@ -39,13 +39,14 @@
 /* Room for any name or holder once escaped: 4 bytes per byte at most. */
 #define CLI_TEXT_MAX (4 * NETMUTEX_NAME_MAX + 1)
 
-enum cli_cmd { CLI_RUN, CLI_STATUS, CLI_BREAK, CLI_LIST };
+enum cli_cmd { CLI_RUN, CLI_STATUS, CLI_BREAK, CLI_LIST, CLI_ACL };
 
 struct cli_opts {
     enum cli_cmd cmd;
     const char *name;
     char shown_name[CLI_TEXT_MAX]; /* NAME escaped, for messages */
     const char *pattern;      /* list: a glob on the names, NULL for all */
+    const char *prefix;       /* acl: the key prefix, NULL: the configured */
     char **argv;              /* the command to run, NULL-terminated */
     const char *shell_cmd;    /* -c: run through /bin/sh instead */
     int nonblock;
@@ -110,5 +111,8 @@ int cli_run(struct cli_opts *o);
 int cli_status(const struct cli_opts *o);
 int cli_break(const struct cli_opts *o);
 int cli_list(const struct cli_opts *o);
+/* admin.c: prints the ACL SETUSER command of a netmutex user (no server
+ * is asked, nothing configured). */
+int cli_acl(const struct cli_opts *o);
 
 #endif /* NETMUTEX_CLI_H */

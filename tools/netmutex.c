@@ -1,6 +1,6 @@
 /*
  * netmutex.c -- netmutex(1): run a command while holding a cluster-wide
- * lock, or look at, list or break locks.  This file holds main and the
+ * lock, or look at, list or break locks, or say what a Redis user needs.  This file holds main and the
  * dispatch to the commands; what they share is in say.c and config.c
  * (cli.h has the map).
  */
@@ -19,6 +19,8 @@ static int run_command(struct cli_opts *o)
     /* run configures once it has forked its command (see run.c). */
     if (o->cmd == CLI_RUN)
         return cli_run(o);
+    if (o->cmd == CLI_ACL)
+        return cli_acl(o);
     if ((rc = cli_configure(o, NULL)) != 0)
         return rc;
     switch (o->cmd) {

@@ -6,8 +6,9 @@
  *   netmutex [options] status [--json] NAME
  *   netmutex [options] break NAME
  *   netmutex [options] list [--json] [PATTERN]
+ *   netmutex acl [PREFIX]
  *
- * "status", "break" and "list" are words only in the first position after
+ * "status", "break", "list" and "acl" are words only in the first position after
  * the options; a lock with such a name is reached with "run" or "--" (both
  * make the next word a NAME whatever it is).  Options stop at the first word
  * that is not one, as in flock(1), so the command's own options are never
@@ -36,7 +37,8 @@
 #define FOR_STATUS 2u
 #define FOR_BREAK 4u
 #define FOR_LIST 8u
-#define FOR_ALL (FOR_RUN | FOR_STATUS | FOR_BREAK | FOR_LIST)
+#define FOR_ACL 16u
+#define FOR_ALL (FOR_RUN | FOR_STATUS | FOR_BREAK | FOR_LIST | FOR_ACL)
 
 enum { OPT_LEASE = 256, OPT_ON_LOST, OPT_JSON, OPT_URL_FILE };
 
@@ -77,6 +79,7 @@ static void usage(FILE *f)
           "  netmutex [-u URL] status [--json] NAME\n"
           "  netmutex [-u URL] break NAME\n"
           "  netmutex [-u URL] list [--json] [PATTERN]\n"
+          "  netmutex acl [PREFIX]\n"
           "\n"
           "Runs COMMAND while holding the cluster-wide lock NAME (kept in Redis).\n"
           "\n"
@@ -98,6 +101,9 @@ static void usage(FILE *f)
           "  -V, --version             the version\n"
           "\n"
           "list prints the held locks whose names match PATTERN (a Redis glob).\n"
+          "acl prints the ACL SETUSER command of a Redis user that may use the\n"
+          "locks under PREFIX (default $NETMUTEX_PREFIX, else netmutex:) and\n"
+          "nothing else: put the user's name and password in its place.\n"
           "\n"
           "Exit: COMMAND's status (128+N if killed by signal N); 1 conflict;\n"
           "2 usage; 65 unrecoverable; 69 unreachable; 75 lease lost;\n"
@@ -247,6 +253,8 @@ static unsigned int option_scope(int c)
     case 'n': case 'w': case 'E': case OPT_LEASE: case OPT_ON_LOST:
     case 'x': case 'e': case 'o':
         return FOR_RUN;
+    case 'u': case OPT_URL_FILE: case 'v':
+        return FOR_ALL & ~FOR_ACL;
     case OPT_JSON:
         return FOR_STATUS | FOR_LIST;
     default:
@@ -333,6 +341,15 @@ static int take_pattern(char **rest, struct cli_opts *o)
     return 0;
 }
 
+/* acl [PREFIX]: no prefix is the configured one. */
+static int take_prefix(char **rest, struct cli_opts *o)
+{
+    if (rest[0] != NULL && rest[1] != NULL)
+        return usage_error("unexpected argument '%s'", rest[1]);
+    o->prefix = rest[0];
+    return 0;
+}
+
 static int command_word(const char *w, enum cli_cmd *cmd)
 {
     if (w == NULL)
@@ -345,6 +362,8 @@ static int command_word(const char *w, enum cli_cmd *cmd)
         *cmd = CLI_BREAK;
     else if (strcmp(w, "list") == 0)
         *cmd = CLI_LIST;
+    else if (strcmp(w, "acl") == 0)
+        *cmd = CLI_ACL;
     else
         return 0;
     return 1;
@@ -353,7 +372,8 @@ static int command_word(const char *w, enum cli_cmd *cmd)
 static int parse_all(int argc, char **argv, struct cli_opts *o)
 {
     static const unsigned int bit[] = { [CLI_RUN] = FOR_RUN, [CLI_STATUS] = FOR_STATUS,
-                                        [CLI_BREAK] = FOR_BREAK, [CLI_LIST] = FOR_LIST };
+                                        [CLI_BREAK] = FOR_BREAK, [CLI_LIST] = FOR_LIST,
+                                        [CLI_ACL] = FOR_ACL };
     unsigned int scope = FOR_ALL;
     int rc;
 
@@ -377,6 +397,8 @@ static int parse_all(int argc, char **argv, struct cli_opts *o)
         return take_command(argv + optind, o);
     if (o->cmd == CLI_LIST)
         return take_pattern(argv + optind, o);
+    if (o->cmd == CLI_ACL)
+        return take_prefix(argv + optind, o);
     return take_name_only(argv + optind, o);
 }
 

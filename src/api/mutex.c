@@ -31,6 +31,7 @@
 #include "journal.h"
 #include "lease.h"
 #include "list.h"
+#include "mutex.h"
 #include "opaque.h"
 #include "registry.h"
 #include "renew.h"
@@ -576,6 +577,19 @@ static int lock_if_owner(netmutex_t *m, nm_entry_t **out)
     }
     *out = e;
     return 0;
+}
+
+int nm_mutex_wait_check(netmutex_t *m, unsigned int *lease_ms)
+{
+    nm_entry_t *e;
+    int err = lock_if_owner(m, &e);
+    if (err)
+        return err;
+    if (e->hold.depth > 1)
+        err = EINVAL;
+    *lease_ms = m->nm_init == NM_STATE_LIVE ? NM_M_LEASE_MS(m) : 0;
+    pthread_mutex_unlock(&e->mu);
+    return err;
 }
 
 /* Under e->mu, leaving it: E's lease goes back to the servers.  E stays

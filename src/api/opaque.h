@@ -39,6 +39,14 @@
 #define NM_A_LOST(a) ((a)->nm_opaque_p[0])
 #define NM_A_LOST_ARG(a) ((a)->nm_opaque_p[1])
 
+/* netmutex_cond_t.nm_init: NM_COND_LIVE after netmutex_cond_init,
+ * NETMUTEX_COND_STATIC_MARK_ from NETMUTEX_COND_INITIALIZER, anything else
+ * (0 after destroy) is not a condition.  cond.c alone reaches these. */
+#define NM_COND_LIVE 0x6e6d6376u /* "nmcv" */
+#define NM_CONDATTR_MAGIC 0x6e6d6361u /* "nmca" */
+#define NM_C_HANDLE(c) ((c)->nm_opaque_p[0]) /* cond.c's record, atomic */
+#define NM_CA_CLOCK(a) ((a)->nm_opaque_u[0]) /* clockid_t */
+
 /* A callback in a pointer slot.  POSIX makes function and object pointers
  * the same size (dlsym needs it); memcpy says so without a cast ISO C
  * frowns on. */

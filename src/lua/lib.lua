@@ -60,6 +60,30 @@
 --                            its G if a thread holds it), 'b' a break;
 --                            in a Redis Cluster a shard channel (SPUBLISH)
 --
+-- Keys of one condition variable (netmutex_cond_t, cond.lua).  They share
+-- the hash tag {c<tag>}, 'c' then the 16 hex digits of the FNV-1a digest of
+-- the condition's name: one slot for the condition (its mutex's keys are
+-- elsewhere), and a tag no mutex key has (a mutex's is 16 characters), so
+-- no name of either kind can ever name the other's key, and netmutex_list
+-- never takes one for a lock.  Nothing is left once every waiter left:
+--   CW <prefix>{c<tag>}<name>:cw        list: tokens of the waiters not
+--                                      signalled yet, in arrival order; PX
+--                                      three leases of the latest waiter to
+--                                      register or look (gone once a dead
+--                                      waiter's last look is that old)
+--   CS <prefix>{c<tag>}<name>:cs        list: tokens of signalled waiters
+--                                      that have not left yet; PX as CW
+--   CK <prefix>{c<tag>}<name>:ck:<t>    waiter t: "<t><s>", s 'w' waiting or
+--                                      's' signalled; PX = the waiter's
+--                                      lease, renewed by the renewal job as
+--                                      a lock key (renew.lua: a value that
+--                                      starts with its token)
+--   CG <prefix>{c<tag>}<name>:cg:<t>    list: "1" pushed when waiter t is
+--                                      signalled; it waits with BLPOP
+-- Only the caller's own CK and CG are declared; the others, found in CW
+-- and CS, share their slot (a migration of that slot makes the script
+-- refuse them as "non local": TRYAGAIN, retried).
+
 -- Fences.  A fence is this server's clock in microseconds when the lock was
 -- taken, raised above the slot's floor P if the clock is not past it, and
 -- P becomes the new fence.  Acquisitions of one name happen one after

@@ -33,6 +33,7 @@ static const struct {
     [NM_SCRIPT_FENCE] = { nm_lua_fence, nm_lua_fence_sha },
     [NM_SCRIPT_MARK] = { nm_lua_mark, nm_lua_mark_sha },
     [NM_SCRIPT_GRANT] = { nm_lua_grant, nm_lua_grant_sha },
+    [NM_SCRIPT_COND] = { nm_lua_cond, nm_lua_cond_sha },
 };
 
 int nm_script_load(redisContext *c, nm_script_t id, int64_t deadline)

@@ -1,4 +1,4 @@
-/* keys.c -- building the keys of a mutex. */
+/* keys.c -- building the keys of a mutex, and of a condition variable. */
 #include "nm.h"
 
 #include <errno.h>
@@ -187,4 +187,45 @@ int nm_keys_name_of(const nm_config_t *cfg, const char *key, size_t len, const c
     *name = key + head;
     *name_len = len - head;
     return 1;
+}
+
+/* ---- conditions ---- */
+
+static const char *const cond_suffix[NM_CKEY_COUNT] = { ":cw", ":cs", ":ck:", ":cg:" };
+
+int nm_keys_cond(const nm_config_t *cfg, const char *name, size_t name_len,
+                 const char *token, char **keys, size_t lens[NM_CKEY_COUNT])
+{
+    size_t base = cfg->prefix_len + NM_KEY_TAG_LEN + 3 + name_len, total = 0;
+    int n = token ? NM_CKEY_COUNT : NM_CKEY_WAITER;
+    for (int i = 0; i < NM_CKEY_COUNT; i++) {
+        lens[i] = i < n ? base + strlen(cond_suffix[i]) + (i >= NM_CKEY_WAITER ? NM_TOKEN_LEN : 0)
+                        : 0;
+        total += lens[i] + 1;
+    }
+    char *k = calloc(total, 1), *w = k;
+    if (!k)
+        return ENOMEM;
+    for (int i = 0; i < n; i++) {
+        memcpy(w, cfg->prefix, cfg->prefix_len);
+        w[cfg->prefix_len] = '{';
+        w[cfg->prefix_len + 1] = 'c';
+        nm_keys_tag(name, name_len, w + cfg->prefix_len + 2);
+        w[base - name_len - 1] = '}';
+        memcpy(w + base - name_len, name, name_len);
+        memcpy(w + base, cond_suffix[i], strlen(cond_suffix[i]));
+        if (i >= NM_CKEY_WAITER)
+            memcpy(w + base + strlen(cond_suffix[i]), token, NM_TOKEN_LEN);
+        w += lens[i] + 1;
+    }
+    *keys = k;
+    return 0;
+}
+
+const char *nm_keys_cond_get(const char *keys, const size_t lens[NM_CKEY_COUNT],
+                             nm_ckey_t which)
+{
+    for (int i = 0; i < (int)which; i++)
+        keys += lens[i] + 1;
+    return keys;
 }

@@ -124,7 +124,7 @@ static const char *pick_str(const char *api, const char *env, const char *dflt)
     return s != NULL && *s != '\0' ? s : dflt;
 }
 
-static int valid_prefix(const char *prefix)
+int nm_config_valid_prefix(const char *prefix)
 {
     size_t len = strnlen(prefix, NM_PREFIX_MAX + 1);
     /* Braces would move the {<tag>} hash tag that keeps a mutex's keys in
@@ -279,7 +279,7 @@ static int fill_config(const netmutex_config_t *u, nm_config_t *cfg)
     if (err)
         return err;
     prefix = pick_str(u->key_prefix, "NETMUTEX_PREFIX", NM_DEFAULT_PREFIX);
-    if (!valid_prefix(prefix))
+    if (!nm_config_valid_prefix(prefix))
         return bad_setting("NETMUTEX_PREFIX", u->key_prefix ? NULL : prefix,
                            "at most %u bytes, without { or }", NM_PREFIX_MAX);
     err = pick_uint(u->connect_timeout_ms, "NETMUTEX_CONNECT_TIMEOUT_MS",
@@ -381,6 +381,21 @@ int nm_config_current(nm_config_t **out)
     }
     if (!err)
         *out = nm_config_ref(current);
+    pthread_mutex_unlock(&current_lock);
+    return err;
+}
+
+int nm_config_prefix(char **out)
+{
+    const char *prefix;
+    int err = 0;
+    pthread_mutex_lock(&current_lock);
+    prefix = current ? current->prefix : pick_str(NULL, "NETMUTEX_PREFIX", NM_DEFAULT_PREFIX);
+    *out = NULL;
+    if (!nm_config_valid_prefix(prefix))
+        err = EINVAL;
+    else if (!(*out = strdup(prefix)))
+        err = ENOMEM;
     pthread_mutex_unlock(&current_lock);
     return err;
 }

@@ -29,6 +29,16 @@ void nm_config_unref(nm_config_t *cfg);
  * on first use.  Errors of nm_config_build. */
 int nm_config_current(nm_config_t **out);
 
+/* Whether PREFIX is a valid key prefix: at most NM_PREFIX_MAX bytes, no
+ * brace. */
+int nm_config_valid_prefix(const char *prefix);
+
+/* The current configuration's prefix, or, while there is none, the one
+ * the next would take from the environment (NETMUTEX_PREFIX, else the
+ * default), without building it: a new string in *OUT.  EINVAL (the
+ * environment's is not valid), ENOMEM. */
+int nm_config_prefix(char **out);
+
 /* The generation of the current configuration, 0 if there is none yet: a
  * cheap way for a thread to notice that its connections are stale. */
 uint64_t nm_config_current_generation(void);

@@ -93,4 +93,19 @@ rc=$?
 check "a break found at release gives 75 too (exit $rc)" test "$rc" = 75
 check "... and it says so on stderr" quiet grep -q "lost" "$tmp/unlock.err"
 
+# acl: its command, pasted into redis-cli, makes a user that can lock
+# under the prefix, and whose key pattern takes a prefix with white space,
+# a quote and a glob character as written.
+acl_prefix='odd "p*x:'
+NETMUTEX_PREFIX=$acl_prefix "$NM" acl >"$tmp/acl.cmd"
+check "acl prints ACL SETUSER" quiet grep -q '^ACL SETUSER <user> on ><password> resetkeys ' "$tmp/acl.cmd"
+start_redis acl --user default on nopass '~*' '&*' '+@all'
+sed 's/<user>/locker/; s/<password>/pw/' "$tmp/acl.cmd" |
+    redis-cli -s "$tmp/acl.sock" >"$tmp/acl.out" 2>&1
+check "redis-cli takes it as it is ($(cat "$tmp/acl.out"))" test "$(cat "$tmp/acl.out")" = OK
+acl_url="unix://locker:pw@$tmp/acl.sock"
+expect_rc 0 "the user can lock under the prefix" \
+    env NETMUTEX_PREFIX="$acl_prefix" "$NM" -u "$acl_url" accounts true
+expect_rc 77 "... and under no other" quiet "$NM" -u "$acl_url" accounts true
+
 done_testing

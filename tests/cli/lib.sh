@@ -117,13 +117,36 @@ wait_for() {
     done
 }
 
+# NETMUTEX_TEST_ACL=1 (tests/acl.sh): a server started without options of
+# its own about users (--user, --requirepass) gets the user nmuser with
+# exactly the rule `netmutex acl` prints, and a default user allowed
+# nothing; its redis_url carries nmuser's credentials.  Sets acl_auth to
+# them ("" otherwise) and appends the options to acl_opts.
+acl_setup() {
+    acl_auth= acl_opts=
+    [ "${NETMUTEX_TEST_ACL:-}" = 1 ] || return 0
+    for a in "$@"; do
+        case $a in --user|--requirepass) return 0 ;; esac
+    done
+    acl_cmd=$("$NM" acl) || bail "netmutex acl failed"
+    acl_opts="--user default on nopass -@all --user nmuser on >nmuser-pw ${acl_cmd#'ACL SETUSER <user> on ><password> '}"
+    acl_auth=nmuser:nmuser-pw@
+}
+
 # start_redis TAG [OPTION...]: a server on $tmp/TAG.sock, with OPTIONs
 # such as --requirepass added; sets redis_url to its URL (without
-# credentials).  Not a $(...) command: see the top of this file.  With
-# NETMUTEX_TEST_TLS=1 it listens on a TLS port too (tls_args), which
-# redis_url names; the socket stays for raw commands.
+# credentials but acl_setup's).  Not a $(...) command: see the top of
+# this file.  With NETMUTEX_TEST_TLS=1 it listens on a TLS port too
+# (tls_args), which redis_url names; the socket stays for raw commands.
 start_redis() {
     tag=$1; shift
+    acl_setup "$@"
+    # acl_opts is split into words, unglobbed (the default prefix needs no
+    # quoting: one rule per word).
+    set -f
+    # shellcheck disable=SC2086
+    set -- "$@" $acl_opts
+    set +f
     tls_port=
     [ "${NETMUTEX_TEST_TLS:-}" = 1 ] && tls_certs
     for try in 1 2 3 4 5; do
@@ -136,8 +159,8 @@ start_redis() {
         wait_for 30 redis_up "$tag" "$pid" || bail "redis-server $tag did not start"
         test -S "$tmp/$tag.sock" && break
     done
-    redis_url="unix://$tmp/$tag.sock"
-    [ -n "$tls_port" ] && redis_url="rediss://127.0.0.1:$tls_port"
+    redis_url="unix://$acl_auth$tmp/$tag.sock"
+    [ -n "$tls_port" ] && redis_url="rediss://${acl_auth}127.0.0.1:$tls_port"
 }
 
 # redis_up TAG PID: its socket is there, or it exited (a port taken).

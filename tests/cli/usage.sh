@@ -45,6 +45,10 @@ usage "-n is not for list" list -n
 usage "-x is not for list" list -x
 usage "-s: no shared mode" -s job true
 usage "-F: no --no-fork" -F job true
+usage "acl with two PREFIXes" acl a b
+usage "acl PREFIX with a brace" acl 'a{'
+usage "-n is not for acl" acl -n
+usage "-u is not for acl" acl -u "$NETMUTEX_URL"
 
 expect_rc 0 "--help exits 0" quiet "$NM" --help
 expect_rc 0 "--version exits 0" quiet "$NM" --version
@@ -53,6 +57,8 @@ expect_rc 69 "an unreachable server gives 69" quiet "$NM" job true
 expect_rc 69 "status of an unreachable server gives 69" quiet "$NM" status job
 expect_rc 69 "break on an unreachable server gives 69" quiet "$NM" break job
 expect_rc 69 "list on an unreachable server gives 69" quiet "$NM" list
+expect_rc 0 "acl asks no server" quiet "$NM" acl
+expect_rc 78 "acl with a bad NETMUTEX_PREFIX gives 78" quiet env NETMUTEX_PREFIX='}' "$NM" acl
 
 # A lock may be called "status", "break" or "list": after "run" or "--".
 start_redis r1
@@ -61,6 +67,7 @@ expect_rc 4 "run status COMMAND takes the lock named status" "$NM" run status sh
 expect_rc 5 "-- break COMMAND takes the lock named break" "$NM" -- break sh -c 'exit 5'
 expect_rc 1 "status status: the lock named status is free" quiet "$NM" status status
 expect_rc 6 "run list COMMAND takes the lock named list" "$NM" run list sh -c 'exit 6'
+expect_rc 7 "run acl COMMAND takes the lock named acl" "$NM" run acl sh -c 'exit 7'
 expect_rc 1 "status, break, list: options may follow the operand" quiet "$NM" status job --json
 NAME1024=$(awk 'BEGIN { while (i++ < 1024) printf "y" }')
 expect_rc 0 "a NAME of 1024 bytes works" "$NM" "$NAME1024" true

@@ -1,0 +1,282 @@
+/*
+ * cond.c -- the public netmutex_cond_* and netmutex_condattr_* calls:
+ * argument checks, a condition's process-local record, and the wait.
+ *
+ * A wait, in order (server/condvar.h does each step on the server):
+ *   1. register as a waiter while the caller still holds the mutex: its
+ *      key CK, a lease of its own, starts being renewed (renew.h);
+ *   2. unlock the mutex: from now on a signaller that holds the mutex
+ *      runs its signal after the registration, so it cannot miss it;
+ *   3. block on the waiter's own list until a signal, the deadline, or a
+ *      ceiling of one lease, after which it looks (passing on the signals
+ *      of waiters that died after they were chosen) and blocks again;
+ *   4. leave: the server says whether it had been signalled, which makes
+ *      a wait that timed out as the signal came return 0 (it consumed
+ *      the signal: a signal must not vanish);
+ *   5. lock the mutex again, whatever happened (POSIX), passing its
+ *      EOWNERDEAD on.
+ * A wake-up is only a hint: the caller's own lock request re-takes the
+ * mutex, and the caller re-checks its predicate.  A server that fails
+ * makes a spurious wake-up, never a hang.
+ *
+ * The record (one per netmutex_cond_t) holds the name, the clock and how
+ * many threads of this process wait, for destroy's EBUSY.
+ */
+#include "nm.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "condvar.h"
+#include "mutex.h"
+#include "opaque.h"
+#include "renew.h"
+
+/* A server that could not be reached makes a spurious wake-up after this
+ * pause, so that a caller looping on its predicate does not spin. */
+#define UNREACHABLE_PAUSE_MS 100
+
+typedef struct cond_rec {
+    unsigned int waiters; /* atomic: threads of this process in a wait */
+    clockid_t clock;      /* timedwait's */
+    size_t name_len;
+    char name[];          /* NUL-terminated */
+} cond_rec_t;
+
+/* ---- attributes ------------------------------------------------------- */
+
+static int cattr_ok(const netmutex_condattr_t *a)
+{
+    return a && a->nm_magic == NM_CONDATTR_MAGIC;
+}
+
+static int valid_clock(clockid_t clock)
+{
+    return clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC;
+}
+
+int netmutex_condattr_init(netmutex_condattr_t *attr)
+{
+    if (!attr)
+        return EINVAL;
+    memset(attr, 0, sizeof *attr);
+    attr->nm_magic = NM_CONDATTR_MAGIC;
+    NM_CA_CLOCK(attr) = (unsigned int)CLOCK_REALTIME;
+    return 0;
+}
+
+int netmutex_condattr_destroy(netmutex_condattr_t *attr)
+{
+    if (!cattr_ok(attr))
+        return EINVAL;
+    attr->nm_magic = 0;
+    return 0;
+}
+
+int netmutex_condattr_setclock(netmutex_condattr_t *attr, clockid_t clock)
+{
+    if (!cattr_ok(attr) || !valid_clock(clock))
+        return EINVAL;
+    NM_CA_CLOCK(attr) = (unsigned int)clock;
+    return 0;
+}
+
+int netmutex_condattr_getclock(const netmutex_condattr_t *attr, clockid_t *clock)
+{
+    if (!cattr_ok(attr) || !clock)
+        return EINVAL;
+    *clock = (clockid_t)NM_CA_CLOCK(attr);
+    return 0;
+}
+
+/* ---- the record --------------------------------------------------------- */
+
+static cond_rec_t *rec_new(const char *name, clockid_t clock)
+{
+    size_t len = name ? strnlen(name, NETMUTEX_NAME_MAX + 1) : 0;
+    if (len == 0 || len > NETMUTEX_NAME_MAX)
+        return NULL;
+    cond_rec_t *r = calloc(1, sizeof *r + len + 1);
+    if (!r)
+        return NULL;
+    r->clock = clock;
+    r->name_len = len;
+    memcpy(r->name, name, len);
+    return r;
+}
+
+/* C's record, created on first use for a statically initialized one
+ * (threads racing agree through one compare-and-swap). */
+static int rec_of(netmutex_cond_t *c, cond_rec_t **out)
+{
+    if (!c || (c->nm_init != NM_COND_LIVE && c->nm_init != NETMUTEX_COND_STATIC_MARK_))
+        return EINVAL;
+    cond_rec_t *r = __atomic_load_n((cond_rec_t **)&NM_C_HANDLE(c), __ATOMIC_ACQUIRE);
+    if (!r && c->nm_init == NETMUTEX_COND_STATIC_MARK_) {
+        cond_rec_t *fresh = rec_new(c->nm_name, CLOCK_REALTIME), *expected = NULL;
+        if (!fresh)
+            return c->nm_name && *c->nm_name ? ENOMEM : EINVAL;
+        if (__atomic_compare_exchange_n((cond_rec_t **)&NM_C_HANDLE(c), &expected, fresh, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            r = fresh;
+        } else {
+            free(fresh);
+            r = expected;
+        }
+    }
+    if (!r)
+        return EINVAL;
+    *out = r;
+    return 0;
+}
+
+int netmutex_cond_init(netmutex_cond_t *c, const char *name, const netmutex_condattr_t *attr)
+{
+    size_t len = name ? strnlen(name, NETMUTEX_NAME_MAX + 1) : 0;
+    if (!c || len == 0 || len > NETMUTEX_NAME_MAX || (attr && !cattr_ok(attr)))
+        return EINVAL;
+    cond_rec_t *r = rec_new(name, attr ? (clockid_t)NM_CA_CLOCK(attr) : CLOCK_REALTIME);
+    if (!r)
+        return ENOMEM;
+    memset(c, 0, sizeof *c);
+    NM_C_HANDLE(c) = r;
+    c->nm_init = NM_COND_LIVE;
+    return 0;
+}
+
+int netmutex_cond_destroy(netmutex_cond_t *c)
+{
+    cond_rec_t *r;
+    int err = rec_of(c, &r);
+    if (err)
+        return err;
+    if (__atomic_load_n(&r->waiters, __ATOMIC_ACQUIRE) > 0)
+        return EBUSY;
+    free(r);
+    memset(c, 0, sizeof *c);
+    return 0;
+}
+
+/* ---- waiting ------------------------------------------------------------ */
+
+/* The waiter's CK is renewed while it waits, as a held lease is. */
+static int track(nm_waiter_t *w, const cond_rec_t *r)
+{
+    nm_watch_opts_t opts = { .autorenew = 1 };
+    return nm_renew_track(&w->lease, r->name, &opts);
+}
+
+/* Step 3: 0 when signalled (or woken spuriously), ETIMEDOUT. */
+static int block(nm_waiter_t *w, int64_t deadline)
+{
+    int64_t ceiling = w->lease.lease_ms;
+    for (;;) {
+        int64_t until = NM_MIN(deadline, nm_now_ms() + ceiling);
+        int err = nm_cond_block(w, until);
+        if (err != ETIMEDOUT)
+            return 0; /* a signal, or the server failed: a wake-up */
+        if (nm_remaining_ms(deadline) == 0)
+            return ETIMEDOUT;
+        /* A waiter whose CK expired is passed over by signals: it wakes
+         * (spuriously) rather than wait for none. */
+        if (nm_renew_lost(&w->lease) || nm_cond_look(w) == NM_ECONN)
+            return 0;
+    }
+}
+
+/* The server could not be reached to register: a spurious wake-up after
+ * a pause without the mutex (ETIMEDOUT if the deadline came first). */
+static int unreachable(netmutex_t *m, int64_t deadline)
+{
+    int err = netmutex_unlock(m);
+    nm_sleep_ms(NM_MIN(nm_remaining_ms(deadline), UNREACHABLE_PAUSE_MS));
+    int lerr = netmutex_lock(m);
+    if (lerr)
+        return lerr;
+    if (err == ENOLCK)
+        return ENOLCK;
+    return nm_remaining_ms(deadline) == 0 ? ETIMEDOUT : 0;
+}
+
+/* Steps 1 to 5 for the calling thread, which holds M. */
+static int wait_on(const cond_rec_t *r, netmutex_t *m, unsigned int lease_ms, int64_t deadline)
+{
+    nm_waiter_t w;
+    int signalled, err = nm_cond_register(&w, r->name, r->name_len, lease_ms);
+    if (err == NM_ECONN || err == NM_EUNDIALED || err == NM_ETRYAGAIN)
+        return unreachable(m, deadline);
+    if (err)
+        return err;
+    err = track(&w, r);
+    if (err) {
+        nm_cond_leave(&w, 1, &signalled);
+        return err;
+    }
+    /* EIO: released here, and the key expires by itself; we wait. */
+    int res = netmutex_unlock(m) == ENOLCK ? ENOLCK : block(&w, deadline);
+    nm_renew_untrack(&w.lease);
+    nm_cond_leave(&w, res == ENOLCK, &signalled);
+    if (signalled && res == ETIMEDOUT)
+        res = 0;
+    int lerr = netmutex_lock(m);
+    return lerr ? lerr : res;
+}
+
+static int cond_wait(netmutex_cond_t *c, netmutex_t *m, int64_t deadline)
+{
+    cond_rec_t *r;
+    unsigned int lease_ms;
+    int err = rec_of(c, &r);
+    if (!err)
+        err = nm_mutex_wait_check(m, &lease_ms);
+    if (err)
+        return err;
+    if (nm_remaining_ms(deadline) == 0)
+        return ETIMEDOUT;
+    __atomic_add_fetch(&r->waiters, 1, __ATOMIC_ACQ_REL);
+    err = wait_on(r, m, lease_ms, deadline);
+    __atomic_sub_fetch(&r->waiters, 1, __ATOMIC_ACQ_REL);
+    return err;
+}
+
+int netmutex_cond_wait(netmutex_cond_t *c, netmutex_t *m)
+{
+    return nm_errno_public(cond_wait(c, m, NM_FOREVER));
+}
+
+int netmutex_cond_clockwait(netmutex_cond_t *c, netmutex_t *m, clockid_t clockid,
+                            const struct timespec *abstime)
+{
+    int64_t deadline;
+    int err = nm_deadline_from_abstime(clockid, abstime, &deadline);
+    return err ? err : nm_errno_public(cond_wait(c, m, deadline));
+}
+
+int netmutex_cond_timedwait(netmutex_cond_t *c, netmutex_t *m, const struct timespec *abstime)
+{
+    cond_rec_t *r;
+    int err = rec_of(c, &r);
+    return err ? err : netmutex_cond_clockwait(c, m, r->clock, abstime);
+}
+
+/* ---- signalling ---------------------------------------------------------- */
+
+static int cond_signal(netmutex_cond_t *c, int all)
+{
+    cond_rec_t *r;
+    long long woken;
+    int err = rec_of(c, &r);
+    return err ? err : nm_errno_public(nm_cond_signal(r->name, r->name_len, all, &woken));
+}
+
+int netmutex_cond_signal(netmutex_cond_t *c)
+{
+    return cond_signal(c, 0);
+}
+
+int netmutex_cond_broadcast(netmutex_cond_t *c)
+{
+    return cond_signal(c, 1);
+}

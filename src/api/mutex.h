@@ -1,0 +1,17 @@
+/*
+ * mutex.h -- what mutex.c offers the other files of its layer: a
+ * condition's wait (cond.c) checks the mutex it is given through here, as
+ * the opaque netmutex_t's slots are mutex.c's alone (opaque.h).
+ */
+#ifndef NM_API_MUTEX_H
+#define NM_API_MUTEX_H
+
+#include "netmutex.h"
+
+/* Whether the calling thread holds M, once: 0 with M's lease in *LEASE_MS
+ * (0: the configured one), EPERM if it does not hold M, EINVAL for a bad
+ * M or a recursive mutex locked more than once (a wait would unlock it
+ * once and sleep holding it). */
+int nm_mutex_wait_check(netmutex_t *m, unsigned int *lease_ms);
+
+#endif /* NM_API_MUTEX_H */

@@ -1,0 +1,648 @@
+/*
+ * test_cond.c -- condition variables across threads and processes
+ * (netmutex_cond_*), against a private server.
+ *
+ * Covered: the argument checks and their errno values; signal wakes one
+ * waiter and broadcast all, threads and processes; a producer/consumer
+ * queue across processes (with lease caching on, the default) that loses
+ * no wake-up, checked by a counter at the end; timedwait's ETIMEDOUT at
+ * its deadline with the mutex held again; a waiter signalled as its
+ * deadline passed returns 0; a waiter killed with SIGKILL swallows no
+ * signal and leaves nothing on the server; a robust mutex's EOWNERDEAD
+ * after a wait; a lease cached by the waiting process, taken by another
+ * process that signals; quorum mode's ENOTSUP.
+ */
+#include "ac_config.h"
+
+#include "fixture.h"
+
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static NmRedis *redis;
+
+#define PROMPT_MS nm_ms(30000)
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* The key <prefix>{c<tag>}NAME:SUFFIX of condition NAME: the mutex's key
+ * of the same name has the tag {<tag>}. */
+static char *cond_key(const char *name, const char *suffix)
+{
+    char *lock = nm_lock_key(name); /* netmutex:{<tag>}NAME */
+    const char *brace = strchr(lock, '{');
+    char *key = g_strdup_printf("%.*s{c%s%s", (int)(brace - lock), lock, brace + 1, suffix);
+    g_free(lock);
+    return key;
+}
+
+static long long llen(const char *key)
+{
+    redisReply *r = nm_redis_cmd(redis, "LLEN %s", key);
+    long long n = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    freeReplyObject(r);
+    return n;
+}
+
+/* Polls until condition NAME has N waiters not signalled yet (CW). */
+static bool wait_waiters(const char *name, long long n)
+{
+    char *cw = cond_key(name, ":cw");
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    bool ok;
+    while (!(ok = llen(cw) == n) && nmt_now_ms() < until)
+        nmt_sleep_ms(2);
+    g_free(cw);
+    return ok;
+}
+
+/* How many keys of conditions are on the server (the {c tags). */
+static long long cond_keys_left(void)
+{
+    long long n = 0;
+    char cursor[32] = "0";
+    do {
+        redisReply *r = nm_redis_cmd(redis, "SCAN %s MATCH netmutex:{c* COUNT 1000", cursor);
+        g_assert_cmpint(r->type, ==, REDIS_REPLY_ARRAY);
+        g_strlcpy(cursor, r->element[0]->str, sizeof cursor);
+        n += (long long)r->element[1]->elements;
+        freeReplyObject(r);
+    } while (strcmp(cursor, "0") != 0);
+    return n;
+}
+
+static bool wait_nothing_left(void)
+{
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    while (cond_keys_left() != 0 && nmt_now_ms() < until)
+        nmt_sleep_ms(10);
+    return cond_keys_left() == 0;
+}
+
+/* ---- arguments --------------------------------------------------------- */
+
+static void test_bad_arguments(void)
+{
+    netmutex_cond_t c, zero;
+    netmutex_condattr_t a;
+    netmutex_t m;
+    struct timespec ts = { 0, 0 }, bad = { 0, 1000000000 };
+    clockid_t clk;
+    char *name = nm_test_name("c");
+    char *mname = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+
+    memset(&zero, 0, sizeof zero);
+    nm_assert_rc(netmutex_condattr_init(NULL), EINVAL);
+    nm_assert_rc(netmutex_condattr_init(&a), 0);
+    nm_assert_rc(netmutex_condattr_getclock(&a, &clk), 0);
+    g_assert_cmpint(clk, ==, CLOCK_REALTIME);
+    nm_assert_rc(netmutex_condattr_setclock(&a, CLOCK_PROCESS_CPUTIME_ID), EINVAL);
+    nm_assert_rc(netmutex_condattr_setclock(&a, CLOCK_MONOTONIC), 0);
+    nm_assert_rc(netmutex_condattr_getclock(&a, NULL), EINVAL);
+
+    nm_assert_rc(netmutex_cond_init(NULL, name, NULL), EINVAL);
+    nm_assert_rc(netmutex_cond_init(&c, NULL, NULL), EINVAL);
+    nm_assert_rc(netmutex_cond_init(&c, "", NULL), EINVAL);
+    nm_assert_rc(netmutex_cond_init(&c, name, &a), 0);
+    nm_assert_rc(netmutex_condattr_destroy(&a), 0);
+    nm_assert_rc(netmutex_condattr_destroy(&a), EINVAL);
+    nm_assert_rc(netmutex_cond_init(&zero, name, &a), EINVAL); /* destroyed attr */
+
+    nm_assert_rc(netmutex_cond_signal(NULL), EINVAL);
+    nm_assert_rc(netmutex_cond_signal(&zero), EINVAL);
+    nm_assert_rc(netmutex_cond_broadcast(&zero), EINVAL);
+    nm_assert_rc(netmutex_cond_wait(&zero, &m), EINVAL);
+    nm_assert_rc(netmutex_cond_wait(&c, NULL), EINVAL);
+    /* Not holding the mutex: EPERM, nothing registered. */
+    nm_assert_rc(netmutex_cond_wait(&c, &m), EPERM);
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_cond_timedwait(&c, &m, NULL), EINVAL);
+    nm_assert_rc(netmutex_cond_timedwait(&c, &m, &bad), EINVAL);
+    nm_assert_rc(netmutex_cond_clockwait(&c, &m, CLOCK_PROCESS_CPUTIME_ID, &ts), EINVAL);
+    /* A deadline passed long ago: ETIMEDOUT at once, still held. */
+    nm_assert_rc(netmutex_cond_clockwait(&c, &m, CLOCK_MONOTONIC, &ts), ETIMEDOUT);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    /* A signal with nobody waiting is fine, and not remembered. */
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    nm_assert_rc(netmutex_cond_broadcast(&c), 0);
+    g_assert_cmpint(cond_keys_left(), ==, 0);
+
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_cond_destroy(&c), EINVAL);
+    nm_assert_rc(netmutex_cond_signal(&c), EINVAL);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(mname);
+    g_free(name);
+}
+
+/* A recursive mutex locked twice cannot be waited with. */
+static void test_recursive_twice(void)
+{
+    netmutex_cond_t c;
+    netmutex_t m;
+    char *name = nm_test_name("c");
+    char *mname = nm_mutex_init(&m, "m", NETMUTEX_RECURSIVE, 0);
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_cond_wait(&c, &m), EINVAL);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(mname);
+    g_free(name);
+}
+
+/* ---- threads -------------------------------------------------------------- */
+
+typedef struct Waiter {
+    netmutex_cond_t *c;
+    netmutex_t *m;
+    unsigned int timeout_ms; /* 0: untimed */
+    int woke;                /* atomic: the wait returned */
+} Waiter;
+
+/* One wait under the mutex (timed if TIMEOUT_MS); the first error. */
+static int waiter_run(void *p)
+{
+    Waiter *w = p;
+    struct timespec ts;
+    int err = netmutex_lock(w->m);
+    if (err)
+        return err;
+    if (w->timeout_ms) {
+        nm_deadline(&ts, CLOCK_REALTIME, w->timeout_ms);
+        err = netmutex_cond_timedwait(w->c, w->m, &ts);
+    } else {
+        err = netmutex_cond_wait(w->c, w->m);
+    }
+    g_atomic_int_set(&w->woke, 1);
+    int uerr = netmutex_unlock(w->m);
+    return err ? err : uerr;
+}
+
+static void test_signal_one_broadcast_all_threads(void)
+{
+    enum { N = 3 };
+    netmutex_cond_t c;
+    netmutex_t m;
+    Waiter w[N];
+    NmCall *calls[N];
+    char *name = nm_test_name("c");
+    char *mname = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+
+    for (int i = 0; i < N; i++) {
+        w[i] = (Waiter){ .c = &c, .m = &m };
+        calls[i] = nm_call_start(waiter_run, &w[i]);
+    }
+    g_assert_true(wait_waiters(name, N));
+    nm_assert_rc(netmutex_cond_destroy(&c), EBUSY);
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    g_assert_true(wait_waiters(name, N - 1));
+    /* Exactly one wakes; the others keep waiting. */
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    int woke = 0;
+    while (woke == 0 && nmt_now_ms() < until) {
+        nmt_sleep_ms(2);
+        for (int i = 0; i < N; i++)
+            woke += g_atomic_int_get(&w[i].woke);
+    }
+    g_assert_cmpint(woke, ==, 1);
+    nmt_sleep_ms(nm_ms(100));
+    woke = 0;
+    for (int i = 0; i < N; i++)
+        woke += g_atomic_int_get(&w[i].woke);
+    g_assert_cmpint(woke, ==, 1);
+
+    nm_assert_rc(netmutex_cond_broadcast(&c), 0);
+    for (int i = 0; i < N; i++)
+        nm_assert_rc(nm_call_wait(calls[i], PROMPT_MS), 0);
+    g_assert_true(wait_nothing_left());
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(mname);
+    g_free(name);
+}
+
+/* ---- timeouts ------------------------------------------------------------ */
+
+static void test_timedwait_times_out(gconstpointer data)
+{
+    clockid_t clock = GPOINTER_TO_INT(data);
+    netmutex_cond_t c;
+    netmutex_condattr_t a;
+    netmutex_t m;
+    struct timespec deadline, returned;
+    char *name = nm_test_name("c");
+    char *mname = nm_mutex_init(&m, "m", NETMUTEX_ERRORCHECK, 0);
+    nm_assert_rc(netmutex_condattr_init(&a), 0);
+    nm_assert_rc(netmutex_condattr_setclock(&a, clock), 0);
+    nm_assert_rc(netmutex_cond_init(&c, name, &a), 0);
+
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_deadline(&deadline, clock, 200);
+    nm_assert_rc(netmutex_cond_timedwait(&c, &m, &deadline), ETIMEDOUT);
+    clock_gettime(clock, &returned);
+    nm_assert_timed_out_at(&returned, &deadline, nm_ms(50));
+    /* Held again: an ERRORCHECK relock says so. */
+    nm_assert_rc(netmutex_trylock(&m), EBUSY);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    g_assert_cmpint(cond_keys_left(), ==, 0);
+
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(mname);
+    g_free(name);
+}
+
+/* Signalled as it timed out: chosen by a signal whose push it never saw
+ * (made by hand here, as the signal script does it), the waiter that
+ * times out returns 0, so the signal is not lost. */
+static void test_signalled_at_timeout_returns_0(void)
+{
+    netmutex_cond_t c;
+    netmutex_t m;
+    char *name = nm_test_name("c");
+    char *mname = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    char *cw = cond_key(name, ":cw"), *cs = cond_key(name, ":cs");
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    Waiter w = { .c = &c, .m = &m, .timeout_ms = nm_ms(500) };
+    NmCall *call = nm_call_start(waiter_run, &w);
+    g_assert_true(wait_waiters(name, 1));
+
+    redisReply *r = nm_redis_cmd(redis, "LPOP %s", cw);
+    g_assert_cmpint(r->type, ==, REDIS_REPLY_STRING);
+    char *ck = cond_key(name, ":ck:");
+    char *ckt = g_strconcat(ck, r->str, NULL);
+    nm_redis_ok(redis, "SETRANGE %s 32 s", ckt);
+    nm_redis_ok(redis, "RPUSH %s %s", cs, r->str);
+    freeReplyObject(r);
+
+    nm_assert_rc(nm_call_wait(call, PROMPT_MS), 0);
+    g_assert_true(wait_nothing_left());
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(ck);
+    g_free(ckt);
+    g_free(cw);
+    g_free(cs);
+    g_free(mname);
+    g_free(name);
+}
+
+/* ---- processes ------------------------------------------------------------ */
+
+typedef struct Proc {
+    const char *name;   /* the condition's; the mutex is NAME + "/m" */
+    unsigned int lease_ms;
+    int items;          /* producer: how many */
+} Proc;
+
+static void proc_configure(unsigned int lease_ms)
+{
+    netmutex_config_t cfg = { 0 };
+    cfg.lease_ms = lease_ms;
+    nm_configure_with(redis, cfg);
+}
+
+/* A child that waits once on the condition (any wake-up counts). */
+static int proc_wait_once(void *p)
+{
+    const Proc *pr = p;
+    netmutex_cond_t c;
+    netmutex_t m;
+    char *mname = g_strconcat(pr->name, "/m", NULL);
+    proc_configure(pr->lease_ms);
+    if (netmutex_cond_init(&c, pr->name, NULL) || netmutex_init(&m, mname, NULL))
+        return 10;
+    int err = netmutex_lock(&m);
+    if (!err)
+        err = netmutex_cond_wait(&c, &m);
+    int uerr = netmutex_unlock(&m);
+    netmutex_cond_destroy(&c);
+    netmutex_destroy(&m);
+    g_free(mname);
+    netmutex_shutdown();
+    return err ? 20 + err : uerr ? 40 : 0;
+}
+
+static void test_broadcast_processes(void)
+{
+    enum { N = 3 };
+    netmutex_cond_t c;
+    pid_t pids[N];
+    char *name = nm_test_name("c");
+    Proc pr = { .name = name };
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    for (int i = 0; i < N; i++)
+        pids[i] = nm_fork_run(proc_wait_once, &pr);
+    g_assert_true(wait_waiters(name, N));
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    g_assert_true(wait_waiters(name, N - 1));
+    nm_assert_rc(netmutex_cond_broadcast(&c), 0);
+    for (int i = 0; i < N; i++)
+        nm_child_wait_ok(pids[i], PROMPT_MS);
+    g_assert_true(wait_nothing_left());
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    g_free(name);
+}
+
+/* The queue: a counter in Redis guarded by the mutex, "items" waiting,
+ * "consumed" taken, "done" once the producer stopped. */
+static long long get_ll(redisContext *rc, const char *key)
+{
+    redisReply *r = redisCommand(rc, "GET %s", key);
+    long long v = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+    if (r)
+        freeReplyObject(r);
+    return v;
+}
+
+static void incr(redisContext *rc, const char *key, int by)
+{
+    redisReply *r = redisCommand(rc, "INCRBY %s %d", key, by);
+    if (r)
+        freeReplyObject(r);
+}
+
+static int proc_consumer(void *p)
+{
+    const Proc *pr = p;
+    netmutex_cond_t c;
+    netmutex_t m;
+    char *mname = g_strconcat(pr->name, "/m", NULL);
+    char *items = g_strconcat(pr->name, "/items", NULL);
+    char *consumed = g_strconcat(pr->name, "/consumed", NULL);
+    char *done = g_strconcat(pr->name, "/done", NULL);
+    proc_configure(0);
+    redisContext *rc = nm_redis_connect(redis, 0);
+    if (netmutex_cond_init(&c, pr->name, NULL) || netmutex_init(&m, mname, NULL))
+        return 10;
+    int err = 0;
+    for (;;) {
+        if ((err = netmutex_lock(&m)) != 0)
+            break;
+        while (!err && get_ll(rc, items) == 0 && !get_ll(rc, done))
+            err = netmutex_cond_wait(&c, &m);
+        long long n = get_ll(rc, items);
+        if (!err && n > 0) {
+            incr(rc, items, -1);
+            incr(rc, consumed, 1);
+        }
+        int stop = err || (n == 0 && get_ll(rc, done));
+        int uerr = netmutex_unlock(&m);
+        err = err ? err : uerr;
+        if (stop || err)
+            break;
+    }
+    redisFree(rc);
+    netmutex_cond_destroy(&c);
+    netmutex_destroy(&m);
+    netmutex_shutdown();
+    g_free(mname);
+    g_free(items);
+    g_free(consumed);
+    g_free(done);
+    return err ? 20 + err : 0;
+}
+
+static int proc_producer(void *p)
+{
+    const Proc *pr = p;
+    netmutex_cond_t c;
+    netmutex_t m;
+    char *mname = g_strconcat(pr->name, "/m", NULL);
+    char *items = g_strconcat(pr->name, "/items", NULL);
+    char *done = g_strconcat(pr->name, "/done", NULL);
+    proc_configure(0);
+    redisContext *rc = nm_redis_connect(redis, 0);
+    if (netmutex_cond_init(&c, pr->name, NULL) || netmutex_init(&m, mname, NULL))
+        return 10;
+    int err = 0;
+    for (int i = 0; i < pr->items && !err; i++) {
+        err = netmutex_lock(&m);
+        if (err)
+            break;
+        incr(rc, items, 1);
+        err = netmutex_cond_signal(&c);
+        int uerr = netmutex_unlock(&m);
+        err = err ? err : uerr;
+    }
+    if (!err && (err = netmutex_lock(&m)) == 0) {
+        incr(rc, done, 1);
+        err = netmutex_cond_broadcast(&c);
+        int uerr = netmutex_unlock(&m);
+        err = err ? err : uerr;
+    }
+    redisFree(rc);
+    netmutex_cond_destroy(&c);
+    netmutex_destroy(&m);
+    netmutex_shutdown();
+    g_free(mname);
+    g_free(items);
+    g_free(done);
+    return err ? 20 + err : 0;
+}
+
+static void test_producer_consumer_no_lost_wakeup(void)
+{
+    enum { CONSUMERS = 3, PRODUCERS = 2, ITEMS = 100 };
+    pid_t pids[CONSUMERS + PRODUCERS];
+    char *name = nm_test_name("q");
+    char *consumed = g_strconcat(name, "/consumed", NULL);
+    char *items = g_strconcat(name, "/items", NULL);
+    Proc pr = { .name = name, .items = ITEMS };
+    for (int i = 0; i < CONSUMERS; i++)
+        pids[i] = nm_fork_run(proc_consumer, &pr);
+    for (int i = 0; i < PRODUCERS; i++)
+        pids[CONSUMERS + i] = nm_fork_run(proc_producer, &pr);
+    for (int i = 0; i < CONSUMERS + PRODUCERS; i++)
+        nm_child_wait_ok(pids[i], nm_ms(120000));
+    /* Consumers stop at the first "done" with the queue empty: what the
+     * second producer added after that is still queued. */
+    redisReply *r = nm_redis_cmd(redis, "MGET %s %s", consumed, items);
+    long long got = r->element[0]->str ? atoll(r->element[0]->str) : 0;
+    long long left = r->element[1]->str ? atoll(r->element[1]->str) : 0;
+    freeReplyObject(r);
+    g_test_message("consumed %lld, left %lld", got, left);
+    g_assert_cmpint(got + left, ==, PRODUCERS * ITEMS);
+    g_assert_cmpint(got, >, 0);
+    g_assert_true(wait_nothing_left());
+    g_free(consumed);
+    g_free(items);
+    g_free(name);
+}
+
+/* A waiter killed after a signal chose it: the signal goes on to the next
+ * live waiter, and nothing is left once it left and the dead one's lease
+ * ran out. */
+static void test_killed_waiter_swallows_nothing(void)
+{
+    netmutex_cond_t c;
+    char *name = nm_test_name("c");
+    Proc doomed = { .name = name, .lease_ms = 300 }, live = { .name = name, .lease_ms = 300 };
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    pid_t a = nm_fork_run(proc_wait_once, &doomed);
+    g_assert_true(wait_waiters(name, 1));
+    pid_t b = nm_fork_run(proc_wait_once, &live);
+    g_assert_true(wait_waiters(name, 2));
+    g_assert_cmpint(kill(a, SIGKILL), ==, 0);
+    g_assert_cmpint(waitpid(a, NULL, 0), ==, a);
+    /* FIFO: the signal chooses the dead waiter, whose key still lives. */
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    nm_child_wait_ok(b, PROMPT_MS);
+    g_assert_true(wait_nothing_left());
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    g_free(name);
+}
+
+/* ---- robust ----------------------------------------------------------- */
+
+typedef struct RobustWait {
+    netmutex_cond_t *c;
+    netmutex_t *m;
+} RobustWait;
+
+static int robust_waiter(void *p)
+{
+    RobustWait *rw = p;
+    int err = netmutex_lock(rw->m);
+    if (err)
+        return 100 + err;
+    err = netmutex_cond_wait(rw->c, rw->m);
+    if (err == EOWNERDEAD)
+        netmutex_consistent(rw->m);
+    int uerr = netmutex_unlock(rw->m);
+    return uerr ? 200 + uerr : err;
+}
+
+static void test_robust_eownerdead_after_wait(void)
+{
+    netmutex_cond_t c;
+    netmutex_t m;
+    netmutex_attr_t a;
+    char *name = nm_test_name("c");
+    char *mname = nm_test_name("m");
+    nm_assert_rc(netmutex_attr_init(&a), 0);
+    nm_assert_rc(netmutex_attr_setrobust(&a, NETMUTEX_ROBUST), 0);
+    nm_assert_rc(netmutex_attr_setlease(&a, nm_ms(500)), 0);
+    nm_assert_rc(netmutex_init(&m, mname, &a), 0);
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    RobustWait rw = { &c, &m };
+    NmCall *call = nm_call_start(robust_waiter, &rw);
+    g_assert_true(wait_waiters(name, 1));
+    /* Another process takes the mutex and dies holding it. */
+    NmRemote *rem = nm_remote_start(redis, mname, NETMUTEX_NORMAL | NM_REMOTE_ROBUST, nm_ms(500));
+    nm_assert_rc(nm_remote(rem, 'l'), 0);
+    nm_remote_kill(rem);
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    nm_assert_rc(nm_call_wait(call, PROMPT_MS), EOWNERDEAD);
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(mname);
+    g_free(name);
+}
+
+/* ---- lease caching ---------------------------------------------------------- */
+
+/* The wait's unlock keeps the mutex's lease cached in the waiting process;
+ * another process locks it (asking for it back), the condition is
+ * signalled, and the waiter takes the mutex back from that process, which
+ * cached it in turn. */
+static void test_cached_lease_and_waiter(void)
+{
+    netmutex_cond_t c;
+    netmutex_t m;
+    netmutex_status_t st;
+    char *name = nm_test_name("c");
+    char *mname = nm_test_name("m");
+    nm_assert_rc(netmutex_init(&m, mname, NULL), 0);
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    Waiter w = { .c = &c, .m = &m };
+    /* A first cycle: the process listens for requests from now on. */
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    NmCall *call = nm_call_start(waiter_run, &w);
+    g_assert_true(wait_waiters(name, 1));
+    /* Unlocked by the wait, and kept here. */
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    do {
+        nm_assert_rc(netmutex_status(mname, &st), 0);
+    } while (!st.cached && nmt_now_ms() < until && (nmt_sleep_ms(5), 1));
+    g_assert_cmpint(st.held, ==, 1);
+    g_assert_cmpint(st.cached, ==, 1);
+
+    NmRemote *rem = nm_remote_start(redis, mname, NETMUTEX_NORMAL, 0);
+    nm_assert_rc(nm_remote(rem, 'l'), 0);
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    nmt_sleep_ms(nm_ms(50));
+    g_assert_false(g_atomic_int_get(&w.woke)); /* the remote holds the mutex */
+    nm_assert_rc(nm_remote(rem, 'u'), 0);
+    nm_assert_rc(nm_call_wait(call, PROMPT_MS), 0);
+    nm_remote_stop(rem);
+    g_assert_true(wait_nothing_left());
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(mname);
+    g_free(name);
+}
+
+/* ---- quorum mode ---------------------------------------------------------- */
+
+static void test_quorum_enotsup(void)
+{
+    netmutex_cond_t c;
+    netmutex_t m;
+    const char *sock = nm_redis_socket(redis);
+    char *url = g_strdup_printf("unix://%s?db=1,unix://%s?db=2,unix://%s?db=3", sock, sock,
+                                sock);
+    netmutex_config_t cfg = { .url = url };
+    char *name = nm_test_name("c");
+    char *mname = nm_test_name("m");
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    nm_assert_rc(netmutex_init(&m, mname, NULL), 0);
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_cond_wait(&c, &m), ENOTSUP);
+    nm_assert_rc(netmutex_unlock(&m), 0); /* still held */
+    nm_assert_rc(netmutex_cond_signal(&c), ENOTSUP);
+    nm_assert_rc(netmutex_cond_broadcast(&c), ENOTSUP);
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_configure(redis);
+    g_free(url);
+    g_free(mname);
+    g_free(name);
+}
+
+int main(int argc, char **argv)
+{
+    nm_test_init(&argc, &argv);
+    redis = nm_redis_start(NULL);
+    nm_configure(redis);
+
+    g_test_add_func("/cond/args/bad", test_bad_arguments);
+    g_test_add_func("/cond/args/recursive-twice", test_recursive_twice);
+    g_test_add_func("/cond/threads/signal-one-broadcast-all",
+                    test_signal_one_broadcast_all_threads);
+    g_test_add_data_func("/cond/timedwait/realtime", GINT_TO_POINTER(CLOCK_REALTIME),
+                         test_timedwait_times_out);
+    g_test_add_data_func("/cond/timedwait/monotonic", GINT_TO_POINTER(CLOCK_MONOTONIC),
+                         test_timedwait_times_out);
+    g_test_add_func("/cond/timedwait/signalled-at-timeout-returns-0",
+                    test_signalled_at_timeout_returns_0);
+    g_test_add_func("/cond/processes/broadcast", test_broadcast_processes);
+    g_test_add_func("/cond/processes/producer-consumer", test_producer_consumer_no_lost_wakeup);
+    g_test_add_func("/cond/processes/killed-waiter", test_killed_waiter_swallows_nothing);
+    g_test_add_func("/cond/robust/eownerdead-after-wait", test_robust_eownerdead_after_wait);
+    g_test_add_func("/cond/cache/cached-lease-and-waiter", test_cached_lease_and_waiter);
+    g_test_add_func("/cond/quorum/enotsup", test_quorum_enotsup);
+
+    int rc = nm_test_finish(g_test_run());
+    nm_redis_free(redis);
+    return rc;
+}
