@@ -32,6 +32,19 @@ static rs_server_t tls_server;
 static char certs[RS_PATH_MAX + 16];
 static int tls_port;
 
+/* Stops the server and removes its directory, the certificates' first
+ * (rs_destroy removes the files it finds there, not directories). */
+static void stop(void)
+{
+    char cmd[sizeof certs + 16];
+    if (certs[0]) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", certs);
+        if (system(cmd) != 0)
+            nmb_complain("could not remove %s", certs);
+    }
+    rs_destroy(&tls_server);
+}
+
 static int64_t now_us(void)
 {
     struct timespec ts;
@@ -170,7 +183,7 @@ int nmb_sc_tls_uncontended(const scenario_t *sc)
 {
     char tcp[64], tls[64];
     if (start() != 0) {
-        rs_destroy(&tls_server);
+        stop();
         return nmb_report_error(sc->name, "the TLS server could not be started "
                                           "(openssl and redis-server with TLS needed)");
     }
@@ -181,6 +194,6 @@ int nmb_sc_tls_uncontended(const scenario_t *sc)
     snprintf(tls, sizeof tls, "rediss://127.0.0.1:%d", tls_port);
     int rc = run(sc, tcp, tls);
     unsetenv("NETMUTEX_TLS_CA");
-    rs_destroy(&tls_server);
+    stop();
     return rc;
 }

@@ -7,10 +7,10 @@
  * descriptor in a table of this unit's (tls_io.c), reply.c's read and
  * write go through nm_tls_read / nm_tls_write when the descriptor has
  * one, and every context is closed through nm_dial_close (dial.h), which
- * frees the SSL first.  After nm_tls_read nothing decrypted waits inside
- * OpenSSL (it reads until OpenSSL wants more bytes), so poll() on the
- * descriptor stays the one test of "something to read", wherever it is
- * made (quorum.c, the subscribers).
+ * frees the SSL first.  After nm_tls_read nothing waits inside OpenSSL
+ * (it reads until OpenSSL holds no byte, SSL_has_pending), so poll() on
+ * the descriptor stays the one test of "something to read", wherever it
+ * is made (quorum.c, the subscribers).
  *
  * One nm_tls_t per configuration (tls_config.c builds it): the SSL_CTX,
  * built once and never changed, shared by every thread's connections, and

@@ -187,6 +187,11 @@ int nm_tls_read(redisContext *c)
         }
         if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK)
             return NM_ECONN;
+        /* Nothing buffered in OpenSSL (read-ahead, tls.c): the rest, if
+         * any, is in the socket, where poll() sees it.  Saves a read that
+         * would only say EAGAIN. */
+        if (!SSL_has_pending(conn->ssl))
+            return 0;
     }
     return 0; /* the caller sees the flood */
 }
