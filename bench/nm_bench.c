@@ -50,6 +50,17 @@
  *                      "reference_ratio_to_rtt_bound" (what any
  *                      script-based lock reaches here) and
  *                      "ratio_to_reference".
+ *   tls_uncontended    The uncontended cycle over TLS beside the same over
+ *                      plain TCP, on one private server listening on both
+ *                      (certificates made for the run by tests/tls-certs.sh,
+ *                      no client certificate): "tcp_cycles_per_s",
+ *                      "tls_cycles_per_s", "tls_ratio_to_tcp", target
+ *                      >= 0.8.  Then a new thread's first lock+unlock,
+ *                      which dials, median of 41: "first_cycle_tcp_us",
+ *                      "first_cycle_tls_full_us" (a new configuration: a
+ *                      full handshake), "first_cycle_tls_resumed_us" (a
+ *                      session resumed); "handshake_full_us" and
+ *                      "handshake_resumed_us" = each minus the TCP one.
  *   server_cpu         What a cycle costs the server.  One worker process
  *                      locks and unlocks one name; the reference is the
  *                      commands a plain SET-NX lock sends, run by the main
@@ -396,6 +407,7 @@ const char *nmb_errname(int err)
 static const scenario_t scenarios[] = {
     { "uncontended", nmb_sc_uncontended, { 1, 1, 0, 0, 0, 0, 0 }, "delayed_uncontended",
       nmb_sc_delayed_uncontended },
+    { "tls_uncontended", nmb_sc_tls_uncontended, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
     { "server_cpu", nmb_sc_server_cpu, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
     { "contended_procs", nmb_sc_contended_procs, { 4, 1, 1000, 1000, 0, 0, 0 }, NULL, NULL },
     { "handoff", nmb_sc_handoff, { 2, 1, 0, 0, 0, 0, 0 }, "delayed_handoff", NULL },

@@ -249,6 +249,8 @@ typedef struct scenario {
     int (*delayed_run)(const struct scenario *sc);   /* there; NULL: run */
 } scenario_t;
 
+/* scenarios_tls.c */
+int nmb_sc_tls_uncontended(const scenario_t *sc);
 /* scenarios_basic.c */
 int nmb_sc_uncontended(const scenario_t *sc);
 int nmb_sc_contended_procs(const scenario_t *sc);

@@ -161,9 +161,30 @@ static const char *default_exe(void)
     return env && *env ? env : REDIS_SERVER_PATH;
 }
 
-/* The whole command line into ARGV (PORT_ARG is its storage). */
+/* The TLS arguments (o->tls_dir's files into FILES, 3 paths of
+ * RS_PATH_MAX) after N of ARGV: the new N. */
+static size_t tls_argv(const rs_opts_t *o, const char **argv, size_t n, const char *port_arg,
+                       char files[3][RS_PATH_MAX])
+{
+    static const char *const names[3] = { "server.crt", "server.key", "ca.crt" };
+    static const char *const opts[3] = { "--tls-cert-file", "--tls-key-file",
+                                         "--tls-ca-cert-file" };
+    if (!o->tls_dir)
+        return n;
+    argv[n++] = "--port", argv[n++] = "0", argv[n++] = "--tls-port", argv[n++] = port_arg;
+    for (int i = 0; i < 3; i++) {
+        snprintf(files[i], RS_PATH_MAX, "%s/%s", o->tls_dir, names[i]);
+        argv[n++] = opts[i], argv[n++] = files[i];
+    }
+    argv[n++] = "--tls-auth-clients", argv[n++] = "yes";
+    argv[n++] = "--tls-replication", argv[n++] = "yes";
+    argv[n++] = "--tls-cluster", argv[n++] = "yes";
+    return n;
+}
+
+/* The whole command line into ARGV (PORT_ARG and FILES are its storage). */
 static void build_argv(const rs_server_t *s, const rs_opts_t *o, const char **argv,
-                       char *port_arg, size_t port_size)
+                       char *port_arg, size_t port_size, char files[3][RS_PATH_MAX])
 {
     size_t n = 0;
 
@@ -180,6 +201,7 @@ static void build_argv(const rs_server_t *s, const rs_opts_t *o, const char **ar
     ARG("--logfile"), ARG(s->log);
     if (o->pass)
         ARG("--requirepass"), ARG(o->pass);
+    n = tls_argv(o, argv, n, port_arg, files);
     for (const char *const *a = o->extra; a && *a; a++)
         ARG(*a);
 #undef ARG
@@ -231,10 +253,10 @@ static int wait_ready(rs_server_t *s, const char *pass, unsigned int bound_ms)
 static int start_once(rs_server_t *s, const rs_opts_t *o)
 {
     const char *argv[MAX_ARGS];
-    char port_arg[16];
+    char port_arg[16], files[3][RS_PATH_MAX];
     pid_t parent = getpid(), pid;
 
-    build_argv(s, o, argv, port_arg, sizeof port_arg);
+    build_argv(s, o, argv, port_arg, sizeof port_arg, files);
     unlink(s->log);
     fflush(NULL);
     pid = fork();

@@ -41,6 +41,11 @@ typedef struct rs_opts {
                                  file must be first) */
     const char *const *extra; /* NULL-terminated, after them */
     unsigned int ready_ms;    /* bound on start-up (0: 30 s) */
+    /* A directory of certificates (tests/tls-certs.sh: ca.crt,
+     * server.crt, server.key): the TCP port speaks TLS only (--port 0
+     * --tls-port), wants client certificates, and so do replication and
+     * a cluster's bus.  NULL: plain.  The unix socket is always plain. */
+    const char *tls_dir;
 } rs_opts_t;
 
 typedef struct rs_server {

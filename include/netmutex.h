@@ -433,6 +433,8 @@ NETMUTEX_API int netmutex_acl_rule(const char *prefix, char *buf, size_t size);
 #define NETMUTEX_DEFAULT_PREFIX "netmutex:"
 #define NETMUTEX_COHORT_OFF 0xffffffffu
 #define NETMUTEX_CACHE_OFF 0xffffffffu
+/* netmutex_config_t.tls_verify: no verification of the servers' certificates. */
+#define NETMUTEX_TLS_VERIFY_OFF 2
 #define NETMUTEX_SERVERS_MAX 9
 typedef struct netmutex_config {
     /* NETMUTEX_URL, default NETMUTEX_DEFAULT_URL.  The forms, which
@@ -452,7 +454,10 @@ typedef struct netmutex_config {
      * names 1 to 16 seeds of one Redis Cluster (a redis:// or unix:// URL
      * of one of its nodes works too): each name goes to the master of its
      * hash slot (netmutex(3), REDIS CLUSTER).  Sentinel and Cluster URLs
-     * stand alone, never in a list. */
+     * stand alone, never in a list.  rediss://, rediss-sentinel:// and
+     * rediss-cluster:// are the same over TLS (the tls_* fields below;
+     * redis[s]-sentinel:// takes master_tls=yes|no in its query when the
+     * masters differ from the sentinels); unix:// is always plain. */
     const char *url;
     /* NETMUTEX_PREFIX, default NETMUTEX_DEFAULT_PREFIX.  At most 256 bytes, no braces. */
     const char *key_prefix;
@@ -511,11 +516,28 @@ typedef struct netmutex_config {
      * 1000; 1 ms to 1 h).  See netmutex_configure(3). */
     unsigned int min_replicas;
     unsigned int replica_timeout_ms;
+    /* TLS, for the rediss:// forms of the URL (netmutex_configure(3),
+     * TLS).  TLS_CA: NETMUTEX_TLS_CA, a PEM file or a directory of
+     * hashed certificates (c_rehash) to verify the servers with; default
+     * the system's trust store.  TLS_CERT and TLS_KEY: NETMUTEX_TLS_CERT,
+     * NETMUTEX_TLS_KEY, PEM files of the client certificate (chain) and
+     * its key, for servers with tls-auth-clients yes; both or neither.
+     * TLS_SERVER_NAME: NETMUTEX_TLS_SERVER_NAME, the name sent (SNI) and
+     * verified; default each URL's host.  The chain and the host name (or
+     * IP address) are always verified, unless TLS_VERIFY is
+     * NETMUTEX_TLS_VERIFY_OFF, or it is 0 and NETMUTEX_TLS_VERIFY=0 (a
+     * warning is logged once); 1 verifies whatever the environment says.
+     * The settings apply when some URL says rediss. */
+    const char *tls_ca;
+    const char *tls_cert;
+    const char *tls_key;
+    const char *tls_server_name;
+    long tls_verify;
     /* Room for settings of later versions, which will mean "the default"
      * when 0: must be zero (initialize the struct with = { ... } or
      * memset), or netmutex_configure fails with EINVAL.  That is what lets
      * a program built against this header run with a later library. */
-    void *nm_reserved[8];
+    void *nm_reserved[3];
 } netmutex_config_t;
 
 /* Sets the process-wide configuration.  CFG may be NULL: environment and

@@ -57,6 +57,8 @@ void nm_test_init(int *argc, char ***argv)
      * the program.  Infrastructure failures still use g_error (fatal). */
     g_test_set_nonfatal_assertions();
     clear_netmutex_env();
+    if (nm_test_tls())
+        nm_tls_client_env();
     init_slowdown();
     /* A server killed under a connection must surface as an errno from the
      * library, not kill the test program: hiredis writes with write(2). */

@@ -134,6 +134,18 @@ typedef struct NmRedisOpts {
                                 tcp (see tests/topo_cluster.h) */
 } NmRedisOpts;
 
+/* TLS (fixture_tls.c).  Whether NETMUTEX_TEST_TLS=1: every server then
+ * listens on a TLS port only (its unix socket, for raw commands, stays
+ * plain), wants client certificates, and nm_redis_url names it rediss://;
+ * nm_test_init sets the client's NETMUTEX_TLS_* variables. */
+bool nm_test_tls(void);
+/* The program's certificates (tests/tls-certs.sh), made on first use. */
+const char *nm_tls_certs(void);
+/* NAME in that directory (g_free it). */
+char *nm_tls_cert_file(const char *name);
+/* NETMUTEX_TLS_CA, _CERT and _KEY: the test CA and client certificate. */
+void nm_tls_client_env(void);
+
 /* Starts a server (OPTS may be NULL: unix socket only) and waits, with a
  * bound, until it answers PING.  Aborts the test program on failure. */
 NmRedis *nm_redis_start(const NmRedisOpts *opts);
@@ -153,9 +165,11 @@ void nm_redis_resume(NmRedis *r);
 const char *nm_redis_dir(NmRedis *r);
 const char *nm_redis_socket(NmRedis *r);
 int nm_redis_port(NmRedis *r);
-/* "unix://[:pass@]/dir/redis.sock" (with the server's password). */
+/* "unix://[:pass@]/dir/redis.sock" (with the server's password); with
+ * NETMUTEX_TEST_TLS=1 "rediss://[:pass@]127.0.0.1:PORT". */
 char *nm_redis_url(NmRedis *r);
-/* "redis://[:pass@]127.0.0.1:PORT[/DB]" (DB < 0: no path). */
+/* "redis://[:pass@]127.0.0.1:PORT[/DB]" (DB < 0: no path); rediss://
+ * with NETMUTEX_TEST_TLS=1. */
 char *nm_redis_tcp_url(NmRedis *r, int db);
 
 /* netmutex_configure() with nm_redis_url() and defaults; asserts 0. */

@@ -157,6 +157,12 @@ static char *redis_log_tail(const NmRedis *r)
     return text;
 }
 
+/* NETMUTEX_TEST_TLS=1: the certificates a server's TLS port uses. */
+static const char *tls_dir(void)
+{
+    return nm_test_tls() ? nm_tls_certs() : NULL;
+}
+
 /* Starts the server on PORT (RS_PICK_PORT: a fresh free one). */
 static void start_redis(NmRedis *r, int port)
 {
@@ -166,6 +172,7 @@ static void start_redis(NmRedis *r, int port)
         .first = (const char *const *)r->first,
         .extra = (const char *const *)r->extra,
         .ready_ms = nm_ms(NM_PROMPT_MS),
+        .tls_dir = tls_dir(),
     };
     int err = rs_start(&r->srv, &o);
     char *log;
@@ -185,7 +192,7 @@ static void start_redis(NmRedis *r, int port)
 NmRedis *nm_redis_start(const NmRedisOpts *opts)
 {
     NmRedis *r = g_new0(NmRedis, 1);
-    bool tcp = opts && (opts->tcp || opts->cluster_node_timeout_ms);
+    bool tcp = nm_test_tls() || (opts && (opts->tcp || opts->cluster_node_timeout_ms));
     int err;
 
     catch_fatal_once();
@@ -252,6 +259,8 @@ int nm_redis_port(NmRedis *r) { return r->srv.port; }
 
 char *nm_redis_url(NmRedis *r)
 {
+    if (nm_test_tls())
+        return nm_redis_tcp_url(r, -1);
     char *auth = url_auth(r);
     char *url = g_strdup_printf("unix://%s%s", auth, r->sock);
 
@@ -266,7 +275,8 @@ char *nm_redis_tcp_url(NmRedis *r, int db)
     char *url;
 
     g_assert_cmpint(r->srv.port, >, 0);
-    url = g_strdup_printf("redis://%s127.0.0.1:%d%s", auth, r->srv.port, path);
+    url = g_strdup_printf("%s://%s127.0.0.1:%d%s", nm_test_tls() ? "rediss" : "redis", auth,
+                          r->srv.port, path);
     g_free(auth);
     g_free(path);
     return url;

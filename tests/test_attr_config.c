@@ -122,7 +122,6 @@ static void test_url_malformed(void)
         "127.0.0.1:6379",                   /* no scheme */
         "//127.0.0.1:6379",
         "http://127.0.0.1:6379",            /* unknown scheme */
-        "rediss://127.0.0.1:6379",          /* TLS: not in this version */
         "redis:/127.0.0.1:6379",
         "redis://",                         /* empty host */
         "redis://:6379",

@@ -70,6 +70,64 @@ static void parse_bad(const char *urls)
     g_assert_cmpuint(n, ==, 77);
 }
 
+/* ---- rediss:// (TLS) ---------------------------------------------------- */
+
+/* docs/deployment.md, "URL forms": the rediss forms, each described as it
+ * was given; unix:// has none. */
+static void test_tls_forms(void)
+{
+    nm_server_t *s = parse_ok("rediss://:pw@h:6380/2", 1, "rediss://:***@h:6380");
+    g_assert_true(s->tls);
+    g_assert_null(s->tls_state); /* the configuration's, not the parser's */
+    nm_servers_free(s, 1);
+    s = parse_ok("redis://a,rediss://b:7000,unix:///tmp/x.sock", 3, "redis://a:6379");
+    g_assert_false(s[0].tls);
+    g_assert_true(s[1].tls);
+    g_assert_false(s[2].tls);
+    nm_servers_free(s, 3);
+    parse_bad("rediss:///tmp/x.sock");
+    parse_bad("unixs:///tmp/x.sock");
+    parse_bad("redisss://h");
+}
+
+static void test_tls_sentinel(void)
+{
+    static const struct {
+        const char *url, *described;
+        int sentinels, master;
+    } cases[] = {
+        { "rediss-sentinel://s1,s2#m", "rediss-sentinel://s1:26379,s2:26379#m", 1, 1 },
+        { "rediss-sentinel://s1?master_tls=no#m",
+          "rediss-sentinel://s1:26379?master_tls=no#m", 1, 0 },
+        { "redis-sentinel://s1?master_tls=yes#m",
+          "redis-sentinel://s1:26379?master_tls=yes#m", 0, 1 },
+        { "redis-sentinel://s1?sentinel_password=x&master_tls=no#m",
+          "redis-sentinel://s1:26379?sentinel_password=***#m", 0, 0 },
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        nm_server_t *s = parse_ok(cases[i].url, 1, cases[i].described);
+        g_assert_cmpint(s->tls, ==, cases[i].master);
+        for (size_t k = 0; k < s->nsentinels; k++)
+            g_assert_cmpint(s->sentinels[k].tls, ==, cases[i].sentinels);
+        nm_servers_free(s, 1);
+    }
+    parse_bad("redis-sentinel://s1?master_tls=maybe#m");
+    parse_bad("redis-sentinel://s1?master_tls=yes&master_tls=no#m");
+}
+
+static void test_tls_cluster(void)
+{
+    char why[160];
+    nm_urls_t u;
+    g_assert_cmpint(nm_url_parse("rediss-cluster://:pw@a:7000,b:7001", &u, why, sizeof why),
+                    ==, 0);
+    g_assert_true(u.servers[0].tls);
+    g_assert_true(u.seeds[0].tls && u.seeds[1].tls);
+    nm_urls_free(&u);
+    g_assert_cmpint(nm_url_parse("redis://a,rediss-cluster://b", &u, why, sizeof why), ==,
+                    EINVAL);
+}
+
 /* ---- redis:// ------------------------------------------------------------ */
 
 static void test_redis_forms(void)
@@ -495,6 +553,9 @@ int main(int argc, char **argv)
     logged = g_string_new(NULL);
     netmutex_set_log(NETMUTEX_LOG_DEBUG, capture, NULL);
     g_test_add_func("/unit/url/redis/forms", test_redis_forms);
+    g_test_add_func("/unit/url/tls/forms", test_tls_forms);
+    g_test_add_func("/unit/url/tls/sentinel", test_tls_sentinel);
+    g_test_add_func("/unit/url/tls/cluster", test_tls_cluster);
     g_test_add_func("/unit/url/redis/escapes", test_redis_escapes);
     g_test_add_func("/unit/url/redis/ipv6", test_redis_ipv6);
     g_test_add_func("/unit/url/redis/bad", test_redis_bad);

@@ -31,9 +31,11 @@ static const struct {
     { ENOLCK, "ENOLCK", "the lease was lost while the mutex was held" },
     { EIO, "EIO", "released here, but the server could not be told" },
     { ENOENT, "ENOENT", "there was nothing to free" },
-    { EACCES, "EACCES", "refused by the server (credentials, database or ACL permission)" },
+    { EACCES, "EACCES",
+      "refused by the server (credentials, database or ACL permission), "
+      "or a TLS certificate not accepted" },
     { ENOTSUP, "ENOTSUP", "the server may evict lock keys (maxmemory policy), or quorum mode (conditions)" },
-    { EPROTO, "EPROTO", "unexpected answer from the server" },
+    { EPROTO, "EPROTO", "unexpected answer from the server (or no TLS where rediss:// wants it)" },
     { ENOSPC, "ENOSPC", "the porting layer's table of selected mutexes is full" },
     { ECANCELED, "ECANCELED", "stopped by the caller's callback" },
     { ERANGE, "ERANGE", "the caller's buffer is too small" },

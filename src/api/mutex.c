@@ -39,6 +39,7 @@
 #include "status.h"
 #include "script.h"
 #include "subscriber.h"
+#include "tls.h"
 #include "wake.h"
 #include "watchdog.h"
 
@@ -70,10 +71,12 @@ static void before_fork(void)
     nm_cluster_before_fork();
     nm_config_before_fork();
     nm_journal_before_fork();
+    nm_tls_before_fork();
 }
 
 static void after_fork_parent(void)
 {
+    nm_tls_after_fork_parent();
     nm_journal_after_fork_parent();
     nm_config_after_fork();
     nm_cluster_after_fork();
@@ -89,6 +92,7 @@ static void after_fork_parent(void)
  * uses none of the parent's sockets; it builds its own on first use. */
 static void after_fork_child(void)
 {
+    nm_tls_after_fork_child();
     nm_journal_after_fork_child();
     nm_config_after_fork();
     nm_cluster_after_fork();

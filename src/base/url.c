@@ -191,8 +191,11 @@ static int parse_url(const char *s, size_t len, nm_server_t *srv)
         skip = strlen("unix://");
     else if (has_prefix(s, len, "redis://"))
         skip = strlen("redis://");
+    else if (has_prefix(s, len, "rediss://"))
+        skip = strlen("rediss://");
     else
         return EINVAL;
+    srv->tls = skip == strlen("rediss://");
     s += skip;
     len -= skip;
     for (size_t i = 0; i < len; i++)
@@ -259,7 +262,7 @@ static int parse_list(const char *urls, nm_urls_t *out, why_t *why)
 
     for (const char *p = urls; *p; p++)
         count += *p == ',';
-    if (strstr(urls, NM_CLUSTER_SCHEME))
+    if (strstr(urls, NM_CLUSTER_SCHEME) || strstr(urls, NM_CLUSTER_TLS_SCHEME))
         return refuse(why, "a redis-cluster:// URL cannot be part of a list: quorum mode "
                            "with a Redis Cluster is not supported");
     if (count > NETMUTEX_SERVERS_MAX || strlen(urls) > NETMUTEX_SERVERS_MAX * NM_URL_MAX)
@@ -295,30 +298,55 @@ static int parse_piece(const char *a, const char *b, const char *c, nm_server_t 
     return err;
 }
 
-/* One "name=value" of the query into the sentinels' "user:password@". */
-static int take_param(const char *p, size_t len, char **user, char **pass, why_t *why)
+/* The query's sentinel_user, sentinel_password and master_tls. */
+typedef struct query {
+    char *user, *pass, *master_tls;
+} query_t;
+
+/* One "name=value" of the query into Q. */
+static int take_param(const char *p, size_t len, query_t *q, why_t *why)
 {
     const char *eq = memchr(p, '=', len);
     size_t klen = eq ? (size_t)(eq - p) : len;
-    char **to = klen == 13 && !memcmp(p, "sentinel_user", 13)     ? user
-              : klen == 17 && !memcmp(p, "sentinel_password", 17) ? pass : NULL;
+    char **to = klen == 13 && !memcmp(p, "sentinel_user", 13)     ? &q->user
+              : klen == 17 && !memcmp(p, "sentinel_password", 17) ? &q->pass
+              : klen == 10 && !memcmp(p, "master_tls", 10)        ? &q->master_tls : NULL;
     if (!eq || !to || *to)
         return refuse(why, "the query may only set sentinel_user and sentinel_password, "
-                           "once each");
+                           "and master_tls, once each");
     *to = strndup(eq + 1, len - klen - 1);
     return *to ? 0 : ENOMEM;
 }
 
-/* The query's credentials as the userinfo of a redis:// URL ("" if none). */
-static int sentinel_userinfo(const char *q, char **out, why_t *why)
+/* master_tls=yes|no into SRV's tls (default: as the sentinels, SENT_TLS). */
+static int take_master_tls(const char *v, int sent_tls, nm_server_t *srv, why_t *why)
 {
-    char *user = NULL, *pass = NULL;
+    srv->tls = sent_tls;
+    if (v && strcmp(v, "yes") != 0 && strcmp(v, "no") != 0)
+        return refuse(why, "master_tls is yes or no");
+    if (v)
+        srv->tls = strcmp(v, "yes") == 0;
+    return 0;
+}
+
+/* The query's credentials as the userinfo of a redis:// URL ("" if none),
+ * its master_tls into SRV. */
+static int sentinel_userinfo(const char *q, int sent_tls, nm_server_t *srv, char **out,
+                             why_t *why)
+{
+    query_t query = { NULL, NULL, NULL };
+    char *user, *pass;
     int err = 0;
     for (const char *p = q; q && !err && *p;) {
         size_t len = strcspn(p, "&");
-        err = take_param(p, len, &user, &pass, why);
+        err = take_param(p, len, &query, why);
         p += len + (p[len] == '&');
     }
+    user = query.user;
+    pass = query.pass;
+    if (!err)
+        err = take_master_tls(query.master_tls, sent_tls, srv, why);
+    free(query.master_tls);
     if (!err && user && !pass)
         err = refuse(why, "sentinel_user needs a sentinel_password");
     if (!err && !(*out = calloc(1, (user ? strlen(user) : 0) + (pass ? strlen(pass) : 0) + 3)))
@@ -330,8 +358,10 @@ static int sentinel_userinfo(const char *q, char **out, why_t *why)
     return err;
 }
 
-/* "h1[:p1],h2[:p2]..." into SRV's sentinels, with their USERINFO. */
-static int parse_nodes(char *hosts, const char *userinfo, nm_server_t *srv, why_t *why)
+/* "h1[:p1],h2[:p2]..." into SRV's sentinels, with their USERINFO and
+ * TLS. */
+static int parse_nodes(char *hosts, const char *userinfo, int tls, nm_server_t *srv,
+                       why_t *why)
 {
     size_t count = 1;
     for (const char *p = hosts; *p; p++)
@@ -353,6 +383,7 @@ static int parse_nodes(char *hosts, const char *userinfo, nm_server_t *srv, why_
                               &srv->sentinels[srv->nsentinels]);
         if (err)
             return err == EINVAL ? refuse(why, "a malformed sentinel host:port") : err;
+        srv->sentinels[srv->nsentinels].tls = tls;
         h = end + 1;
     }
     return 0;
@@ -398,7 +429,8 @@ static int parse_name(const char *hash, nm_server_t *srv, why_t *why)
 
 static int parse_sentinel(const char *url, nm_server_t *srv, why_t *why)
 {
-    char *copy = strdup(url + strlen(NM_SENTINEL_SCHEME)), *userinfo = NULL, *hosts;
+    int tls = strncmp(url, NM_SENTINEL_TLS_SCHEME, strlen(NM_SENTINEL_TLS_SCHEME)) == 0;
+    char *copy = strdup(strstr(url, "://") + 3), *userinfo = NULL, *hosts;
     int err = copy ? 0 : ENOMEM;
 
     if (!err && strlen(url) > NM_URL_MAX)
@@ -411,12 +443,12 @@ static int parse_sentinel(const char *url, nm_server_t *srv, why_t *why)
         char *q = strchr(copy, '?');
         if (q)
             *q++ = '\0';
-        err = sentinel_userinfo(q, &userinfo, why);
+        err = sentinel_userinfo(q, tls, srv, &userinfo, why);
     }
     if (!err)
         err = parse_head(copy, srv, &hosts, why);
     if (!err)
-        err = parse_nodes(hosts, userinfo, srv, why);
+        err = parse_nodes(hosts, userinfo, tls, srv, why);
     free(copy);
     free(userinfo);
     return err;
@@ -428,15 +460,17 @@ static int parse_sentinel(const char *url, nm_server_t *srv, why_t *why)
  * once, before the hosts; a ',' in them must be written %2C.  A cluster has
  * database 0 only, so no /db is accepted but /0. */
 
-/* One seed HOST (LEN bytes) with the credentials USERINFO (NULL: none). */
+/* One seed HOST (LEN bytes) with the credentials USERINFO (NULL: none),
+ * over TLS when TLS. */
 static int parse_seed(const char *userinfo, size_t ui_len, const char *host, size_t len,
-                      nm_server_t *srv, why_t *why)
+                      int tls, nm_server_t *srv, why_t *why)
 {
-    size_t size = strlen("redis://") + ui_len + 1 + len + 1;
+    size_t size = strlen("rediss://") + ui_len + 1 + len + 1;
     char *url = malloc(size);
     if (!url)
         return ENOMEM;
-    snprintf(url, size, "redis://%.*s%s%.*s", (int)ui_len, userinfo ? userinfo : "",
+    snprintf(url, size, "%s%.*s%s%.*s", tls ? "rediss://" : "redis://", (int)ui_len,
+             userinfo ? userinfo : "",
              userinfo ? "@" : "", (int)len, host);
     int err = len == 0 ? refuse(why, "an empty seed") : parse_url(url, strlen(url), srv);
     free(url);
@@ -458,6 +492,7 @@ static int first_seed(const nm_server_t *s, nm_urls_t *out)
         return ENOMEM;
     out->n = 1;
     out->servers->port = s->port;
+    out->servers->tls = s->tls;
     int err = copy_str(s->host, &out->servers->host);
     if (!err)
         err = copy_str(s->user, &out->servers->user);
@@ -468,7 +503,8 @@ static int first_seed(const nm_server_t *s, nm_urls_t *out)
 
 static int parse_cluster(const char *url, nm_urls_t *out, why_t *why)
 {
-    const char *rest = url + strlen(NM_CLUSTER_SCHEME);
+    int tls = strncmp(url, NM_CLUSTER_TLS_SCHEME, strlen(NM_CLUSTER_TLS_SCHEME)) == 0;
+    const char *rest = strstr(url, "://") + 3;
     const char *at = strrchr(rest, '@'), *hosts = at ? at + 1 : rest;
     size_t ui_len = at ? (size_t)(at - rest) : 0, count = 1;
     int err = 0;
@@ -486,7 +522,7 @@ static int parse_cluster(const char *url, nm_urls_t *out, why_t *why)
         return ENOMEM;
     for (const char *p = hosts; out->nseeds < count && !err; out->nseeds++) {
         size_t len = strcspn(p, ",");
-        err = parse_seed(at ? rest : NULL, ui_len, p, len, &out->seeds[out->nseeds], why);
+        err = parse_seed(at ? rest : NULL, ui_len, p, len, tls, &out->seeds[out->nseeds], why);
         p += len + 1;
     }
     return err ? err : first_seed(&out->seeds[0], out);
@@ -496,12 +532,14 @@ static int parse_cluster(const char *url, nm_urls_t *out, why_t *why)
 
 int nm_url_is_sentinel(const char *urls)
 {
-    return urls && strncmp(urls, NM_SENTINEL_SCHEME, strlen(NM_SENTINEL_SCHEME)) == 0;
+    return urls && (strncmp(urls, NM_SENTINEL_SCHEME, strlen(NM_SENTINEL_SCHEME)) == 0 ||
+                    strncmp(urls, NM_SENTINEL_TLS_SCHEME, strlen(NM_SENTINEL_TLS_SCHEME)) == 0);
 }
 
 static int is_cluster(const char *urls)
 {
-    return strncmp(urls, NM_CLUSTER_SCHEME, strlen(NM_CLUSTER_SCHEME)) == 0;
+    return strncmp(urls, NM_CLUSTER_SCHEME, strlen(NM_CLUSTER_SCHEME)) == 0 ||
+           strncmp(urls, NM_CLUSTER_TLS_SCHEME, strlen(NM_CLUSTER_TLS_SCHEME)) == 0;
 }
 
 int nm_url_parse(const char *urls, nm_urls_t *out, char *why_buf, size_t size)

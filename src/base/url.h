@@ -5,11 +5,16 @@
  * The forms (docs/deployment.md is their user-facing reference):
  *
  *   redis://[[user]:password@]host[:port][/db]
- *   unix://[[user]:password@]/path[?db=N]
+ *   rediss://... the same over TLS (tls.h)
+ *   unix://[[user]:password@]/path[?db=N]      (never TLS)
  *   a comma-separated list of 1 to NETMUTEX_SERVERS_MAX of those (quorum)
  *   redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]
- *                    [?sentinel_user=U&sentinel_password=P]#MASTERNAME
+ *       [?sentinel_user=U&sentinel_password=P&master_tls=yes|no]#MASTERNAME
+ *   rediss-sentinel://... the same with TLS to the sentinels; the masters
+ *       they name are reached as the sentinels are, unless master_tls says
+ *       otherwise
  *   redis-cluster://[[user]:password@]host[:port][,host[:port]...]
+ *   rediss-cluster://... the same over TLS (every node: tls-cluster yes)
  *
  * The parser is strict on purpose: a typo should fail loudly at
  * netmutex_configure() with EINVAL and a reason, not become a lock that
@@ -27,7 +32,9 @@
 
 #define NM_URL_MAX 4096u
 #define NM_SENTINEL_SCHEME "redis-sentinel://"
+#define NM_SENTINEL_TLS_SCHEME "rediss-sentinel://"
 #define NM_CLUSTER_SCHEME "redis-cluster://"
+#define NM_CLUSTER_TLS_SCHEME "rediss-cluster://"
 #define NM_SENTINEL_PORT 26379
 #define NM_SENTINEL_NODES_MAX 16
 #define NM_CLUSTER_SEEDS_MAX 16
@@ -41,6 +48,10 @@ typedef struct nm_server {
     char *user;     /* NULL: no ACL user (AUTH password) */
     char *password; /* NULL: no AUTH */
     int db;         /* SELECT db when not 0 */
+    int tls;        /* rediss: TLS (tls.h) */
+    /* The configuration's TLS state when TLS is on (tls_config.c sets it;
+     * the parser leaves it NULL). */
+    struct nm_tls *tls_state;
     /* redis-sentinel:// only (host is NULL): the sentinels to ask, with
      * the query's credentials, and the master's name. */
     struct nm_server *sentinels;
@@ -68,7 +79,7 @@ int nm_url_parse(const char *urls, nm_urls_t *out, char *why, size_t size);
 void nm_urls_free(nm_urls_t *urls);
 void nm_servers_free(nm_server_t *servers, size_t n);
 
-/* Whether URLS is of the redis-sentinel:// form. */
+/* Whether URLS is of the redis-sentinel:// (or rediss-sentinel://) form. */
 int nm_url_is_sentinel(const char *urls);
 
 /* SRV as a URL for messages, its passwords masked. */

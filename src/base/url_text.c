@@ -35,14 +35,18 @@ static const char *auth_shown(const nm_server_t *srv)
 
 static void describe_sentinel(const nm_server_t *srv, char *buf, size_t size)
 {
-    size_t len = putf(buf, size, 0, "%s%s%s", NM_SENTINEL_SCHEME, srv->user ? srv->user : "",
-                      auth_shown(srv));
+    int tls = srv->nsentinels && srv->sentinels[0].tls;
+    size_t len = putf(buf, size, 0, "%s%s%s", tls ? NM_SENTINEL_TLS_SCHEME : NM_SENTINEL_SCHEME,
+                      srv->user ? srv->user : "", auth_shown(srv));
     for (size_t i = 0; i < srv->nsentinels; i++)
         len = put_host(buf, size, len, i ? "," : "", &srv->sentinels[i]);
     if (srv->db)
         len = putf(buf, size, len, "/%d", srv->db);
     if (srv->nsentinels && srv->sentinels[0].password)
         len = putf(buf, size, len, "?sentinel_password=***");
+    if (srv->tls != tls)
+        len = putf(buf, size, len, "%cmaster_tls=%s", strchr(buf, '?') ? '&' : '?',
+                   srv->tls ? "yes" : "no");
     putf(buf, size, len, "#%s", srv->master_name);
 }
 
@@ -56,7 +60,8 @@ void nm_url_describe(const nm_server_t *srv, char *buf, size_t size)
     else if (srv->is_unix)
         putf(buf, size, 0, "unix://%s%s%s", user, auth_shown(srv), srv->path);
     else
-        put_host(buf, size, putf(buf, size, 0, "redis://%s%s", user, auth_shown(srv)), "", srv);
+        put_host(buf, size, putf(buf, size, 0, "%s://%s%s", srv->tls ? "rediss" : "redis", user,
+                                 auth_shown(srv)), "", srv);
 }
 
 /* A bounded text buffer for messages: what does not fit is cut. */
@@ -104,7 +109,7 @@ static int starts_url(const char *p)
  * '@' before the query) and the sentinels' masked. */
 static void mask_sentinel(const char *url, msgbuf_t *out)
 {
-    const char *host = url + strlen(NM_SENTINEL_SCHEME), *q = strchr(host, '?');
+    const char *host = strstr(url, "://") + 3, *q = strchr(host, '?');
     const char *at = NULL, *colon;
     for (const char *p = host; *p && p != q; p++)
         at = *p == '@' ? p : at;
@@ -151,10 +156,10 @@ const char *nm_url_grammar(const char *urls)
 {
     if (nm_url_is_sentinel(urls))
         return "the form is "
-               "redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]"
-               "[?sentinel_user=U&sentinel_password=P]#MASTERNAME";
+               "redis[s]-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]"
+               "[?sentinel_user=U&sentinel_password=P&master_tls=yes|no]#MASTERNAME";
     return "not a list of 1 to " STR(NETMUTEX_SERVERS_MAX) " URLs of the forms "
-           "redis://[[user]:password@]host[:port][/db] and "
-           "unix://[[user]:password@]/path[?db=N], nor one redis-sentinel:// URL, "
-           "nor one redis-cluster://[[user]:password@]host[:port][,host[:port]...]";
+           "redis[s]://[[user]:password@]host[:port][/db] and "
+           "unix://[[user]:password@]/path[?db=N], nor one redis[s]-sentinel:// URL, "
+           "nor one redis[s]-cluster://[[user]:password@]host[:port][,host[:port]...]";
 }

@@ -38,6 +38,7 @@
 #include "cluster.h"
 #include "cluster_route.h"
 #include "conn.h"
+#include "dial.h"
 #include "lease.h"
 #include "log.h"
 #include "quorum.h"
@@ -140,7 +141,7 @@ static void watch_unref(watch_t *w)
 static void free_ctx(redisContext **c)
 {
     if (*c)
-        redisFree(*c);
+        nm_dial_close(*c);
     *c = NULL;
 }
 

@@ -27,6 +27,7 @@
 #include "cluster.h"
 #include "cluster_route.h"
 #include "conn.h"
+#include "dial.h"
 #include "sentinel.h"
 #include "settings.h"
 #include "subscriber.h"
@@ -132,7 +133,7 @@ void nm_subscriber_settle(int64_t until)
 static void free_ctx(redisContext **c)
 {
     if (*c)
-        redisFree(*c);
+        nm_dial_close(*c);
     *c = NULL;
 }
 

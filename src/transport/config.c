@@ -21,6 +21,7 @@
 #include "config.h"
 #include "log.h"
 #include "sentinel.h"
+#include "tls.h"
 #include "url.h"
 
 /* ---- building a configuration ---------------------------------------- */
@@ -255,6 +256,12 @@ static int use_urls(const char *url, int from_api, nm_config_t *cfg)
     return err;
 }
 
+/* TLS (tls_config.c): the cluster's seeds dial as its first server. */
+static int use_tls(const netmutex_config_t *u, nm_config_t *cfg)
+{
+    return nm_tls_configure(u, cfg->servers, cfg->nservers, &cfg->tls);
+}
+
 static int fill_config(const netmutex_config_t *u, nm_config_t *cfg)
 {
     static const netmutex_config_t none;
@@ -267,6 +274,8 @@ static int fill_config(const netmutex_config_t *u, nm_config_t *cfg)
         return EINVAL;
     const char *url = pick_str(u->url, "NETMUTEX_URL", NM_DEFAULT_URL);
     err = use_urls(url, u->url != NULL, cfg);
+    if (!err)
+        err = use_tls(u, cfg);
     if (err)
         return err;
     prefix = pick_str(u->key_prefix, "NETMUTEX_PREFIX", NM_DEFAULT_PREFIX);
@@ -313,6 +322,7 @@ static void config_free(nm_config_t *cfg)
     for (size_t i = 0; cfg->servers && i < cfg->nservers; i++)
         nm_sentinel_free(cfg->servers[i].sentinel);
     nm_servers_free(cfg->servers, cfg->nservers);
+    nm_tls_unref(cfg->tls);
     free(cfg->prefix);
     free(cfg->holder);
     free(cfg);

@@ -50,7 +50,7 @@ static void nodes_clear(conn_cache_t *cache)
 {
     for (size_t i = 0; i < cache->nnodes; i++) {
         if (cache->nodes[i].ctx)
-            redisFree(cache->nodes[i].ctx);
+            nm_dial_close(cache->nodes[i].ctx);
         free(cache->nodes[i].host);
     }
     free(cache->nodes);
@@ -64,7 +64,7 @@ static void cache_clear(conn_cache_t *cache)
     if (cache->cfg) {
         for (size_t i = 0; i < cache->cfg->nservers; i++)
             if (cache->slots[i].ctx)
-                redisFree(cache->slots[i].ctx);
+                nm_dial_close(cache->slots[i].ctx);
         nm_config_unref(cache->cfg);
     }
     free(cache->slots);
@@ -119,13 +119,17 @@ static int cache_bind(conn_cache_t *cache, nm_config_t *cfg)
 
 void nm_conn_report(const nm_config_t *cfg, size_t i, int err, const char *cause)
 {
-    static int down[NETMUTEX_SERVERS_MAX]; /* atomic */
+    /* The generation of the configuration under which server I was
+     * reported down, 0 while it works: a new configuration's server is
+     * another server, whose first failure is worth its own message. */
+    static uint64_t down[NETMUTEX_SERVERS_MAX]; /* atomic */
     char where[NM_URL_MAX];
     int now_down = err != 0 && err != ENOTSUP; /* ENOTSUP: server_check said it */
+    uint64_t state = now_down ? cfg->generation : 0;
     /* The common case, a server that works and worked, costs one load. */
     if (!now_down && !__atomic_load_n(&down[i], __ATOMIC_RELAXED))
         return;
-    if (__atomic_exchange_n(&down[i], now_down, __ATOMIC_RELAXED) == now_down)
+    if (__atomic_exchange_n(&down[i], state, __ATOMIC_RELAXED) == state)
         return;
     nm_url_describe(&cfg->servers[i], where, sizeof where);
     if (now_down)
@@ -151,7 +155,7 @@ static int dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t budget,
         err = nm_cluster_probe(c, cfg, srv, until);
     if (err) {
         nm_dial_describe(c, err, budget, cause, size);
-        redisFree(c);
+        nm_dial_close(c);
         return err;
     }
     *out = c;
@@ -197,7 +201,7 @@ int nm_conn_get_why(nm_config_t *cfg, size_t i, int64_t deadline, redisContext *
         return NM_ECONN;
     }
     if (slot->ctx && nm_sentinel_moved(cfg, &cfg->servers[i], slot->ctx, deadline)) {
-        redisFree(slot->ctx); /* the sentinels name another master now */
+        nm_dial_close(slot->ctx); /* the sentinels name another master now */
         slot->ctx = NULL;
     }
     if (slot->ctx == NULL) {
@@ -289,7 +293,7 @@ void nm_conn_drop_node(const char *host, int port)
     for (size_t i = 0; i < cache->nnodes; i++) {
         if (cache->nodes[i].ctx && cache->nodes[i].port == port &&
             strcmp(cache->nodes[i].host, host) == 0) {
-            redisFree(cache->nodes[i].ctx);
+            nm_dial_close(cache->nodes[i].ctx);
             cache->nodes[i].ctx = NULL;
         }
     }
@@ -299,7 +303,7 @@ void nm_conn_drop(size_t i)
 {
     conn_cache_t *cache = thread_cache(0);
     if (cache && cache->cfg && i < cache->cfg->nservers && cache->slots[i].ctx) {
-        redisFree(cache->slots[i].ctx);
+        nm_dial_close(cache->slots[i].ctx);
         cache->slots[i].ctx = NULL;
     }
 }

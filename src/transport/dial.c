@@ -11,6 +11,7 @@
 #include "dial.h"
 #include "reply.h"
 #include "sock.h"
+#include "tls.h"
 #include "url.h"
 
 /* AUTH and SELECT, in that order, as the server requires. */
@@ -42,6 +43,15 @@ static int handshake(redisContext *c, const nm_server_t *srv, int64_t deadline)
     return err;
 }
 
+/* Whether plain C was cut off as a TLS server cuts off a client that
+ * does not speak TLS: a reset or a close, or an alert record (0x15). */
+static int plain_cut(const redisContext *c)
+{
+    return c->connection_type == REDIS_CONN_TCP &&
+           (strstr(c->errstr, "reset by peer") || strstr(c->errstr, "closed the connection") ||
+            strstr(c->errstr, "\\x15"));
+}
+
 /* Why dialing failed, in words, for the outage report.  A redirection or
  * TRYAGAIN (reply.h) answered to AUTH, SELECT or INFO is an answer no
  * server should give there: said as the unexpected answer it is, in the
@@ -51,6 +61,8 @@ void nm_dial_describe(const redisContext *c, int err, int64_t budget, char *buf,
 {
     if (err == ENOMEM)
         snprintf(buf, size, "out of memory");
+    else if (c && c->err && c->errstr[0] && (err == EACCES || err == EPROTO))
+        snprintf(buf, size, "%s", c->errstr); /* TLS's reason (tls_io.c) */
     else if (err == EACCES)
         snprintf(buf, size, "refused: %s", nm_reply_last_error());
     else if (err == EINVAL)
@@ -58,6 +70,8 @@ void nm_dial_describe(const redisContext *c, int err, int64_t budget, char *buf,
     else if (err == EPROTO || err == NM_EREDIRECT || err == NM_ETRYAGAIN)
         snprintf(buf, size, "unexpected answer: %s", *nm_reply_last_error()
                  ? nm_reply_last_error() : "a reply of another shape");
+    else if (c && c->err && c->errstr[0] && !nm_tls_on(c->fd) && plain_cut(c))
+        snprintf(buf, size, "%s (a TLS port? redis:// is plain, rediss:// TLS)", c->errstr);
     else if (c && c->err && c->errstr[0])
         snprintf(buf, size, "%s", c->errstr);
     else
@@ -80,34 +94,77 @@ static redisContext *context_on(int fd, const char *host, int port)
         c->connection_type = REDIS_CONN_TCP;
         c->tcp.port = port;
         if (!(c->tcp.host = strdup(host))) {
-            redisFree(c);
+            nm_dial_close(c);
             return NULL;
         }
     }
     return c;
 }
 
+/* A server that asked for a client certificate we have none of may
+ * require one, and TLS 1.3 says so only after the handshake: one PING
+ * tells, so that the dial, not a later request, fails with the reason. */
+static int cert_probe(redisContext *c, int64_t until)
+{
+    static const char *ping[1] = { "PING" };
+    redisReply *r;
+    if (!nm_tls_cert_wanted(c))
+        return 0;
+    int err = nm_call(c, 1, ping, NULL, until, &r);
+    if (!err)
+        freeReplyObject(r);
+    /* Refused by an alert, or the connection reset before it was read. */
+    if (err == NM_ECONN && (nm_tls_refused(c) || c->err != 0 || nm_remaining_ms(until) > 0)) {
+        c->err = REDIS_ERR_IO;
+        snprintf(c->errstr, sizeof c->errstr, "TLS: the server requires a client certificate "
+                                              "(set NETMUTEX_TLS_CERT and NETMUTEX_TLS_KEY)");
+        err = EACCES;
+    }
+    return err == EACCES || err == NM_ECONN || err == ENOMEM ? err : 0;
+}
+
+/* TLS first, when SRV says so (never over a unix socket), then AUTH and
+ * SELECT.  A TLS failure leaves its reason in CAUSE (*TOLD set). */
+static int setup(redisContext *c, const nm_server_t *srv, const char *host, int port,
+                 int64_t until, char *cause, size_t size, int *told)
+{
+    int err = nm_io_setup(c) != 0 ? NM_ECONN : 0;
+    if (!err && host)
+        redisEnableKeepAlive(c);
+    if (!err && host && srv->tls) {
+        err = nm_tls_connect(srv->tls_state, c, host, port, until, cause, size);
+        *told = err != 0;
+        if (!err)
+            err = cert_probe(c, until);
+    }
+    return err ? err : handshake(c, srv, until);
+}
+
 int nm_dial_open(const nm_server_t *srv, const char *host, int port, int64_t until,
                  redisContext **out, char *cause, size_t size)
 {
     int64_t budget = NM_MAX(nm_remaining_ms(until), 1);
+    int told = 0;
     int fd = nm_sock_open(host, port, srv->path, nm_now_ms() + budget, cause, size);
     if (fd < 0)
         return NM_ECONN;
     redisContext *c = context_on(fd, host, port);
-    int err = c == NULL ? ENOMEM : nm_io_setup(c) != 0 ? NM_ECONN : 0;
-    if (!err) {
-        if (host)
-            redisEnableKeepAlive(c);
-        err = handshake(c, srv, until);
-    }
+    int err = c == NULL ? ENOMEM : setup(c, srv, host, port, until, cause, size, &told);
     if (err) {
-        nm_dial_describe(c, err, budget, cause, size);
-        if (c)
-            redisFree(c);
+        if (!told)
+            nm_dial_describe(c, err, budget, cause, size);
+        nm_dial_close(c);
         return err;
     }
     *out = c;
     return 0;
+}
+
+void nm_dial_close(redisContext *c)
+{
+    if (!c)
+        return;
+    nm_tls_close(c->fd);
+    redisFree(c);
 }
 

@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "reply.h"
+#include "tls.h"
 
 /* More unread bytes than any reply of ours needs: the server floods. */
 #define NM_READER_MAX (16u << 20)
@@ -128,6 +129,8 @@ static int wait_ready(redisContext *c, short events, int64_t deadline)
  * write does.  0 (*DONE: nothing left), or NM_ECONN. */
 static int write_some(redisContext *c, int *done)
 {
+    if (nm_tls_on(c->fd))
+        return nm_tls_write(c, done);
     size_t len = sdslen(c->obuf);
     ssize_t n = len ? send(c->fd, c->obuf, len, MSG_NOSIGNAL) : 0;
     *done = 0;
@@ -184,6 +187,8 @@ static void sigpipe_release(const sigpipe_guard_t *g)
 
 static int write_some(redisContext *c, int *done)
 {
+    if (nm_tls_on(c->fd))
+        return nm_tls_write(c, done);
     sigpipe_guard_t guard;
     sigpipe_hold(&guard);
     int err = redisBufferWrite(c, done) == REDIS_OK ? 0 : NM_ECONN;
@@ -207,7 +212,7 @@ int nm_send(redisContext *c, int64_t deadline)
 
 int nm_receive(redisContext *c)
 {
-    if (redisBufferRead(c) != REDIS_OK)
+    if (nm_tls_on(c->fd) ? nm_tls_read(c) != 0 : redisBufferRead(c) != REDIS_OK)
         return NM_ECONN;
     /* Our replies are small: a server that keeps sending is not one to
      * keep buffering for. */

@@ -73,7 +73,7 @@ static int ask_one(const nm_server_t *srv, const nm_server_t *node, int64_t unti
     if (err)
         return err;
     err = nm_call(c, 3, argv, NULL, until, &r);
-    redisFree(c);
+    nm_dial_close(c);
     if (err) {
         snprintf(cause, size, "%s", err == NM_ECONN ? "no answer in time"
                                                     : nm_reply_last_error());
@@ -148,7 +148,7 @@ static int open_master(const nm_server_t *srv, const char *host, int port, int64
         snprintf(cause, size, "%.64s:%d: %.120s", host, port,
                  err == NM_ECONN ? "not a master (ROLE), or no answer in time"
                                  : nm_reply_last_error());
-        redisFree(*out);
+        nm_dial_close(*out);
     }
     return err;
 }

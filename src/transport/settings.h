@@ -62,6 +62,7 @@ typedef struct nm_config {
     uint64_t generation;      /* unique per built configuration */
     struct nm_cluster *cluster; /* one server: whether and which Redis
                                    Cluster it reaches (cluster.h) */
+    struct nm_tls *tls;       /* NULL unless a URL says rediss (tls.h) */
 } nm_config_t;
 
 #endif /* NM_SETTINGS_H */

@@ -136,7 +136,8 @@ acl_setup() {
 # start_redis TAG [OPTION...]: a server on $tmp/TAG.sock, with OPTIONs
 # such as --requirepass added; sets redis_url to its URL (without
 # credentials but acl_setup's).  Not a $(...) command: see the top of
-# this file.
+# this file.  With NETMUTEX_TEST_TLS=1 it listens on a TLS port too
+# (tls_args), which redis_url names; the socket stays for raw commands.
 start_redis() {
     tag=$1; shift
     acl_setup "$@"
@@ -146,12 +147,47 @@ start_redis() {
     # shellcheck disable=SC2086
     set -- "$@" $acl_opts
     set +f
-    "$REDIS_SERVER" --port 0 --unixsocket "$tmp/$tag.sock" --unixsocketperm 700 \
-        --dir "$tmp" --dbfilename "$tag.rdb" --save '' --appendonly no "$@" \
-        >"$tmp/$tag.log" 2>&1 &
-    redis_pids="$redis_pids $!"
-    wait_for 30 test -S "$tmp/$tag.sock" || bail "redis-server $tag did not start"
+    tls_port=
+    [ "${NETMUTEX_TEST_TLS:-}" = 1 ] && tls_certs
+    for try in 1 2 3 4 5; do
+        [ "${NETMUTEX_TEST_TLS:-}" = 1 ] && tls_port=$(tls_pick_port "$try")
+        "$REDIS_SERVER" --port 0 --unixsocket "$tmp/$tag.sock" --unixsocketperm 700 \
+            --dir "$tmp" --dbfilename "$tag.rdb" --save '' --appendonly no \
+            $(tls_args "$tls_port") "$@" >"$tmp/$tag.log" 2>&1 &
+        pid=$!
+        redis_pids="$redis_pids $pid"
+        wait_for 30 redis_up "$tag" "$pid" || bail "redis-server $tag did not start"
+        test -S "$tmp/$tag.sock" && break
+    done
     redis_url="unix://$acl_auth$tmp/$tag.sock"
+    [ -n "$tls_port" ] && redis_url="rediss://${acl_auth}127.0.0.1:$tls_port"
+}
+
+# redis_up TAG PID: its socket is there, or it exited (a port taken).
+redis_up() { test -S "$tmp/$1.sock" || ! kill -0 "$2" 2>/dev/null; }
+
+# tls_pick_port TRY: a port to try, different at each TRY.
+tls_pick_port() {
+    echo $(( 20000 + ($$ * 7919 + $1 * 104729 + $(date +%N | sed 's/^0*//;s/^$/0/') / 1000) % 30000 ))
+}
+
+# tls_certs: the certificates, made once in $tmp/certs by tls-certs.sh,
+# and the client's NETMUTEX_TLS_* exported.
+tls_certs() {
+    c=$tmp/certs
+    [ -e "$c/done" ] || sh "${NM_TOP_SRCDIR:?}/tests/tls-certs.sh" "$c" >&2 ||
+        bail "tls-certs.sh failed"
+    NETMUTEX_TLS_CA=$c/ca.crt NETMUTEX_TLS_CERT=$c/client.crt NETMUTEX_TLS_KEY=$c/client.key
+    export NETMUTEX_TLS_CA NETMUTEX_TLS_CERT NETMUTEX_TLS_KEY
+}
+
+# tls_args PORT: a TLS port with client certificates (nothing without
+# PORT).
+tls_args() {
+    [ -n "$1" ] || return 0
+    c=$tmp/certs
+    echo "--tls-port $1 --tls-cert-file $c/server.crt --tls-key-file $c/server.key" \
+        "--tls-ca-cert-file $c/ca.crt --tls-auth-clients yes"
 }
 
 # hold NAME [OPTIONS...]: a background netmutex holding NAME until

@@ -94,7 +94,7 @@ check "wrong password: exit 77 (exit $rc)" test "$rc" = 77
 check "... the server's WRONGPASS, on the masked URL" \
     has "$f" "^netmutex: warning: unix://:\\*\\*\\*@$pw: cannot use the server: refused: WRONGPASS "
 check "... the tool's line names the masked URL, without guessing AUTH or SELECT" \
-    has "$f" "^netmutex: cannot lock job at unix://:\\*\\*\\*@$pw: refused by the server \\(credentials, database or ACL permission\\)\$"
+    has "$f" "^netmutex: cannot lock job at unix://:\\*\\*\\*@$pw: refused by the server \\(credentials, database or ACL permission\\), or a TLS certificate not accepted\$"
 check "... and the password is nowhere" lacks "$f" notit
 
 # dave may do everything but SELECT: the refusal is NOPERM, not WRONGPASS.
@@ -114,7 +114,7 @@ check "... the tool's line names the URL it used" \
 run_err nokeys env NETMUTEX_URL="unix://bob:pw@$acl" "$NM" job true
 check "ACL without our keys: exit 77 (exit $rc)" test "$rc" = 77
 check "... the tool's line names the URL, masked, and the kinds of refusal" \
-    has "$f" "^netmutex: cannot lock job at unix://bob:\\*\\*\\*@$acl: refused by the server \\(credentials, database or ACL permission\\)\$"
+    has "$f" "^netmutex: cannot lock job at unix://bob:\\*\\*\\*@$acl: refused by the server \\(credentials, database or ACL permission\\), or a TLS certificate not accepted\$"
 
 # A bad setting in the environment is not blamed on -u, which is fine.
 run_err lease env NETMUTEX_LEASE_MS=abc "$NM" -u "$a" job true

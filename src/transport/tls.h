@@ -1,0 +1,100 @@
+/*
+ * tls.h -- TLS (rediss://) under the hiredis contexts of dial.c.
+ *
+ * hiredis 0.14 knows no TLS, and serves us only as the RESP formatter and
+ * parser: our own non-blocking, deadline-bounded I/O (reply.c) moves the
+ * bytes.  So TLS sits beside it: a connection's SSL is found by its
+ * descriptor in a table of this unit's (tls_io.c), reply.c's read and
+ * write go through nm_tls_read / nm_tls_write when the descriptor has
+ * one, and every context is closed through nm_dial_close (dial.h), which
+ * frees the SSL first.  After nm_tls_read nothing waits inside OpenSSL
+ * (it reads until OpenSSL holds no byte, SSL_has_pending), so poll() on
+ * the descriptor stays the one test of "something to read", wherever it
+ * is made (quorum.c, the subscribers).
+ *
+ * One nm_tls_t per configuration (tls_config.c builds it): the SSL_CTX,
+ * built once and never changed, shared by every thread's connections, and
+ * the settings' names.  Sessions for resumption are kept per server
+ * (host, port, name verified), so a thread's reconnect or another
+ * thread's first dial is an abbreviated handshake.
+ *
+ * Fork: the child never writes to an inherited TLS connection, nor frees
+ * an SSL another thread of the parent may have been using: every entry of
+ * the table is set aside (kept reachable, never used), the descriptors are
+ * closed by their owners as plain ones, and the stored sessions are freed.
+ */
+#ifndef NM_TLS_H
+#define NM_TLS_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct nm_tls nm_tls_t;
+
+/* What a configuration says about TLS (tls_config.c reads it). */
+typedef struct nm_tls_settings {
+    const char *ca;          /* PEM file or directory; NULL: the system's */
+    const char *cert, *key;  /* client certificate (PEM), or both NULL */
+    const char *server_name; /* SNI and the name verified; NULL: the host */
+    int verify;              /* 0: no verification at all (warned) */
+} nm_tls_settings_t;
+
+/* Builds the TLS state of S: 0 with *OUT (one reference), EINVAL with WHY
+ * (a file that cannot be read or a key that does not match), ENOMEM. */
+int nm_tls_new(const nm_tls_settings_t *s, nm_tls_t **out, char *why, size_t size);
+nm_tls_t *nm_tls_ref(nm_tls_t *t);
+void nm_tls_unref(nm_tls_t *t);
+
+/* The TLS handshake on C's socket (connected to HOST:PORT), by UNTIL.
+ * 0; NM_ECONN (no handshake in time, or the connection closed: CAUSE says
+ * which); EACCES (the certificate was not accepted, or the server refused
+ * ours or its absence); EPROTO (no TLS server at the other end); ENOMEM.
+ * CAUSE gets the reason in words. */
+int nm_tls_connect(nm_tls_t *t, redisContext *c, const char *host, int port, int64_t until,
+                   char *cause, size_t size);
+
+/* Whether C's server asked for a client certificate this process has
+ * none of: dial.c then asks for a reply at once, which tells whether the
+ * server requires one (TLS 1.3 says so only after the handshake). */
+int nm_tls_cert_wanted(const redisContext *c);
+
+/* Whether C's handshake resumed a stored session (for the tests). */
+int nm_tls_resumed(const redisContext *c);
+
+/* fork(), from mutex.c's handlers: the stored sessions' lock is held
+ * across it (the last lock taken, a leaf); the child frees the sessions
+ * and sets every TLS connection aside, unused and unfreed. */
+void nm_tls_before_fork(void);
+void nm_tls_after_fork_parent(void);
+void nm_tls_after_fork_child(void);
+
+/* tls_io.c.  Whether descriptor FD carries TLS. */
+int nm_tls_on(int fd);
+
+/* One write of what C has queued (reply.c's write_some for TLS): 0 with
+ * *DONE when nothing is left, or NM_ECONN. */
+int nm_tls_write(redisContext *c, int *done);
+
+/* Reads everything C's server sent into C's reader: 0 or NM_ECONN, with
+ * C's errstr saying why. */
+int nm_tls_read(redisContext *c);
+
+/* EACCES if C's last failure was the server refusing our certificate (or
+ * its absence), else 0. */
+int nm_tls_refused(const redisContext *c);
+
+/* Frees FD's TLS state, if any, without a word to the server: the
+ * descriptor is closed by its context (dial.h's nm_dial_close). */
+void nm_tls_close(int fd);
+
+/* tls_config.c.  The TLS state for SERVERS (N of them, sentinels
+ * included) from USER's fields and the environment: *OUT NULL when no
+ * server uses TLS.  Each TLS server gets a pointer to it.  0, EINVAL
+ * (logged), ENOMEM. */
+struct netmutex_config;
+struct nm_server;
+int nm_tls_configure(const struct netmutex_config *user, struct nm_server *servers, size_t n,
+                     nm_tls_t **out);
+
+#endif /* NM_TLS_H */
