@@ -309,7 +309,7 @@ static void test_mixups(void)
 
 typedef struct staller {
     int lfd, port, drip;
-    volatile int stop;
+    int stop; /* atomic: the test thread sets it, the server thread reads */
     pthread_t thread;
 } staller_t;
 
@@ -320,7 +320,7 @@ static void *staller_run(void *p)
     staller_t *s = p;
     int fds[16], pos[16], n = 0;
     static const char hello[] = "\x16\x03\x03\x40\x00\x02\x00\x3f\xfc\x03\x03";
-    while (!s->stop) {
+    while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
         struct pollfd pf = { s->lfd, POLLIN, 0 };
         if (poll(&pf, 1, 100) > 0 && n < 16) {
             pos[n] = 0;
@@ -356,7 +356,7 @@ static void staller_start(staller_t *s, int drip)
 
 static void staller_stop(staller_t *s)
 {
-    s->stop = 1;
+    __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
     pthread_join(s->thread, NULL);
     close(s->lfd);
 }
