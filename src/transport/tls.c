@@ -7,7 +7,7 @@
  * are stored here, not in the SSL_CTX's cache, keyed by the state that
  * made them and the server (the name verified, host and port), under one
  * leaf lock that mutex.c's fork handlers hold across fork(): a child
- * frees them all, and never resumes a session of its parent.
+ * sets them aside, and never resumes a session of its parent.
  */
 #include "nm.h"
 
@@ -43,6 +43,7 @@ typedef struct stored {
 
 static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER; /* a leaf */
 static stored_t *store;
+static stored_t *set_aside; /* a forked child's copy of its parent's, never used */
 
 static stored_t **store_find(const nm_tls_t *owner, const char *key)
 {
@@ -103,9 +104,19 @@ static void store_drop(const nm_tls_t *owner)
 void nm_tls_before_fork(void) { pthread_mutex_lock(&store_lock); }
 void nm_tls_after_fork_parent(void) { pthread_mutex_unlock(&store_lock); }
 
+/* The child calls nothing of OpenSSL here: another thread of the parent
+ * may have held one of its locks at the fork, and freeing a session takes
+ * some.  The parent's sessions are set aside, kept reachable, never used. */
 void nm_tls_after_fork_child(void)
 {
-    store_drop(NULL);
+    stored_t *s = store;
+    while (s && s->next)
+        s = s->next;
+    if (s) {
+        s->next = set_aside;
+        set_aside = store;
+    }
+    store = NULL;
     pthread_mutex_unlock(&store_lock);
     nm_tls_table_orphan_all();
 }
