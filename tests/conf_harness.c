@@ -158,21 +158,32 @@ int conf_done(void)
 
 /* ---- looking at the server ------------------------------------------- */
 
-int conf_key_exists(const char *name)
+/* A connection to the harness's server, NULL if there is none; *PREFIX
+ * the key prefix in use. */
+static redisContext *server_connect(const char **prefix)
 {
     struct timeval tv = { 5, 0 };
-    const char *prefix = getenv("NETMUTEX_PREFIX");
+    const char *p = getenv("NETMUTEX_PREFIX");
+    *prefix = p ? p : "netmutex:";
     if (!server.dir[0])
-        return -1;
+        return NULL;
     redisContext *c = redisConnectUnixWithTimeout(server.sock, tv);
-    if (!c || c->err) {
-        if (c)
-            redisFree(c);
-        return -1;
+    if (c && c->err) {
+        redisFree(c);
+        c = NULL;
     }
+    return c;
+}
+
+int conf_key_exists(const char *name)
+{
+    const char *prefix;
+    redisContext *c = server_connect(&prefix);
+    if (!c)
+        return -1;
     char tag[NM_TEST_TAG_LEN + 1];
     nm_test_key_tag(name, strlen(name), tag);
-    redisReply *r = redisCommand(c, "GET %s{%s}%s", prefix ? prefix : "netmutex:", tag, name);
+    redisReply *r = redisCommand(c, "GET %s{%s}%s", prefix, tag, name);
     /* A lease kept cached by its process says so in its value (lib.lua). */
     int n = !r ? -1 : r->type == REDIS_REPLY_NIL ? 0
           : r->type != REDIS_REPLY_STRING ? -1 : r->len > 33 && r->str[33] == 'k' ? 2 : 1;
@@ -183,17 +194,11 @@ int conf_key_exists(const char *name)
 
 int conf_count_keys(const char *pattern)
 {
-    struct timeval tv = { 5, 0 };
-    const char *prefix = getenv("NETMUTEX_PREFIX");
-    if (!server.dir[0])
+    const char *prefix;
+    redisContext *c = server_connect(&prefix);
+    if (!c)
         return -1;
-    redisContext *c = redisConnectUnixWithTimeout(server.sock, tv);
-    if (!c || c->err) {
-        if (c)
-            redisFree(c);
-        return -1;
-    }
-    redisReply *r = redisCommand(c, "KEYS %s%s", prefix ? prefix : "netmutex:", pattern);
+    redisReply *r = redisCommand(c, "KEYS %s%s", prefix, pattern);
     int n = r && r->type == REDIS_REPLY_ARRAY ? (int)r->elements : -1;
     freeReplyObject(r);
     redisFree(c);
