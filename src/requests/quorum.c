@@ -165,9 +165,19 @@ typedef struct remedies {
 static int settle(const call_t *c, redisContext *ctx, size_t i, int err, int was_cached,
                   int64_t deadline, remedies_t *rem, nm_votes_t *v)
 {
-    if (err == ENOENT && !rem->reloaded[i]++ &&
-        nm_script_load(ctx, c->id, server_deadline(c, deadline)) == 0)
-        return 1;
+    if (err == ENOENT && !rem->reloaded[i]++) {
+        /* A load that fails is that server's failure, as a failed answer
+         * to the call would be: one not answered in time leaves a reply
+         * on its way, and the connection goes as any that timed out. */
+        int64_t until = server_deadline(c, deadline);
+        int load = nm_script_load(ctx, c->id, until);
+        if (!load)
+            return 1;
+        if (load == NM_ECONN)
+            err = nm_remaining_ms(until) == 0 ? ETIMEDOUT : NM_ECONN;
+        else
+            err = load == EACCES || load == ENOMEM ? load : EPROTO;
+    }
     if (err == NM_ECONN && was_cached && !rem->redialed[i]++) {
         nm_conn_drop(i);
         return 1;
