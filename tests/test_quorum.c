@@ -11,7 +11,8 @@
  * lock waiting until a server returns; a server restarted empty while
  * another process holds the lock grants no second owner; a paused server
  * costs a call no more than server_timeout_ms, in this process and in a
- * fresh one; fences strictly increasing while the servers' counters lag
+ * fresh one; a dial slower than server_timeout_ms (a TLS handshake, say)
+ * still makes its connection (the dial's own bound); fences strictly increasing while the servers' counters lag
  * and are raised; renewal surviving 1 of 3 servers lost and the lease
  * declared lost when a second one goes; EOWNERDEAD for a holder that died,
  * and not for one whose release missed a server; waiters woken by the
@@ -26,6 +27,7 @@
 #include "ac_config.h"
 
 #include "fixture.h"
+#include "proxy.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -663,6 +665,82 @@ static void test_paused_server_fresh_process(void)
     g_free(server_ms);
 }
 
+/* ---- 5b. a slow dial -------------------------------------------------------------- */
+
+/* A proxy in front of each server holds every new connection this long
+ * (not scaled): longer than the per-server bound below, well within the
+ * dial bound (src/requests/quorum.h: at least 500 ms).  A dial is several
+ * round trips (TCP, a TLS handshake, AUTH, the new connection's checks),
+ * and the bound of one request's answer must not cut it short. */
+#define DIAL_DELAY_MS 300
+#define DIAL_SERVER_MS nm_ms(150)
+
+/* Server I's URL with its scheme and credentials, through proxy P. */
+static char *proxied_url(int i, NmProxy *p)
+{
+    char *url = nm_redis_url(srv[i]), *out;
+
+    if (nm_test_tls()) { /* rediss://[auth]127.0.0.1:PORT */
+        out = g_strdup_printf("%.*s%d", (int)(strrchr(url, ':') + 1 - url), url,
+                              nm_proxy_port(p));
+    } else { /* unix://[auth]/path */
+        const char *auth = url + strlen("unix://");
+        out = g_strdup_printf("redis://%.*s127.0.0.1:%d", (int)(strchr(auth, '/') - auth), auth,
+                              nm_proxy_port(p));
+    }
+    g_free(url);
+    return out;
+}
+
+static void test_slow_dial(void)
+{
+    NmProxy *p[3];
+    GString *url = g_string_new(NULL);
+    char *name = nm_test_name("m");
+    netmutex_t m;
+    NmWorker *w;
+    char *token;
+
+    for (int i = 0; i < 3; i++) {
+        char *u;
+
+        p[i] = nm_test_tls() ? nm_proxy_start_tcp(srv[i]) : nm_proxy_start(srv[i]);
+        nm_proxy_delay_new(p[i], DIAL_DELAY_MS);
+        u = proxied_url(i, p[i]);
+        g_string_append_printf(url, "%s%s", i ? "," : "", u);
+        g_free(u);
+    }
+    netmutex_config_t cfg = {
+        .url = url->str,
+        .connect_timeout_ms = nm_ms(5000),
+        .io_timeout_ms = nm_ms(5000),
+        .lease_ms = nm_ms(5000),
+        .server_timeout_ms = DIAL_SERVER_MS,
+    };
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    nm_assert_rc(netmutex_init(&m, name, NULL), 0);
+
+    /* A thread of its own: its trylock dials all three, slowly, and every
+     * server takes part (a dial cut at the server bound would leave each
+     * out for a while, and trylock would say EAGAIN). */
+    w = nm_worker_start(&m);
+    nm_assert_rc(nm_worker(w, 't'), 0);
+    token = nm_token_of(srv[0], name);
+    g_assert_true(nm_is_token(token));
+    assert_token_on(0, 3, name, token);
+    nm_assert_rc(nm_worker(w, 'u'), 0);
+    assert_token_on(0, 3, name, NULL);
+    nm_worker_stop(w);
+
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    finish_test();
+    for (int i = 0; i < 3; i++)
+        nm_proxy_free(p[i]);
+    g_string_free(url, TRUE);
+    g_free(token);
+    g_free(name);
+}
+
 /* ---- 6. fences while the servers' counters lag ------------------------------------- */
 
 static void check_fence(uint64_t fence, uint64_t *last, const char *when, int cycle)
@@ -1026,6 +1104,7 @@ int main(int argc, char **argv)
     g_test_add_func("/quorum/restart-empty/no-second-owner", test_restart_empty_no_second_owner);
     g_test_add_func("/quorum/paused/call-bounded-by-server-timeout", test_paused_server_bounded);
     g_test_add_func("/quorum/paused/fresh-process-bounded", test_paused_server_fresh_process);
+    g_test_add_func("/quorum/dial/slow-dial-not-cut-by-server-timeout", test_slow_dial);
     g_test_add_func("/quorum/fence/increasing-with-lagging-counters",
                     test_fences_with_lagging_counters);
     g_test_add_func("/quorum/renewal/survives-one-lost-server-not-two",
