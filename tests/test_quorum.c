@@ -155,6 +155,25 @@ static void assert_token_on(int from, int to, const char *name, const char *toke
     }
 }
 
+/* Whether NAME's lock key is seen absent on server I within TIMEOUT_MS
+ * (polled): a grant that is given back soon, as opposed to one that
+ * stays. */
+static bool seen_free_on(int i, const char *name, unsigned int timeout_ms)
+{
+    gint64 end = nmt_now_ms() + timeout_ms;
+
+    for (;;) {
+        char *t = nm_token_of(srv[i], name);
+
+        g_free(t);
+        if (!t)
+            return true;
+        if (nmt_now_ms() > end)
+            return false;
+        nmt_sleep_ms(1);
+    }
+}
+
 /* The robust marker of NAME on server I (src/lua/lib.lua: "h<token>" of a
  * holder, "r<token>" of a release in quorum mode): a new string or NULL. */
 static char *robust_marker(int i, const char *name)
@@ -454,6 +473,71 @@ static void test_counter_with_servers_down(gconstpointer data)
 
 /* ---- 3. no quorum -------------------------------------------------------------- */
 
+/* The warnings logged since the last look (late_since), under a pthread
+ * mutex: the library may log from its background thread. */
+static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
+static GPtrArray *warnings;
+
+static void capture(int level, const char *message, void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&warn_lock);
+    if (level <= NETMUTEX_LOG_WARN)
+        g_ptr_array_add(warnings, g_strdup(message));
+    pthread_mutex_unlock(&warn_lock);
+}
+
+/* Whether the library said, since the last call, that server I did not
+ * answer in time; the warnings are told and forgotten. */
+static bool late_since(int i)
+{
+    /* As the warnings name the server: its socket, or its TLS port. */
+    char *url = nm_test_tls() ? g_strdup_printf("127.0.0.1:%d", nm_redis_port(srv[i]))
+                              : g_strdup(nm_redis_socket(srv[i]));
+    bool late = false;
+
+    pthread_mutex_lock(&warn_lock);
+    for (guint k = 0; warnings && k < warnings->len; k++) {
+        const char *w = g_ptr_array_index(warnings, k);
+
+        g_test_message("warning: %s", w);
+        late |= strstr(w, url) && strstr(w, "no answer in time");
+    }
+    if (warnings)
+        g_ptr_array_set_size(warnings, 0);
+    pthread_mutex_unlock(&warn_lock);
+    g_free(url);
+    return late;
+}
+
+/* Asserts that server 0, the one left, holds no grant of NAME: each call
+ * that failed gave its grant back.  One exception is a known limit
+ * (docs/deployment.md, "Quorum mode"): a request whose answer did not come
+ * in time (on a loaded machine, a timed call's last attempt gets a few
+ * milliseconds) may still have been applied, and that grant stays until
+ * its lease ends.  It is accepted when the library said so, and must then
+ * expire with the lease. */
+static void assert_nothing_left_on_0(const char *name, unsigned int lease_ms)
+{
+    char *t = nm_token_of(srv[0], name);
+    gint64 end = nmt_now_ms() + lease_ms + PROMPT_MS;
+
+    if (t && late_since(0)) {
+        g_test_message("server 0 answered late: a grant may stay for a lease");
+        while (t && nmt_now_ms() < end) {
+            g_free(t);
+            nmt_sleep_ms(10);
+            t = nm_token_of(srv[0], name);
+        }
+    }
+    late_since(0);
+    if (t) {
+        g_test_message("server 0: lock key holds %s, expected (nothing)", t);
+        g_test_fail();
+    }
+    g_free(t);
+}
+
 static void test_no_quorum(void)
 {
     netmutex_t m;
@@ -462,31 +546,44 @@ static void test_no_quorum(void)
     Timed tl = { .op = 'T', .ms = nm_ms(300) };
     NmCall *locker;
 
-    configure_quorum(3, nm_ms(2000), 0);
+    /* The per-server bound given, not the default fiftieth of the lease
+     * (40 ms): "nothing left" needs the one live server to answer in
+     * time, or its grant stays until the lease ends (a known limit,
+     * docs/deployment.md), and a loaded machine does not keep 40 ms. */
+    configure_quorum(3, nm_ms(2000), nm_ms(300));
     name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
     tl.m = &m;
     /* Live connections first: the library must notice they died. */
     nm_assert_rc(netmutex_lock(&m), 0);
     nm_assert_rc(netmutex_unlock(&m), 0);
+    pthread_mutex_lock(&warn_lock);
+    warnings = g_ptr_array_new_with_free_func(g_free);
+    pthread_mutex_unlock(&warn_lock);
+    nm_assert_rc(netmutex_set_log(NETMUTEX_LOG_WARN, capture, NULL), 0);
     stop_server(1);
     stop_server(2);
 
     nm_assert_rc(nm_call_run(nm_call_trylock_unlock, &m, GIVE_UP_MS), EAGAIN);
-    assert_token_on(0, 1, name, NULL); /* the one grant was given back */
+    assert_nothing_left_on_0(name, nm_ms(2000)); /* the one grant was given back */
     nm_assert_rc(netmutex_trylock(&m), EAGAIN); /* a thread that tried before */
-    assert_token_on(0, 1, name, NULL);
+    assert_nothing_left_on_0(name, nm_ms(2000));
 
     nm_assert_rc(nm_call_run(call_timed, &tl, tl.ms + GIVE_UP_MS), ETIMEDOUT);
     nm_assert_timed_out_at(&tl.returned, &tl.deadline, GIVE_UP_MS);
-    assert_token_on(0, 1, name, NULL);
+    assert_nothing_left_on_0(name, nm_ms(2000));
 
     nm_assert_rc(netmutex_status(name, &st), EAGAIN);
 
-    /* lock keeps trying until a quorum is back. */
+    /* lock keeps trying until a quorum is back, and gives each attempt's
+     * grant back: server 0 holds it for a round trip at a time, so that
+     * is what is looked for, not a moment without it (which a loaded
+     * machine stretches). */
     locker = nm_call_start(nm_call_lock_unlock, &m);
     nmt_sleep_ms(nm_ms(500));
     g_assert_false(nm_call_done(locker));
-    assert_token_on(0, 1, name, NULL);
+    g_assert_true(seen_free_on(0, name, PROMPT_MS));
+    nm_assert_rc(netmutex_set_log(NETMUTEX_LOG_WARN, NULL, NULL), 0);
+    late_since(0);
     restart_server(1);
     nm_assert_rc(nm_call_wait(locker, PROMPT_MS), 0);
     assert_token_on(0, 2, name, NULL);
