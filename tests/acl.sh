@@ -4,15 +4,28 @@
 # the fixture, fixture_server.c, and cli/lib.sh set the servers up), so a
 # command the library sends and the rule lacks fails here.  One TAP line
 # per program; a failed one's output follows as comments.
+#
+# With NETMUTEX_TEST_TLS=1 (make check-tls: tests/Makefile.am, TLS_TESTS)
+# the same runs over TLS with client certificates, every server on a TLS
+# port only: both at once, as a deployment would have them.
 : "${srcdir:=.}"
 NETMUTEX_TEST_ACL=1; export NETMUTEX_TEST_ACL
 
 # Not cli/list.sh (it lists under other prefixes, which the user may not
 # touch), nor the tests of credentials themselves (test_auth,
-# cli/secret.sh, cli/messages.sh).  NM_ACL_PROGS and NM_ACL_CLI choose
-# others.
+# cli/secret.sh, cli/messages.sh).  Over TLS, the netmutex(1) tests of
+# the TLS set alone (tests/Makefile.am): not usage.sh, which spells
+# unix:// URLs itself, nor names.sh and interrupt.sh, whose every probe
+# is a process of its own and a handshake.  NM_ACL_PROGS and NM_ACL_CLI
+# choose others.
+over=
+cli_all="run exclusion admin quorum flock names interrupt usage"
+if [ "${NETMUTEX_TEST_TLS:-}" = 1 ]; then
+    over=" over TLS"
+    cli_all="run exclusion admin quorum flock"
+fi
 PROGS=${NM_ACL_PROGS-"test_api test_wait test_robust test_cache test_quorum"}
-CLI=${NM_ACL_CLI-"run exclusion admin quorum flock names interrupt usage"}
+CLI=${NM_ACL_CLI-$cli_all}
 
 log=$(mktemp "${TMPDIR:-/tmp}/netmutex-acl.XXXXXX") || exit 99
 trap 'rm -f "$log"' EXIT
@@ -20,9 +33,9 @@ n=0
 report() {
     n=$((n + 1))
     if [ "$1" = 0 ] && ! grep -q '^not ok' "$log"; then
-        echo "ok $n - $2 as an ACL user"
+        echo "ok $n - $2 as an ACL user$over"
     else
-        echo "not ok $n - $2 as an ACL user (exit $1)"
+        echo "not ok $n - $2 as an ACL user$over (exit $1)"
         grep -v '^ok ' "$log" | sed 's/^/# /'
     fi
 }

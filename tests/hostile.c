@@ -104,6 +104,10 @@ static void answer_script(NmHostile *h, conn_t *c, const char *cmd)
     case NM_HOSTILE_MOVED:
         send_all(c->fd, moved, sizeof moved - 1);
         break;
+    case NM_HOSTILE_SLOW_LOAD:
+        if (strcmp(cmd, "SCRIPT") != 0)
+            send_all(c->fd, "-NOSCRIPT No matching script.\r\n", 31);
+        break;
     }
 }
 

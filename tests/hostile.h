@@ -23,6 +23,8 @@ typedef enum NmHostileMode {
     NM_HOSTILE_FLOOD,     /* scripts: a bulk reply of endless bytes */
     NM_HOSTILE_TRYAGAIN,  /* scripts: -TRYAGAIN, as a Cluster node would */
     NM_HOSTILE_MOVED,     /* scripts: -MOVED, as a Cluster node would */
+    NM_HOSTILE_SLOW_LOAD, /* EVALSHA: NOSCRIPT; SCRIPT LOAD: never answered
+                             (a server restarted empty, and too slow) */
 } NmHostileMode;
 
 typedef struct NmHostile NmHostile;

@@ -21,10 +21,12 @@ typedef struct Pair {
     int client;
     int server;
     bool muted;
+    gint64 relay_at; /* nothing relayed before (nmt_now_ms) */
 } Pair;
 
 struct NmProxy {
-    char *sock_path;
+    char *sock_path;  /* the server's unix socket, or */
+    int server_port;  /* its port on 127.0.0.1 (nm_proxy_start_tcp) */
     int listen_fd;
     int port;
     int wake[2]; /* writing to wake[1] stops the thread */
@@ -35,6 +37,7 @@ struct NmProxy {
     bool armed;
     unsigned int muted;
     bool blackhole;
+    unsigned int delay_ms; /* nm_proxy_delay_new */
 };
 
 /* Bytes written to wake[1]: REFRESH makes the thread look at the blackhole
@@ -69,6 +72,19 @@ static int connect_unix(const char *path)
     return fd;
 }
 
+static int connect_loopback(int port)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
 static bool send_all(int fd, const char *buf, size_t len)
 {
     while (len > 0) {
@@ -88,14 +104,17 @@ static void accept_pair(NmProxy *p)
 
     if (client < 0)
         return;
-    server = connect_unix(p->sock_path);
+    server = p->sock_path ? connect_unix(p->sock_path) : connect_loopback(p->server_port);
     if (server < 0 || p->npairs == MAX_PAIRS) {
         close(client);
         if (server >= 0)
             close(server);
         return;
     }
-    p->pairs[p->npairs++] = (Pair){ .client = client, .server = server };
+    pthread_mutex_lock(&p->lock);
+    gint64 relay_at = nmt_now_ms() + p->delay_ms;
+    pthread_mutex_unlock(&p->lock);
+    p->pairs[p->npairs++] = (Pair){ .client = client, .server = server, .relay_at = relay_at };
 }
 
 static void drop_pair(NmProxy *p, int i)
@@ -168,11 +187,17 @@ static void *proxy_main(void *arg)
             continue;
         }
         fds[n++] = (struct pollfd){ .fd = p->listen_fd, .events = POLLIN };
+        /* A pair still held (nm_proxy_delay_new) is not watched: what is
+         * sent meanwhile waits in the kernel's buffers. */
+        gint64 now = nmt_now_ms(), wake_at = G_MAXINT64;
         for (int i = 0; i < p->npairs; i++) {
-            fds[n++] = (struct pollfd){ .fd = p->pairs[i].client, .events = POLLIN };
-            fds[n++] = (struct pollfd){ .fd = p->pairs[i].server, .events = POLLIN };
+            bool held = p->pairs[i].relay_at > now;
+            if (held)
+                wake_at = MIN(wake_at, p->pairs[i].relay_at);
+            fds[n++] = (struct pollfd){ .fd = held ? -1 : p->pairs[i].client, .events = POLLIN };
+            fds[n++] = (struct pollfd){ .fd = held ? -1 : p->pairs[i].server, .events = POLLIN };
         }
-        if (poll(fds, (nfds_t)n, -1) < 0)
+        if (poll(fds, (nfds_t)n, wake_at == G_MAXINT64 ? -1 : (int)(wake_at - now)) < 0)
             continue;
         if (fds[0].revents) {
             if (told_to_stop(p))
@@ -200,16 +225,40 @@ static void *proxy_main(void *arg)
     return NULL;
 }
 
-NmProxy *nm_proxy_start(NmRedis *r)
+static NmProxy *proxy_start(const char *sock_path, int server_port)
 {
     NmProxy *p = g_new0(NmProxy, 1);
 
-    p->sock_path = g_strdup(nm_redis_socket(r));
+    p->sock_path = g_strdup(sock_path);
+    p->server_port = server_port;
     p->listen_fd = listen_loopback(&p->port);
     g_assert_cmpint(pipe(p->wake), ==, 0);
     pthread_mutex_init(&p->lock, NULL);
     g_assert_cmpint(pthread_create(&p->thread, NULL, proxy_main, p), ==, 0);
     return p;
+}
+
+NmProxy *nm_proxy_start(NmRedis *r)
+{
+    return proxy_start(nm_redis_socket(r), 0);
+}
+
+NmProxy *nm_proxy_start_tcp(NmRedis *r)
+{
+    g_assert_cmpint(nm_redis_port(r), >, 0);
+    return proxy_start(NULL, nm_redis_port(r));
+}
+
+int nm_proxy_port(NmProxy *p)
+{
+    return p->port;
+}
+
+void nm_proxy_delay_new(NmProxy *p, unsigned int ms)
+{
+    pthread_mutex_lock(&p->lock);
+    p->delay_ms = ms;
+    pthread_mutex_unlock(&p->lock);
 }
 
 char *nm_proxy_url(NmProxy *p)

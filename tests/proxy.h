@@ -5,7 +5,8 @@
  * client cannot tell apart from "not applied", and the only way to test it
  * deterministically (CLIENT PAUSE or SIGSTOP delay the request instead of
  * losing the reply).  It can also play a network partition (blackhole):
- * the chaos suite's clients connect through it.
+ * the chaos suite's clients connect through it.  And it can make every
+ * new connection slow to start (a slow dial).
  */
 #ifndef NM_TEST_PROXY_H
 #define NM_TEST_PROXY_H
@@ -19,6 +20,15 @@ typedef struct NmProxy NmProxy;
 /* Listens on 127.0.0.1:<free port> and relays every connection to R's unix
  * socket, in a thread of its own. */
 NmProxy *nm_proxy_start(NmRedis *r);
+/* The same relaying to R's port on 127.0.0.1 (R started with tcp, or any
+ * server with NETMUTEX_TEST_TLS=1): the bytes pass untouched, TLS too. */
+NmProxy *nm_proxy_start_tcp(NmRedis *r);
+/* The port it listens on. */
+int nm_proxy_port(NmProxy *p);
+/* Every connection accepted from now on is relayed only MS milliseconds
+ * (not scaled) after it was accepted, both ways: a slow dial, while the
+ * connections made before are relayed at once.  0: no delay again. */
+void nm_proxy_delay_new(NmProxy *p, unsigned int ms);
 /* "redis://127.0.0.1:PORT" */
 char *nm_proxy_url(NmProxy *p);
 /* The next bytes any server sends back are dropped, and so is everything

@@ -11,7 +11,8 @@
  * lock waiting until a server returns; a server restarted empty while
  * another process holds the lock grants no second owner; a paused server
  * costs a call no more than server_timeout_ms, in this process and in a
- * fresh one; fences strictly increasing while the servers' counters lag
+ * fresh one; a dial slower than server_timeout_ms (a TLS handshake, say)
+ * still makes its connection (the dial's own bound); fences strictly increasing while the servers' counters lag
  * and are raised; renewal surviving 1 of 3 servers lost and the lease
  * declared lost when a second one goes; EOWNERDEAD for a holder that died,
  * and not for one whose release missed a server; waiters woken by the
@@ -26,6 +27,7 @@
 #include "ac_config.h"
 
 #include "fixture.h"
+#include "proxy.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -150,6 +152,25 @@ static void assert_token_on(int from, int to, const char *name, const char *toke
             g_test_fail();
         }
         g_free(t);
+    }
+}
+
+/* Whether NAME's lock key is seen absent on server I within TIMEOUT_MS
+ * (polled): a grant that is given back soon, as opposed to one that
+ * stays. */
+static bool seen_free_on(int i, const char *name, unsigned int timeout_ms)
+{
+    gint64 end = nmt_now_ms() + timeout_ms;
+
+    for (;;) {
+        char *t = nm_token_of(srv[i], name);
+
+        g_free(t);
+        if (!t)
+            return true;
+        if (nmt_now_ms() > end)
+            return false;
+        nmt_sleep_ms(1);
     }
 }
 
@@ -452,6 +473,71 @@ static void test_counter_with_servers_down(gconstpointer data)
 
 /* ---- 3. no quorum -------------------------------------------------------------- */
 
+/* The warnings logged since the last look (late_since), under a pthread
+ * mutex: the library may log from its background thread. */
+static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
+static GPtrArray *warnings;
+
+static void capture(int level, const char *message, void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&warn_lock);
+    if (level <= NETMUTEX_LOG_WARN)
+        g_ptr_array_add(warnings, g_strdup(message));
+    pthread_mutex_unlock(&warn_lock);
+}
+
+/* Whether the library said, since the last call, that server I did not
+ * answer in time; the warnings are told and forgotten. */
+static bool late_since(int i)
+{
+    /* As the warnings name the server: its socket, or its TLS port. */
+    char *url = nm_test_tls() ? g_strdup_printf("127.0.0.1:%d", nm_redis_port(srv[i]))
+                              : g_strdup(nm_redis_socket(srv[i]));
+    bool late = false;
+
+    pthread_mutex_lock(&warn_lock);
+    for (guint k = 0; warnings && k < warnings->len; k++) {
+        const char *w = g_ptr_array_index(warnings, k);
+
+        g_test_message("warning: %s", w);
+        late |= strstr(w, url) && strstr(w, "no answer in time");
+    }
+    if (warnings)
+        g_ptr_array_set_size(warnings, 0);
+    pthread_mutex_unlock(&warn_lock);
+    g_free(url);
+    return late;
+}
+
+/* Asserts that server 0, the one left, holds no grant of NAME: each call
+ * that failed gave its grant back.  One exception is a known limit
+ * (docs/deployment.md, "Quorum mode"): a request whose answer did not come
+ * in time (on a loaded machine, a timed call's last attempt gets a few
+ * milliseconds) may still have been applied, and that grant stays until
+ * its lease ends.  It is accepted when the library said so, and must then
+ * expire with the lease. */
+static void assert_nothing_left_on_0(const char *name, unsigned int lease_ms)
+{
+    char *t = nm_token_of(srv[0], name);
+    gint64 end = nmt_now_ms() + lease_ms + PROMPT_MS;
+
+    if (t && late_since(0)) {
+        g_test_message("server 0 answered late: a grant may stay for a lease");
+        while (t && nmt_now_ms() < end) {
+            g_free(t);
+            nmt_sleep_ms(10);
+            t = nm_token_of(srv[0], name);
+        }
+    }
+    late_since(0);
+    if (t) {
+        g_test_message("server 0: lock key holds %s, expected (nothing)", t);
+        g_test_fail();
+    }
+    g_free(t);
+}
+
 static void test_no_quorum(void)
 {
     netmutex_t m;
@@ -460,31 +546,44 @@ static void test_no_quorum(void)
     Timed tl = { .op = 'T', .ms = nm_ms(300) };
     NmCall *locker;
 
-    configure_quorum(3, nm_ms(2000), 0);
+    /* The per-server bound given, not the default fiftieth of the lease
+     * (40 ms): "nothing left" needs the one live server to answer in
+     * time, or its grant stays until the lease ends (a known limit,
+     * docs/deployment.md), and a loaded machine does not keep 40 ms. */
+    configure_quorum(3, nm_ms(2000), nm_ms(300));
     name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
     tl.m = &m;
     /* Live connections first: the library must notice they died. */
     nm_assert_rc(netmutex_lock(&m), 0);
     nm_assert_rc(netmutex_unlock(&m), 0);
+    pthread_mutex_lock(&warn_lock);
+    warnings = g_ptr_array_new_with_free_func(g_free);
+    pthread_mutex_unlock(&warn_lock);
+    nm_assert_rc(netmutex_set_log(NETMUTEX_LOG_WARN, capture, NULL), 0);
     stop_server(1);
     stop_server(2);
 
     nm_assert_rc(nm_call_run(nm_call_trylock_unlock, &m, GIVE_UP_MS), EAGAIN);
-    assert_token_on(0, 1, name, NULL); /* the one grant was given back */
+    assert_nothing_left_on_0(name, nm_ms(2000)); /* the one grant was given back */
     nm_assert_rc(netmutex_trylock(&m), EAGAIN); /* a thread that tried before */
-    assert_token_on(0, 1, name, NULL);
+    assert_nothing_left_on_0(name, nm_ms(2000));
 
     nm_assert_rc(nm_call_run(call_timed, &tl, tl.ms + GIVE_UP_MS), ETIMEDOUT);
     nm_assert_timed_out_at(&tl.returned, &tl.deadline, GIVE_UP_MS);
-    assert_token_on(0, 1, name, NULL);
+    assert_nothing_left_on_0(name, nm_ms(2000));
 
     nm_assert_rc(netmutex_status(name, &st), EAGAIN);
 
-    /* lock keeps trying until a quorum is back. */
+    /* lock keeps trying until a quorum is back, and gives each attempt's
+     * grant back: server 0 holds it for a round trip at a time, so that
+     * is what is looked for, not a moment without it (which a loaded
+     * machine stretches). */
     locker = nm_call_start(nm_call_lock_unlock, &m);
     nmt_sleep_ms(nm_ms(500));
     g_assert_false(nm_call_done(locker));
-    assert_token_on(0, 1, name, NULL);
+    g_assert_true(seen_free_on(0, name, PROMPT_MS));
+    nm_assert_rc(netmutex_set_log(NETMUTEX_LOG_WARN, NULL, NULL), 0);
+    late_since(0);
     restart_server(1);
     nm_assert_rc(nm_call_wait(locker, PROMPT_MS), 0);
     assert_token_on(0, 2, name, NULL);
@@ -661,6 +760,82 @@ static void test_paused_server_fresh_process(void)
     g_free(connect_ms);
     g_free(io_ms);
     g_free(server_ms);
+}
+
+/* ---- 5b. a slow dial -------------------------------------------------------------- */
+
+/* A proxy in front of each server holds every new connection this long
+ * (not scaled): longer than the per-server bound below, well within the
+ * dial bound (src/requests/quorum.h: at least 500 ms).  A dial is several
+ * round trips (TCP, a TLS handshake, AUTH, the new connection's checks),
+ * and the bound of one request's answer must not cut it short. */
+#define DIAL_DELAY_MS 300
+#define DIAL_SERVER_MS nm_ms(150)
+
+/* Server I's URL with its scheme and credentials, through proxy P. */
+static char *proxied_url(int i, NmProxy *p)
+{
+    char *url = nm_redis_url(srv[i]), *out;
+
+    if (nm_test_tls()) { /* rediss://[auth]127.0.0.1:PORT */
+        out = g_strdup_printf("%.*s%d", (int)(strrchr(url, ':') + 1 - url), url,
+                              nm_proxy_port(p));
+    } else { /* unix://[auth]/path */
+        const char *auth = url + strlen("unix://");
+        out = g_strdup_printf("redis://%.*s127.0.0.1:%d", (int)(strchr(auth, '/') - auth), auth,
+                              nm_proxy_port(p));
+    }
+    g_free(url);
+    return out;
+}
+
+static void test_slow_dial(void)
+{
+    NmProxy *p[3];
+    GString *url = g_string_new(NULL);
+    char *name = nm_test_name("m");
+    netmutex_t m;
+    NmWorker *w;
+    char *token;
+
+    for (int i = 0; i < 3; i++) {
+        char *u;
+
+        p[i] = nm_test_tls() ? nm_proxy_start_tcp(srv[i]) : nm_proxy_start(srv[i]);
+        nm_proxy_delay_new(p[i], DIAL_DELAY_MS);
+        u = proxied_url(i, p[i]);
+        g_string_append_printf(url, "%s%s", i ? "," : "", u);
+        g_free(u);
+    }
+    netmutex_config_t cfg = {
+        .url = url->str,
+        .connect_timeout_ms = nm_ms(5000),
+        .io_timeout_ms = nm_ms(5000),
+        .lease_ms = nm_ms(5000),
+        .server_timeout_ms = DIAL_SERVER_MS,
+    };
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    nm_assert_rc(netmutex_init(&m, name, NULL), 0);
+
+    /* A thread of its own: its trylock dials all three, slowly, and every
+     * server takes part (a dial cut at the server bound would leave each
+     * out for a while, and trylock would say EAGAIN). */
+    w = nm_worker_start(&m);
+    nm_assert_rc(nm_worker(w, 't'), 0);
+    token = nm_token_of(srv[0], name);
+    g_assert_true(nm_is_token(token));
+    assert_token_on(0, 3, name, token);
+    nm_assert_rc(nm_worker(w, 'u'), 0);
+    assert_token_on(0, 3, name, NULL);
+    nm_worker_stop(w);
+
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    finish_test();
+    for (int i = 0; i < 3; i++)
+        nm_proxy_free(p[i]);
+    g_string_free(url, TRUE);
+    g_free(token);
+    g_free(name);
 }
 
 /* ---- 6. fences while the servers' counters lag ------------------------------------- */
@@ -1026,6 +1201,7 @@ int main(int argc, char **argv)
     g_test_add_func("/quorum/restart-empty/no-second-owner", test_restart_empty_no_second_owner);
     g_test_add_func("/quorum/paused/call-bounded-by-server-timeout", test_paused_server_bounded);
     g_test_add_func("/quorum/paused/fresh-process-bounded", test_paused_server_fresh_process);
+    g_test_add_func("/quorum/dial/slow-dial-not-cut-by-server-timeout", test_slow_dial);
     g_test_add_func("/quorum/fence/increasing-with-lagging-counters",
                     test_fences_with_lagging_counters);
     g_test_add_func("/quorum/renewal/survives-one-lost-server-not-two",

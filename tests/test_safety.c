@@ -512,6 +512,41 @@ static void test_quorum_after_empty_restart(void)
     g_free(name);
 }
 
+/* Quorum mode: a server that lost its scripts and does not answer SCRIPT
+ * LOAD in time counts as one that did not answer, as any slow server: a
+ * call without a quorum says EAGAIN, never EPROTO (which would end a
+ * lock's wait), and the connection with the load's answer still on its
+ * way is not used again. */
+static void test_quorum_load_timed_out(void)
+{
+    NmHostile *hs = nm_hostile_start(NM_HOSTILE_SLOW_LOAD);
+    char *urls[3] = { nm_hostile_url(hs), nm_redis_url(redis), NULL };
+    char *none = g_build_filename(nm_redis_dir(redis), "none.sock", NULL);
+    urls[2] = g_strconcat("unix://", none, NULL);
+    char *list = g_strjoin(",", urls[0], urls[1], urls[2], NULL);
+    netmutex_config_t cfg = { .url = list, .server_timeout_ms = nm_ms(200) };
+    netmutex_t m;
+    char *name = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    struct timespec at;
+
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    nm_assert_rc(netmutex_trylock(&m), EAGAIN);
+    g_assert_cmpuint(nm_hostile_scripts(hs), >=, 2); /* EVALSHA, SCRIPT LOAD */
+    g_assert_null(nm_token_of(redis, name));
+    clock_gettime(CLOCK_REALTIME, &at);
+    at.tv_sec += 1;
+    nm_assert_rc(netmutex_timedlock(&m, &at), ETIMEDOUT);
+    g_assert_null(nm_token_of(redis, name));
+    nm_configure(redis);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_hostile_free(hs);
+    for (int i = 0; i < 3; i++)
+        g_free(urls[i]);
+    g_free(none);
+    g_free(list);
+    g_free(name);
+}
+
 /* ---- server hazards ---------------------------------------------------------- */
 
 static void run_eviction_policy(const char *policy)
@@ -684,6 +719,7 @@ int main(int argc, char **argv)
     g_test_add_func("/safety/script/tryagain-outside-cluster", test_tryagain_outside_cluster);
     g_test_add_func("/safety/script/moved-outside-cluster", test_moved_outside_cluster);
     g_test_add_func("/safety/script/quorum-empty-restart", test_quorum_after_empty_restart);
+    g_test_add_func("/safety/script/quorum-load-timed-out", test_quorum_load_timed_out);
     g_test_add_func("/safety/server/eviction-allkeys", test_eviction_allkeys);
     g_test_add_func("/safety/server/eviction-volatile", test_eviction_volatile);
     g_test_add_func("/safety/server/fence-after-empty-restart",

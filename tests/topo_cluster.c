@@ -36,6 +36,16 @@ static void create(NmTopo *t)
     int status;
 
     g_ptr_array_add(argv, redis_cli());
+    if (nm_test_tls()) {
+        /* The nodes take TLS clients with certificates alone. */
+        g_ptr_array_add(argv, g_strdup("--tls"));
+        g_ptr_array_add(argv, g_strdup("--cacert"));
+        g_ptr_array_add(argv, nm_tls_cert_file("ca.crt"));
+        g_ptr_array_add(argv, g_strdup("--cert"));
+        g_ptr_array_add(argv, nm_tls_cert_file("client.crt"));
+        g_ptr_array_add(argv, g_strdup("--key"));
+        g_ptr_array_add(argv, nm_tls_cert_file("client.key"));
+    }
     g_ptr_array_add(argv, g_strdup("--cluster"));
     g_ptr_array_add(argv, g_strdup("create"));
     for (int i = 0; i < NM_TOPO_NODES; i++)
@@ -78,7 +88,7 @@ void nm_topo_free(NmTopo *t)
 
 char *nm_topo_url(NmTopo *t)
 {
-    GString *s = g_string_new("redis-cluster://");
+    GString *s = g_string_new(nm_test_tls() ? "rediss-cluster://" : "redis-cluster://");
     for (int i = 0; i < NM_TOPO_NODES; i++)
         g_string_append_printf(s, "%s127.0.0.1:%d", i ? "," : "", nm_redis_port(t->node[i]));
     return g_string_free(s, FALSE);

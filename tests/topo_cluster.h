@@ -4,6 +4,10 @@
  * is killed when the test program ends, however it ends), joined with
  * `redis-cli --cluster create ... --cluster-replicas 1`.  Starting one
  * takes a few seconds, so a test program shares one among its cases.
+ * With NETMUTEX_TEST_TLS=1 every node listens on a TLS port only (the
+ * fixture: tls-cluster and tls-replication yes, client certificates
+ * wanted), redis-cli joins them with the test CA and client certificate,
+ * and the URLs are rediss-cluster:// and rediss://.
  */
 #ifndef NM_TOPO_CLUSTER_H
 #define NM_TOPO_CLUSTER_H
@@ -23,7 +27,7 @@ NmTopo *nm_topo_start(void);
 void nm_topo_free(NmTopo *t);
 
 /* "redis-cluster://127.0.0.1:P1,127.0.0.1:P2,..." (every node a seed), or
- * "redis://127.0.0.1:PORT" of node I. */
+ * "redis://127.0.0.1:PORT" of node I (rediss with NETMUTEX_TEST_TLS=1). */
 char *nm_topo_url(NmTopo *t);
 char *nm_topo_node_url(NmTopo *t, int i);
 

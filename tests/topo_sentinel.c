@@ -113,7 +113,7 @@ void nm_topo_free(NmTopo *t)
 
 char *nm_topo_url(NmTopo *t)
 {
-    GString *url = g_string_new("redis-sentinel://");
+    GString *url = g_string_new(nm_test_tls() ? "rediss-sentinel://" : "redis-sentinel://");
     for (int i = 0; i < NM_TOPO_SENTINELS; i++)
         g_string_append_printf(url, "%s127.0.0.1:%d", i ? "," : "",
                                nm_redis_port(t->sentinel[i]));

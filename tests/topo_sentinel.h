@@ -3,6 +3,10 @@
  * or two replicas and three sentinels on 127.0.0.1, each a private redis-server of
  * fixture.h (so each dies with the test program, whatever happens), with
  * short failure detection so that a failover takes a second or two.
+ * With NETMUTEX_TEST_TLS=1 every one of them listens on a TLS port only
+ * (the fixture: tls-replication yes, client certificates wanted), so the
+ * replicas follow their master and the sentinels watch the nodes and one
+ * another over TLS, and nm_topo_url names them rediss-sentinel://.
  */
 #ifndef NM_TEST_TOPO_SENTINEL_H
 #define NM_TEST_TOPO_SENTINEL_H
@@ -29,7 +33,8 @@ NmTopo *nm_topo_start(int replicas);
 /* Stops them all (paused ones included) and removes their directories. */
 void nm_topo_free(NmTopo *t);
 
-/* "redis-sentinel://127.0.0.1:P1,...#nmtest", the sentinels in order. */
+/* "redis-sentinel://127.0.0.1:P1,...#nmtest", the sentinels in order
+ * (rediss-sentinel:// with NETMUTEX_TEST_TLS=1). */
 char *nm_topo_url(NmTopo *t);
 
 /* The data node that sentinel 0 names as the master, and the first other

@@ -411,10 +411,9 @@ static size_t batch_len(const round_t *r, size_t b)
     return NM_MIN(NM_RENEW_BATCH, r->n - b * NM_RENEW_BATCH);
 }
 
-/* Queues every batch of the round on server I's renewal connection. */
-static redisContext *send_round(size_t i, const round_t *r, size_t batches, int64_t until)
+/* Queues every batch of the round on server I's renewal connection C. */
+static redisContext *send_round(size_t i, redisContext *c, const round_t *r, size_t batches)
 {
-    redisContext *c = renew_connect(i, until);
     for (size_t b = 0; c && b < batches; b++) {
         if (send_batch(c, r, b * NM_RENEW_BATCH, batch_len(r, b)) != 0) {
             free_ctx(&io.srv[i].renew);
@@ -446,17 +445,24 @@ static void renew_io(round_t *r)
         return;
     }
     size_t batches = (r->n + NM_RENEW_BATCH - 1) / NM_RENEW_BATCH, n = io.cfg->nservers;
-    int64_t per_server = n > 1 ? io.cfg->server_timeout_ms : io.cfg->io_timeout_ms;
-    int64_t until = NM_MIN(nm_now_ms() + per_server, NM_MAX(r->deadline, nm_now_ms() + 1));
+    /* A dial gets its own bound (quorum.h), and every connection is made
+     * before any renewal leaves: the leases' validity counts from then,
+     * and no server's answer waits while another is dialed. */
+    int64_t dial_until = NM_MIN(nm_now_ms() + nm_quorum_dial_bound(io.cfg),
+                                NM_MAX(r->deadline, nm_now_ms() + 1));
     int *ok = calloc(3 * r->n, sizeof *ok);
     nm_fan_t f = { .n = n };
 
     for (size_t i = 0; ok && i < n; i++) {
         f.out[i] = calloc(batches, sizeof *f.out[i]);
         f.want[i] = batches;
-        f.ctx[i] = f.out[i] ? send_round(i, r, batches, until) : NULL;
+        f.ctx[i] = f.out[i] ? renew_connect(i, dial_until) : NULL;
     }
     r->sent_at = nm_now_ms();
+    int64_t until = NM_MIN(r->sent_at + nm_quorum_server_bound(io.cfg),
+                           NM_MAX(r->deadline, r->sent_at + 1));
+    for (size_t i = 0; ok && i < n; i++)
+        f.ctx[i] = send_round(i, f.ctx[i], r, batches);
     if (ok)
         nm_fan_run(&f, until);
     for (size_t i = 0; ok && i < n; i++) {

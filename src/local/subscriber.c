@@ -28,6 +28,7 @@
 #include "cluster_route.h"
 #include "conn.h"
 #include "dial.h"
+#include "quorum.h"
 #include "sentinel.h"
 #include "settings.h"
 #include "subscriber.h"
@@ -178,7 +179,7 @@ static int sub_dial(size_t i, int64_t deadline, redisContext **out)
 
 /* Connects subscriber I when channels are wanted there, and sends what is
  * due.  Returns when it next needs attention.  Dialing never blocks past
- * the next lease check (nor, in quorum mode, the server timeout), so a dead
+ * the next lease check (nor, in quorum mode, the dial bound), so a dead
  * server cannot delay a lost-lease notice. */
 static int64_t sub_maintain(size_t i, int64_t now, int64_t next_check)
 {
@@ -189,7 +190,10 @@ static int64_t sub_maintain(size_t i, int64_t now, int64_t next_check)
         free_ctx(&s->sub);
         return next;
     }
-    int64_t bound = io.cfg->nservers > 1 ? io.cfg->server_timeout_ms : io.cfg->connect_timeout_ms;
+    /* In quorum mode a dial has its own bound, and the subscriptions the
+     * server's bound from then (quorum.h). */
+    int quorum = io.cfg->nservers > 1;
+    int64_t bound = quorum ? nm_quorum_dial_bound(io.cfg) : io.cfg->connect_timeout_ms;
     int64_t deadline = NM_MIN(now + bound, NM_MAX(next_check, now + 5));
     /* A failover: requests for our cached leases are published at the new
      * master now; dropping the old subscription takes them out of the
@@ -205,6 +209,10 @@ static int64_t sub_maintain(size_t i, int64_t now, int64_t next_check)
             return s->sub_retry_at;
         }
         s->sub_backoff = 0;
+    }
+    if (quorum) {
+        int64_t t = nm_now_ms();
+        deadline = NM_MIN(t + io.cfg->server_timeout_ms, NM_MAX(next_check, t + 5));
     }
     if (nm_wake_flush(s->sub, i, route, NULL, deadline, &next) != 0) {
         sub_drop(i, now);

@@ -32,6 +32,13 @@ unsigned int nm_quorum_server_bound(const nm_config_t *cfg)
     return cfg->nservers > 1 ? cfg->server_timeout_ms : cfg->io_timeout_ms;
 }
 
+unsigned int nm_quorum_dial_bound(const nm_config_t *cfg)
+{
+    if (cfg->nservers < 2)
+        return nm_quorum_server_bound(cfg);
+    return NM_MIN(NM_MAX(cfg->server_timeout_ms, NM_QUORUM_DIAL_MS), cfg->connect_timeout_ms);
+}
+
 static int pending(const nm_fan_t *f, size_t i)
 {
     return f->ctx[i] && !f->err[i] && f->got[i] < f->want[i];
@@ -132,18 +139,28 @@ static int64_t server_deadline(const call_t *c, int64_t deadline)
     return nm_request_deadline(nm_quorum_server_bound(cfg), deadline);
 }
 
-/* Dials server I if needed, and sends it the call at once (so a slow server
- * later in the list does not eat into this one's time): its context, or
- * NULL with V->err[I] set.  *UNTIL: when to stop waiting for its answer;
- * *SEND_ERR: the send failed (settle() decides what that means). */
-static redisContext *prepare(const call_t *c, size_t i, int64_t deadline, int64_t *until,
-                             int *send_err, nm_votes_t *v)
+/* Server I's connection, dialed if needed within the dial bound (quorum.h),
+ * not the request's: a TLS handshake is no answer to a request.  NULL with
+ * V->err[I] set when it cannot be had. */
+static redisContext *connect_one(const call_t *c, size_t i, int64_t deadline, nm_votes_t *v)
 {
-    redisContext *ctx;
+    redisContext *ctx = NULL;
+    int err = nm_conn_get(c->cfg, i, nm_request_deadline(nm_quorum_dial_bound(c->cfg), deadline),
+                          &ctx);
+    if (err == NM_ECONN)
+        nm_quorum_set_down(c->cfg, i);
+    v->err[i] = err;
+    return err ? NULL : ctx;
+}
+
+/* Sends server I the call on CTX: CTX, or NULL with V->err[I] set.  *UNTIL:
+ * when to stop waiting for its answer, the server's bound from now;
+ * *SEND_ERR: the send failed (settle() decides what that means). */
+static redisContext *send_one(const call_t *c, size_t i, redisContext *ctx, int64_t deadline,
+                              int64_t *until, int *send_err, nm_votes_t *v)
+{
     *until = server_deadline(c, deadline);
-    int err = nm_conn_get(c->cfg, i, *until, &ctx);
-    if (!err)
-        err = nm_script_append(ctx, c->id, c->nkeys, c->nargs, c->argv, c->lens);
+    int err = nm_script_append(ctx, c->id, c->nkeys, c->nargs, c->argv, c->lens);
     *send_err = err ? 0 : nm_send(ctx, *until);
     if (err == NM_ECONN)
         nm_quorum_set_down(c->cfg, i);
@@ -165,9 +182,19 @@ typedef struct remedies {
 static int settle(const call_t *c, redisContext *ctx, size_t i, int err, int was_cached,
                   int64_t deadline, remedies_t *rem, nm_votes_t *v)
 {
-    if (err == ENOENT && !rem->reloaded[i]++ &&
-        nm_script_load(ctx, c->id, server_deadline(c, deadline)) == 0)
-        return 1;
+    if (err == ENOENT && !rem->reloaded[i]++) {
+        /* A load that fails is that server's failure, as a failed answer
+         * to the call would be: one not answered in time leaves a reply
+         * on its way, and the connection goes as any that timed out. */
+        int64_t until = server_deadline(c, deadline);
+        int load = nm_script_load(ctx, c->id, until);
+        if (!load)
+            return 1;
+        if (load == NM_ECONN)
+            err = nm_remaining_ms(until) == 0 ? ETIMEDOUT : NM_ECONN;
+        else
+            err = load == EACCES || load == ENOMEM ? load : EPROTO;
+    }
     if (err == NM_ECONN && was_cached && !rem->redialed[i]++) {
         nm_conn_drop(i);
         return 1;
@@ -189,15 +216,22 @@ static int call_round(const call_t *c, int todo[], int64_t deadline, remedies_t 
     nm_fan_t f = { .n = v->n };
     int cached[NM_SERVERS_MAX], again = 0;
 
+    /* Every connection first, then every request, so that no server's
+     * bound is spent while another is dialed. */
     for (size_t i = 0; i < v->n; i++) {
         if (!todo[i])
             continue;
         cached[i] = nm_conn_cached(c->cfg, i);
-        f.ctx[i] = prepare(c, i, deadline, &f.until[i], &f.err[i], v);
+        f.ctx[i] = connect_one(c, i, deadline, v);
         f.want[i] = 1;
         f.out[i] = &v->reply[i];
         todo[i] = 0;
     }
+    if (!v->sent_at)
+        v->sent_at = nm_now_ms(); /* no request of the call left before */
+    for (size_t i = 0; i < v->n; i++)
+        if (f.ctx[i])
+            f.ctx[i] = send_one(c, i, f.ctx[i], deadline, &f.until[i], &f.err[i], v);
     nm_fan_run(&f, NM_FOREVER); /* each server has its own deadline */
     for (size_t i = 0; i < v->n; i++) {
         if (!f.ctx[i])
@@ -223,7 +257,6 @@ void nm_quorum_call(nm_config_t *cfg, nm_script_t id, int nkeys, int nargs,
     v->n = cfg->nservers;
     for (size_t i = 0; i < v->n; i++)
         todo[i] = 1;
-    v->sent_at = nm_now_ms();
     /* At most three rounds: each remedy is applied once per server. */
     while (call_round(&c, todo, deadline, &rem, v) > 0)
         ;

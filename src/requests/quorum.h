@@ -2,10 +2,11 @@
  * quorum.h -- talking to several independent Redis masters at once.
  *
  * Quorum mode (Redlock) sends every request to all N servers in parallel
- * from the calling thread: the commands are written to every connection
- * first, then poll() collects the answers as they come, each server bounded
- * by the configured server timeout, so one slow or dead server costs at most
- * that bound and never delays the others.  What the answers mean (a grant
+ * from the calling thread: the connections are made first (a dial has a
+ * bound of its own, nm_quorum_dial_bound), then the commands are written
+ * to every connection, then poll() collects the answers as they come, each
+ * server bounded by the configured server timeout, so one slow or dead
+ * server costs at most that bound and never delays the others.  What the answers mean (a grant
  * needs N/2 + 1 of them) is for the caller to decide; this file only moves
  * requests and replies.
  */
@@ -69,6 +70,16 @@ void nm_quorum_set_down(const nm_config_t *cfg, size_t i);
 /* How long one server may take to answer one request: the server timeout
  * in quorum mode, else the I/O timeout. */
 unsigned int nm_quorum_server_bound(const nm_config_t *cfg);
+
+/* How long dialing one server may take in quorum mode (connect, TLS
+ * handshake, AUTH, SELECT and the checks of a new connection, several
+ * round trips where a request is one): the server timeout, but at least
+ * NM_QUORUM_DIAL_MS, and never more than the connect timeout; with one
+ * server, its request bound as before.  A server that takes that long
+ * still costs a call one bound, not more (docs/deployment.md, "Quorum
+ * mode"). */
+#define NM_QUORUM_DIAL_MS 500u
+unsigned int nm_quorum_dial_bound(const nm_config_t *cfg);
 
 /* How many servers answered without error. */
 size_t nm_votes_answered(const nm_votes_t *v);

@@ -156,7 +156,7 @@ static int list_server(nm_config_t *cfg, size_t i, const char *match, names_t *n
 {
     char why[256] = "", where[NM_URL_MAX];
     redisContext *c;
-    int64_t deadline = nm_request_deadline(nm_quorum_server_bound(cfg), NM_FOREVER);
+    int64_t deadline = nm_request_deadline(nm_quorum_dial_bound(cfg), NM_FOREVER);
     int err = nm_conn_get_why(cfg, i, deadline, &c, why, sizeof why);
     if (!err)
         err = scan(cfg, c, match, nm_quorum_server_bound(cfg), ns, why, sizeof why);
