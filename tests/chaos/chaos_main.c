@@ -65,7 +65,8 @@
  *                          stays cached (the summary counts "cached
  *                          relocks").  Quorum mode never caches: no cached
  *                          quorum family.
- * plus /chaos/checker/..., the checker on hand-made logs.
+ * plus /chaos/checker/..., the checkers on hand-made logs (the condition
+ * checker's, chaos_cond_check.[ch], ahead of the families that use it).
  *
  * Real redis-servers only, started by the fixture (one with
  * --enable-debug-command yes, three more for quorum mode).  Every worker
@@ -179,6 +180,7 @@ int main(int argc, char **argv)
 
     nm_test_init(&argc, &argv);
     chaos_selftest_register();
+    chaos_cond_selftest_register();
     for (gsize i = 0; i < G_N_ELEMENTS(families); i++) {
         char *path = g_strdup_printf("/chaos/%s", families[i].name);
         g_test_add_data_func(path, &families[i], run_family);
