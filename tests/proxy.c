@@ -16,12 +16,15 @@
 #include <unistd.h>
 
 #define MAX_PAIRS 64
+#define PATTERN_MAX 63
 
 typedef struct Pair {
     int client;
     int server;
     bool muted;
     gint64 relay_at; /* nothing relayed before (nmt_now_ms) */
+    size_t tail_len;            /* the end of the requests so far, */
+    char tail[PATTERN_MAX - 1]; /* for a pattern split across reads */
 } Pair;
 
 struct NmProxy {
@@ -33,11 +36,12 @@ struct NmProxy {
     pthread_t thread;
     Pair pairs[MAX_PAIRS];
     int npairs; /* proxy thread only */
-    pthread_mutex_t lock; /* guards the three fields below */
+    pthread_mutex_t lock; /* guards the fields below */
     bool armed;
     unsigned int muted;
     bool blackhole;
     unsigned int delay_ms; /* nm_proxy_delay_new */
+    char pattern[PATTERN_MAX + 1]; /* nm_proxy_mute_reply_to's, "" if none */
 };
 
 /* Bytes written to wake[1]: REFRESH makes the thread look at the blackhole
@@ -137,6 +141,28 @@ static bool should_drop_reply(NmProxy *p, Pair *pair)
     return pair->muted;
 }
 
+/* A request from PAIR's client (BUF, N bytes) that holds the pattern
+ * mutes the pair before it is passed on. */
+static void match_request(NmProxy *p, Pair *pair, const char *buf, size_t n)
+{
+    char seen[sizeof pair->tail + 16384];
+    size_t len = pair->tail_len + n, plen, keep;
+
+    memcpy(seen, pair->tail, pair->tail_len);
+    memcpy(seen + pair->tail_len, buf, n);
+    pthread_mutex_lock(&p->lock);
+    plen = strlen(p->pattern);
+    if (plen > 0 && !pair->muted && memmem(seen, len, p->pattern, plen)) {
+        p->pattern[0] = '\0';
+        pair->muted = true;
+        p->muted++;
+    }
+    pthread_mutex_unlock(&p->lock);
+    keep = MIN(len, sizeof pair->tail);
+    memcpy(pair->tail, seen + len - keep, keep);
+    pair->tail_len = keep;
+}
+
 /* Relays what is readable on one side; false when the pair is finished. */
 static bool relay(NmProxy *p, Pair *pair, bool from_server)
 {
@@ -149,6 +175,8 @@ static bool relay(NmProxy *p, Pair *pair, bool from_server)
         return false;
     if (from_server && should_drop_reply(p, pair))
         return true;
+    if (!from_server)
+        match_request(p, pair, buf, (size_t)n);
     return send_all(dst, buf, (size_t)n);
 }
 
@@ -270,6 +298,14 @@ void nm_proxy_mute_next_reply(NmProxy *p)
 {
     pthread_mutex_lock(&p->lock);
     p->armed = true;
+    pthread_mutex_unlock(&p->lock);
+}
+
+void nm_proxy_mute_reply_to(NmProxy *p, const char *pattern)
+{
+    g_assert_cmpuint(strlen(pattern), <=, PATTERN_MAX);
+    pthread_mutex_lock(&p->lock);
+    g_strlcpy(p->pattern, pattern, sizeof p->pattern);
     pthread_mutex_unlock(&p->lock);
 }
 

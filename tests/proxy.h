@@ -35,6 +35,13 @@ char *nm_proxy_url(NmProxy *p);
  * that server connection sends afterwards: its client's next request is
  * executed by Redis, but the reply is lost. */
 void nm_proxy_mute_next_reply(NmProxy *p);
+/* The reply to the next request that contains PATTERN (at most 63 bytes,
+ * found within one connection's requests, across reads) is dropped, and
+ * everything that server connection sends afterwards: the request is
+ * executed, its client never hears back.  For a request a client sends
+ * after others it no longer waits for (the reply to be lost is then the
+ * next bytes that come back). */
+void nm_proxy_mute_reply_to(NmProxy *p, const char *pattern);
 /* How many connections have been muted so far. */
 unsigned int nm_proxy_muted(NmProxy *p);
 /* Blackhole mode, for a network partition: while ON, nothing is relayed

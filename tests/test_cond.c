@@ -7,7 +7,8 @@
  * queue across processes (with lease caching on, the default) that loses
  * no wake-up, checked by a counter at the end; timedwait's ETIMEDOUT at
  * its deadline with the mutex held again; a waiter signalled as its
- * deadline passed returns 0; a waiter killed with SIGKILL swallows no
+ * deadline passed returns 0, also when the answer to its leaving is lost
+ * (the server applied it); a waiter killed with SIGKILL swallows no
  * signal and leaves nothing on the server; a robust mutex's EOWNERDEAD
  * after a wait; a lease cached by the waiting process, taken by another
  * process that signals; quorum mode's ENOTSUP.
@@ -15,6 +16,7 @@
 #include "ac_config.h"
 
 #include "fixture.h"
+#include "proxy.h"
 
 #include <signal.h>
 #include <string.h>
@@ -292,6 +294,56 @@ static void test_signalled_at_timeout_returns_0(void)
     g_free(cs);
     g_free(mname);
     g_free(name);
+}
+
+/* Signalled as it timed out, and the answer to its leaving lost after the
+ * server applied it (which consumed the signal): the request is sent
+ * again on a new connection, which finds the signal gone.  The waiter must
+ * not return ETIMEDOUT then: the signal would vanish.  It may return 0, a
+ * wake-up that may be spurious. */
+static void test_leave_answer_lost(void)
+{
+    NmProxy *px = nm_proxy_start(redis);
+    char *url = nm_proxy_url(px);
+    netmutex_config_t cfg = { .url = url, .io_timeout_ms = nm_ms(500) };
+    netmutex_cond_t c;
+    netmutex_t m;
+    char *name = nm_test_name("c");
+    char *cw = cond_key(name, ":cw"), *cs = cond_key(name, ":cs"), *ck = cond_key(name, ":ck:");
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    char *mname = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    Waiter w = { .c = &c, .m = &m, .timeout_ms = nm_ms(1000) };
+    NmCall *call = nm_call_start(waiter_run, &w);
+    g_assert_true(wait_waiters(name, 1));
+
+    /* Signalled by hand, as the signal script does, without the push: the
+     * waiter sleeps on until its deadline, then leaves. */
+    redisReply *r = nm_redis_cmd(redis, "LPOP %s", cw);
+    g_assert_cmpint(r->type, ==, REDIS_REPLY_STRING);
+    char *token = g_strdup(r->str);
+    freeReplyObject(r);
+    nm_redis_ok(redis, "SETRANGE %s%s 32 s", ck, token);
+    nm_redis_ok(redis, "RPUSH %s %s", cs, token);
+    /* Its leaving: ... <CG key, which ends in the token> 'l' ... */
+    char *leave = g_strdup_printf("%s\r\n$1\r\nl\r\n", token);
+    nm_proxy_mute_reply_to(px, leave);
+
+    nm_assert_rc(nm_call_wait(call, PROMPT_MS), 0);
+    g_assert_cmpuint(nm_proxy_muted(px), ==, 1);
+    g_assert_true(wait_nothing_left());
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_configure(redis);
+    nm_proxy_free(px);
+    g_free(leave);
+    g_free(token);
+    g_free(ck);
+    g_free(cs);
+    g_free(cw);
+    g_free(mname);
+    g_free(name);
+    g_free(url);
 }
 
 /* ---- processes ------------------------------------------------------------ */
@@ -635,6 +687,7 @@ int main(int argc, char **argv)
                          test_timedwait_times_out);
     g_test_add_func("/cond/timedwait/signalled-at-timeout-returns-0",
                     test_signalled_at_timeout_returns_0);
+    g_test_add_func("/cond/timedwait/leave-answer-lost", test_leave_answer_lost);
     g_test_add_func("/cond/processes/broadcast", test_broadcast_processes);
     g_test_add_func("/cond/processes/producer-consumer", test_producer_consumer_no_lost_wakeup);
     g_test_add_func("/cond/processes/killed-waiter", test_killed_waiter_swallows_nothing);

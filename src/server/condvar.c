@@ -83,18 +83,22 @@ static int run(nm_config_t *cfg, const char *keys, const size_t *lens, int nkeys
 /* run(), once more after a broken connection: the cached one may be stale
  * (a restarted server, CLIENT KILL).  Every operation may run twice: a
  * waiter registered twice is signalled once, and a signal sent twice is a
- * spurious wake-up at worst. */
+ * spurious wake-up at worst.  *RETRIED (if not NULL): the first attempt
+ * broke off unanswered, so it may have been applied. */
 static int run_twice(nm_config_t *cfg, const char *keys, const size_t *lens, int nkeys,
-                     const char **args, int nargs, long long *result)
+                     const char **args, int nargs, long long *result, int *retried)
 {
     int err = run(cfg, keys, lens, nkeys, args, nargs, result);
+    if (retried)
+        *retried = err == NM_ECONN;
     if (err == NM_ECONN)
         err = run(cfg, keys, lens, nkeys, args, nargs, result);
     return err;
 }
 
-/* A waiter's operation OP, with its token (and lease, for 'w'). */
-static int waiter_run(nm_waiter_t *w, const char *op, long long *result)
+/* A waiter's operation OP, with its token (and lease, for 'w'); RETRIED
+ * as run_twice's. */
+static int waiter_run(nm_waiter_t *w, const char *op, long long *result, int *retried)
 {
     char ttl[24], lease[16];
     snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)w->lease.lease_ms * LIST_LEASES);
@@ -102,7 +106,7 @@ static int waiter_run(nm_waiter_t *w, const char *op, long long *result)
     const char *args[4] = { op, ttl, w->lease.token, lease };
     int waiter = *op != 'c';
     return run_twice(w->lease.cfg, w->keys, w->lens, waiter ? NM_CKEY_COUNT : NM_CKEY_WAITER,
-                     args, waiter ? 4 : 2, result);
+                     args, waiter ? 4 : 2, result, retried);
 }
 
 static int quorum(const nm_config_t *cfg)
@@ -149,7 +153,7 @@ int nm_cond_register(nm_waiter_t *w, const char *name, size_t name_len,
     int err = waiter_build(w, name, name_len, lease_ms);
     if (!err) {
         w->lease.sent_at = nm_now_ms();
-        err = waiter_run(w, "w", &ignored);
+        err = waiter_run(w, "w", &ignored, NULL);
     }
     if (err)
         waiter_free(w);
@@ -189,14 +193,17 @@ int nm_cond_block(nm_waiter_t *w, int64_t until)
 int nm_cond_look(nm_waiter_t *w)
 {
     long long ignored;
-    return waiter_run(w, "c", &ignored);
+    return waiter_run(w, "c", &ignored, NULL);
 }
 
 int nm_cond_leave(nm_waiter_t *w, int pass, int *signalled)
 {
     long long v = 0;
-    int err = waiter_run(w, pass ? "p" : "l", &v);
-    *signalled = !err && v == 1;
+    int retried, err = waiter_run(w, pass ? "p" : "l", &v, &retried);
+    /* A first attempt whose answer was lost may have taken the signal: the
+     * second then finds none.  Counted as signalled: a spurious wake-up,
+     * never a signal that vanishes. */
+    *signalled = !err && (v == 1 || retried);
     waiter_free(w);
     return err;
 }
@@ -216,7 +223,7 @@ int nm_cond_signal(const char *name, size_t name_len, int all, long long *woken)
     else
         err = nm_keys_cond(cfg, name, name_len, NULL, &keys, lens);
     if (!err)
-        err = run_twice(cfg, keys, lens, NM_CKEY_WAITER, args, 2, woken);
+        err = run_twice(cfg, keys, lens, NM_CKEY_WAITER, args, 2, woken, NULL);
     free(keys);
     nm_config_unref(cfg);
     return err == NM_ECONN ? EAGAIN : err;

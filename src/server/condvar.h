@@ -41,8 +41,9 @@ int nm_cond_block(nm_waiter_t *w, int64_t until);
  * waiters and keeps the lists alive.  0 or an error. */
 int nm_cond_look(nm_waiter_t *w);
 
-/* W leaves: *SIGNALLED 1 if it had been signalled.  PASS: a signal it got
- * goes on to the next waiter.  Frees what *W owns, whatever happens (a
+/* W leaves: *SIGNALLED 1 if it had been signalled, or may have been (the
+ * answer to a first attempt was lost).  PASS: a signal it got goes on to
+ * the next waiter.  Frees what *W owns, whatever happens (a
  * waiter that could not be removed expires with its lease).  0 or an
  * error. */
 int nm_cond_leave(nm_waiter_t *w, int pass, int *signalled);

@@ -29,14 +29,27 @@ typedef struct Ctx {
     ChaosReport *out;
     GArray *valid; /* int32_t: holds with a valid interval, by start */
     GArray *holds; /* int32_t: holds with a fence, by (fence, start) */
-    size_t kept_limits;
 } Ctx;
 
 /* ---- what a record says ---------------------------------------------- */
 
+bool chaos_is_wait(const ChaosRec *r)
+{
+    return r->op == 'w' || r->op == 'W';
+}
+
+/* A wait holds the mutex again whatever it returns but these
+ * (netmutex_cond_wait(3)). */
+static bool wait_holds(int rc)
+{
+    return rc != CHAOS_PENDING && rc != EINVAL && rc != EPERM && rc != ENOTRECOVERABLE;
+}
+
 bool chaos_is_hold(const ChaosRec *r)
 {
-    return r->ret_ns > 0 && (r->rc == 0 || r->rc == EOWNERDEAD);
+    if (r->ret_ns <= 0)
+        return false;
+    return chaos_is_wait(r) ? wait_holds(r->rc) : r->rc == 0 || r->rc == EOWNERDEAD;
 }
 
 int64_t chaos_valid_end(const ChaosRec *r)
@@ -70,23 +83,27 @@ static bool unlocked_cleanly(const ChaosRec *r)
 
 /* ---- reporting --------------------------------------------------------- */
 
-static void report(Ctx *c, int kind, bool limit, int32_t a, int32_t b, int64_t amount,
-                   const char *why)
+void chaos_report_add(ChaosReport *out, int kind, bool limit, int32_t a, int32_t b,
+                      int64_t amount, const char *why)
 {
-    ChaosReport *out = c->out;
-
     if (limit)
         out->limits[kind]++;
     else
         out->count[kind]++;
-    if (limit && c->kept_limits >= KEEP_LIMITS)
+    if (limit && out->kept_limits >= KEEP_LIMITS)
         return;
     if (out->nv >= CHAOS_REPORT_KEEP)
         return;
     if (!out->v)
         out->v = g_new0(ChaosViolation, CHAOS_REPORT_KEEP);
-    c->kept_limits += limit;
+    out->kept_limits += limit;
     out->v[out->nv++] = (ChaosViolation){ kind, limit, a, b, amount, why };
+}
+
+static void report(Ctx *c, int kind, bool limit, int32_t a, int32_t b, int64_t amount,
+                   const char *why)
+{
+    chaos_report_add(c->out, kind, limit, a, b, amount, why);
 }
 
 /* ---- faults ------------------------------------------------------------ */
@@ -436,7 +453,9 @@ static void check_hang(Ctx *c, int32_t i)
 
     if ((lock_open || unlock_open) && !killed(r))
         report(c, CV_HANG, false, i, -1, 0,
-               lock_open ? "a lock call never returned" : "an unlock never returned");
+               !lock_open          ? "an unlock never returned"
+               : chaos_is_wait(r)  ? "a condition wait never returned"
+                                   : "a lock call never returned");
 }
 
 static bool lock_rc_allowed(const Ctx *c, int op, int rc)
@@ -445,7 +464,16 @@ static bool lock_rc_allowed(const Ctx *c, int op, int rc)
         return !c->p->non_robust;
     if (rc == 0 || rc == CHAOS_PENDING)
         return true;
+    if (op == 'w' || op == 'W') /* a wait: ENOLCK, its lease was lost */
+        return rc == ENOLCK || (op == 'W' && rc == ETIMEDOUT);
     return (op == 'T' && rc == ETIMEDOUT) || (op == 't' && (rc == EBUSY || rc == EAGAIN));
+}
+
+/* EPERM after a wait returned says it did not hold the mutex: the
+ * condition checker's "unheld", not a result. */
+static bool unheld_after_wait(const ChaosRec *r, int rc)
+{
+    return chaos_is_wait(r) && rc == EPERM;
 }
 
 static void check_results(Ctx *c, int32_t i)
@@ -455,18 +483,21 @@ static void check_results(Ctx *c, int32_t i)
 
     if (r->rc == EOWNERDEAD && !lock_rc_allowed(c, r->op, r->rc))
         report(c, CV_RESULT, false, i, -1, r->rc, "EOWNERDEAD from a mutex that is not robust");
-    else if (!lock_rc_allowed(c, r->op, r->rc))
-        report(c, CV_RESULT, false, i, -1, r->rc, "a lock call failed in a way it may not");
+    else if (!lock_rc_allowed(c, r->op, r->rc) && !unheld_after_wait(r, r->rc))
+        report(c, CV_RESULT, false, i, -1, r->rc,
+               chaos_is_wait(r) ? "a condition wait failed in a way it may not"
+                                : "a lock call failed in a way it may not");
     if (!chaos_is_hold(r))
         return;
-    if (r->fence_rc != 0)
+    if (r->fence_rc != 0 && !unheld_after_wait(r, r->fence_rc))
         report(c, CV_RESULT, false, i, -1, r->fence_rc, "netmutex_fence failed while holding");
     if (r->rc == EOWNERDEAD && r->consistent_rc != 0)
         report(c, CV_RESULT, false, i, -1, r->consistent_rc,
                "netmutex_consistent failed after EOWNERDEAD");
-    if (r->validity_rc != 0 && r->validity_rc != ENOLCK)
+    if (r->validity_rc != 0 && r->validity_rc != ENOLCK && !unheld_after_wait(r, r->validity_rc))
         report(c, CV_RESULT, false, i, -1, r->validity_rc, "netmutex_validity failed");
-    if (unlocked && r->unlock_rc != 0 && r->unlock_rc != ENOLCK && r->unlock_rc != EIO)
+    if (unlocked && r->unlock_rc != 0 && r->unlock_rc != ENOLCK && r->unlock_rc != EIO &&
+        !unheld_after_wait(r, r->unlock_rc))
         report(c, CV_RESULT, false, i, -1, r->unlock_rc, "unlock failed in a way it may not");
 }
 
@@ -671,6 +702,8 @@ const char *chaos_violation_name(int kind)
         [CV_HANG] = "hang",
         [CV_RESULT] = "unexpected result",
         [CV_IDLE] = "idle lock",
+        [CV_LOST_WAKEUP] = "lost wake-up",
+        [CV_UNHELD] = "wait returned unheld",
     };
 
     return kind >= 0 && kind < CV_NKINDS ? names[kind] : "?";
@@ -685,7 +718,14 @@ static double ms_since(int64_t t, int64_t t0)
 
 static const char *op_name(int op)
 {
-    return op == 'l' ? "lock" : op == 'T' ? "timedlock" : op == 't' ? "trylock" : "?";
+    switch (op) {
+    case 'l': return "lock";
+    case 'T': return "timedlock";
+    case 't': return "trylock";
+    case 'w': return "cond_wait";
+    case 'W': return "cond_timedwait";
+    default: return "?";
+    }
 }
 
 static const char *end_name(int end)
@@ -695,6 +735,7 @@ static const char *end_name(int end)
     case CHAOS_END_KILLED_HOLDING: return " [killed holding]";
     case CHAOS_END_KILLED_UNLOCKING: return " [killed in unlock]";
     case CHAOS_END_HUNG: return " [hung at the end]";
+    case CHAOS_END_KILLED_WAITING: return " [killed in a wait]";
     default: return "";
     }
 }
@@ -715,6 +756,12 @@ static void print_rec(const ChaosRec *recs, int32_t i, int64_t t0, FILE *out)
             ms_since(r->unlock_end_ns, t0), r->unlock_rc,
             r->accepted < 0 ? "-" : r->accepted ? "accepted" : "rejected", r->rmw_state,
             r->rmw_value, ms_since(r->deadline_ns, t0), end_name(r->end));
+    if (r->cond_op || r->prev >= 0 || r->next >= 0)
+        fprintf(out, "        ring %d prev #%d next #%d %s%s %.3f..%.3f rc=%d\n", r->ring,
+                r->prev, r->next,
+                r->cond_op == 's' ? "signal" : r->cond_op == 'b' ? "broadcast" : "no signal",
+                r->relay ? " (relay)" : "", ms_since(r->cond_ns, t0),
+                ms_since(r->cond_end_ns, t0), r->cond_rc);
 }
 
 /* What a violation's amount means depends on its kind. */
@@ -724,6 +771,7 @@ static void print_amount(const ChaosViolation *v, FILE *out)
     case CV_OVERLAP:
     case CV_BOUND:
     case CV_IDLE:
+    case CV_LOST_WAKEUP:
         fprintf(out, " (%.3f ms)", (double)v->amount / 1e6);
         break;
     case CV_FENCE_ORDER:

@@ -3,7 +3,9 @@
  * log (records and faults, see chaos_log.h), so that hand-made logs can
  * test it (chaos_selftest.c).
  *
- * A hold is a record whose lock call returned 0 or EOWNERDEAD.  Its valid
+ * A hold is a record whose lock call returned 0 or EOWNERDEAD, or, in the
+ * condition families, whose wait returned with the mutex held again
+ * (anything but EINVAL, EPERM and ENOTRECOVERABLE).  Its valid
  * interval runs from the call's return to the earliest of
  *   - the start of its unlock call,
  *   - the lost-lease notice (the callback's time),
@@ -92,6 +94,10 @@ typedef struct ChaosParams {
     int64_t keep_ns;         /* how long after a fault the lock may be kept */
     bool non_robust;         /* the mutex is not robust: EOWNERDEAD is never
                                 right, so it is never expected either */
+    /* Condition families (chaos_cond_check.h). */
+    int64_t lease_ns;        /* the waiters' and holders' lease */
+    int64_t relock_bound_ns; /* a free mutex retaken by a wait */
+    int64_t redeliver_ns;    /* slack on top of the re-delivery bounds */
 } ChaosParams;
 
 enum chaos_violation_kind {
@@ -104,6 +110,8 @@ enum chaos_violation_kind {
     CV_HANG,
     CV_RESULT,
     CV_IDLE,
+    CV_LOST_WAKEUP, /* condition families: see chaos_cond_check.h */
+    CV_UNHELD,
     CV_NKINDS
 };
 
@@ -119,11 +127,20 @@ typedef struct ChaosStats {
     size_t calls, holds, valid, ownerdead, lost, rejected, stale_lost_updates;
     size_t killed_holding, unlock_enolck, unlock_eio;
     size_t cached_relocks; /* see "cached relock" above */
+    /* Condition families (chaos_cond_check.h): signals (and broadcasts)
+     * that returned 0 within a valid hold, relays among them, those that
+     * found a waiter registered (by the log), the judged ones; waits, timed
+     * ones, how they ended; timed-out waits judged, and excused by a
+     * fault. */
+    size_t signals, broadcasts, relays, to_waiters, signal_failed;
+    size_t waits, timed_waits, wakes, timeouts, wait_enolck, killed_waiting;
+    size_t timeouts_judged, timeouts_excused, needy_signals;
 } ChaosStats;
 
 typedef struct ChaosReport {
     ChaosViolation *v; /* the first CHAOS_REPORT_KEEP of them */
     size_t nv;
+    size_t kept_limits;       /* documented-limit cases among them */
     size_t count[CV_NKINDS];  /* failures per kind (all of them) */
     size_t limits[CV_NKINDS]; /* documented-limit cases per kind */
     ChaosStats stats;
@@ -147,7 +164,13 @@ const char *chaos_violation_name(int kind);
 /* Every record, in the format of chaos_report_print, for debugging. */
 void chaos_dump(const ChaosRec *recs, size_t n, int64_t t0_ns, FILE *out);
 
+/* Adds a violation (or, LIMIT, a documented-limit case) to OUT: for
+ * the checkers. */
+void chaos_report_add(ChaosReport *out, int kind, bool limit, int32_t a, int32_t b,
+                      int64_t amount, const char *why);
+
 /* Used by the checker, and by the selftest to build its logs. */
+bool chaos_is_wait(const ChaosRec *r);
 bool chaos_is_hold(const ChaosRec *r);
 int64_t chaos_valid_end(const ChaosRec *r);
 bool chaos_has_interval(const ChaosRec *r);

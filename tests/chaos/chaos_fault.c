@@ -231,6 +231,70 @@ bool chaos_inject_kill_waiter(ChaosRun *run)
     return true;
 }
 
+/* ---- condition waiters stopped or killed ---------------------------------------- */
+
+/* A condition family's worker with a thread that has been in a condition
+ * wait for a few milliseconds (so it most likely registered and blocks)
+ * and none holding a ring's mutex; the search starts at a random slot. */
+static int cond_waiter_once(ChaosRun *run)
+{
+    int first = (int)chaos_run_between(run, 0, (unsigned int)run->nworkers - 1);
+    int64_t before = chaos_now_ns() - (int64_t)nm_ms(2) * 1000000;
+
+    for (int k = 0; k < run->nworkers; k++) {
+        int s = (first + k) % run->nworkers;
+        ChaosProc *p = chaos_run_proc(run, s);
+        bool waits = false;
+
+        if (!p || has_phase(p, CHAOS_HOLDING) || has_phase(p, CHAOS_UNLOCKING))
+            continue;
+        for (int i = 0; i < p->nthreads && !waits; i++) {
+            int32_t idx = chaos_load(&p->rec[i]);
+            waits = chaos_load(&p->phase[i]) == CHAOS_WAITING && idx >= 0 &&
+                    run->log->recs[idx].call_ns < before;
+        }
+        if (waits)
+            return s;
+    }
+    return -1;
+}
+
+static int find_cond_waiter(ChaosRun *run, unsigned int timeout_ms)
+{
+    gint64 end = nmt_now_ms() + timeout_ms;
+    int s;
+
+    while ((s = cond_waiter_once(run)) < 0 && nmt_now_ms() < end)
+        nmt_sleep_ms(1);
+    return s;
+}
+
+bool chaos_inject_stop_cond_waiter(ChaosRun *run)
+{
+    int s = find_cond_waiter(run, nm_ms(1000));
+
+    if (s < 0)
+        return false;
+    stop_for(run, s, CHAOS_FF_QUEUED);
+    return true;
+}
+
+/* Its other threads may have been about to take a ring's mutex, or been
+ * handed it: the mutex checker's idle check is off in these families. */
+bool chaos_inject_kill_cond_waiter(ChaosRun *run)
+{
+    int s = find_cond_waiter(run, nm_ms(1000));
+    ChaosFault *f;
+
+    if (s < 0)
+        return false;
+    f = chaos_run_kill(run, s);
+    if (f)
+        f->flags = CHAOS_FF_QUEUED;
+    chaos_run_respawn(run, s);
+    return true;
+}
+
 /* ---- the server misbehaving ------------------------------------------------------ */
 
 static bool client_kill(ChaosRun *run, const char *type)
@@ -369,6 +433,64 @@ bool chaos_inject_forged_grant(ChaosRun *run)
     if (f) {
         f->begin_ns = begin;
         f->detail = (int32_t)heard;
+    }
+    return true;
+}
+
+/* Forged wake-ups: KEYS[1] a ring's CW list; ARGV[1] 'head' (its longest
+ * waiter) or 'all' (every waiter); ARGV[2] how long a forged push may stay
+ * (ms).  Only waiters whose key CK still lives get one (a dead waiter's
+ * would stay behind).  Returns the pushes made. */
+static const char cond_forge_script[] =
+    "local base, pushed = string.sub(KEYS[1], 1, -4), 0\n"
+    "for _, t in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do\n"
+    "  if redis.call('EXISTS', base .. ':ck:' .. t) == 1 then\n"
+    "    redis.call('RPUSH', base .. ':cg:' .. t, 'f')\n"
+    "    redis.call('PEXPIRE', base .. ':cg:' .. t, ARGV[2])\n"
+    "    pushed = pushed + 1\n"
+    "    if ARGV[1] == 'head' then return pushed end\n"
+    "  end\n"
+    "end\n"
+    "return pushed\n";
+
+static long long forge_ring(ChaosRun *run, int ring, const char *variant)
+{
+    char ttl[24];
+    redisReply *r;
+    long long pushed;
+
+    g_snprintf(ttl, sizeof ttl, "%u", 3 * run->lease_ms);
+    r = nm_redis_cmd(run->redis, "EVAL %s 1 %s %s %s", cond_forge_script, run->cw[ring],
+                     variant, ttl);
+    pushed = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+    if (r->type == REDIS_REPLY_ERROR)
+        g_printerr("chaos: forging script failed: %s\n", r->str);
+    freeReplyObject(r);
+    return pushed;
+}
+
+/* A third party that may write the keys pushes on waiters' signal lists
+ * (CG), in turn to the longest waiter of one ring and to every waiter of
+ * every ring: each push must cost one spurious wake-up, no more, and no
+ * wake-up of anyone else may be lost for it. */
+bool chaos_inject_forged_wakeup(ChaosRun *run)
+{
+    int turn = run->turn++;
+    int64_t begin = chaos_now_ns();
+    long long pushed = 0;
+    ChaosFault *f;
+
+    if (turn % 2)
+        for (int r = 0; r < run->nrings; r++)
+            pushed += forge_ring(run, r, "all");
+    else
+        pushed = forge_ring(run, turn / 2 % run->nrings, "head");
+    if (pushed == 0)
+        return false;
+    f = chaos_fault_begin(run->log, CHAOS_F_FORGE, 0);
+    if (f) {
+        f->begin_ns = begin;
+        f->detail = (int32_t)pushed;
     }
     return true;
 }

@@ -22,6 +22,11 @@ bool chaos_inject_restart_empty(ChaosRun *run);
 bool chaos_inject_blackhole(ChaosRun *run);
 bool chaos_inject_forged_grant(ChaosRun *run);
 bool chaos_inject_quorum_minority(ChaosRun *run);
+/* Condition families: a worker waiting on a condition stopped or killed;
+ * forged pushes on waiters' signal lists. */
+bool chaos_inject_stop_cond_waiter(ChaosRun *run);
+bool chaos_inject_kill_cond_waiter(ChaosRun *run);
+bool chaos_inject_forged_wakeup(ChaosRun *run);
 bool chaos_inject_quorum_majority(ChaosRun *run);
 
 #endif /* CHAOS_FAULT_H */

@@ -82,6 +82,8 @@ ChaosRec *chaos_log_add(ChaosShared *log, int32_t pid, int32_t thread, int32_t *
     r->rc = CHAOS_PENDING;
     r->unlock_rc = CHAOS_PENDING;
     r->accepted = -1;
+    r->prev = r->next = -1;
+    r->cond_rc = CHAOS_PENDING;
     *index = (int32_t)i;
     return r;
 }

@@ -18,6 +18,16 @@
  * Fields that are read while the workers run (the phases, the current
  * record, lost_ns, used, stop, the counter) go through the __atomic
  * builtins, so ThreadSanitizer sees no data race where none is meant.
+ *
+ * Condition families (chaos_cond_worker.c) log one ChaosRec per stretch
+ * of holding one ring's mutex (a "segment"): one that starts when a lock
+ * call returns (op 'l'), or when a condition wait returns (op 'w', an
+ * untimed wait, or 'W', a timed one: call, return, rc and deadline are
+ * the wait's, and prev the segment the wait was called in).  A segment
+ * ends at its unlock, or at the next wait's call: then unlock_ns and
+ * unlock_end_ns are both that call's time, unlock_rc 0 and next the wait's
+ * record.  A signal or broadcast made in the segment is cond_op and its
+ * call.
  */
 #ifndef CHAOS_LOG_H
 #define CHAOS_LOG_H
@@ -30,6 +40,7 @@
 #define CHAOS_MAX_THREADS 4
 #define CHAOS_MAX_PROCS 512  /* workers of one family, respawns included */
 #define CHAOS_MAX_FAULTS 4096
+#define CHAOS_MAX_RINGS 8   /* condition families: mutex + condition pairs */
 
 /* The rc of a lock call that has not returned (yet). */
 #define CHAOS_PENDING (-1)
@@ -40,7 +51,8 @@ enum chaos_phase {
     CHAOS_LOCKING,   /* in lock, timedlock or trylock */
     CHAOS_HOLDING,   /* the call returned 0 or EOWNERDEAD */
     CHAOS_UNLOCKING, /* in unlock */
-    CHAOS_EXITED
+    CHAOS_EXITED,
+    CHAOS_WAITING    /* condition families: in a condition wait */
 };
 
 /* How a record ended, when it did not end normally (set by the driver). */
@@ -49,7 +61,8 @@ enum chaos_end {
     CHAOS_END_KILLED_LOCKING,   /* SIGKILL during the lock call */
     CHAOS_END_KILLED_HOLDING,   /* SIGKILL while holding */
     CHAOS_END_KILLED_UNLOCKING, /* SIGKILL during unlock */
-    CHAOS_END_HUNG              /* still in a call when the run had to end */
+    CHAOS_END_HUNG,             /* still in a call when the run had to end */
+    CHAOS_END_KILLED_WAITING    /* SIGKILL during a condition wait */
 };
 
 /* States of the read-modify-write of the shared counter. */
@@ -78,8 +91,18 @@ typedef struct ChaosRec {
     int64_t unlock_ns;     /* unlock was called (0: not yet) */
     int64_t unlock_end_ns; /* unlock returned */
     int32_t end;           /* enum chaos_end */
-    int32_t reserved;
+    int32_t ring;          /* condition families: the mutex and condition */
     int64_t end_ns;        /* when the driver killed the process */
+    /* Condition families only (see above). */
+    int32_t prev;          /* a wait's record: the segment it was called in, or -1 */
+    int32_t next;          /* a segment ended by a wait: the wait's record, or -1 */
+    int32_t cond_op;       /* 's' signal, 'b' broadcast, 0 none */
+    int32_t cond_rc;       /* its result (CHAOS_PENDING until it returned) */
+    int64_t cond_ns;       /* it was called */
+    int64_t cond_end_ns;   /* it returned */
+    int32_t relay;         /* the signal passes one on (the signaller's turn
+                              had not come: see chaos_cond_worker.c) */
+    int32_t reserved2;
 } ChaosRec;
 
 /* What the driver did, and when. */
@@ -116,6 +139,18 @@ typedef struct ChaosProc {
     int32_t reserved;
 } ChaosProc;
 
+/* One ring of a condition family: whose turn it is, a turn passed on but
+ * not yet taken, the ring closed at the end, and its own counter.  Read
+ * and written only under the ring's netmutex (and through the atomic
+ * accessors). */
+typedef struct ChaosRing {
+    int32_t turn;
+    int32_t pending;
+    int32_t closed;
+    int32_t reserved;
+    int64_t counter;
+} ChaosRing;
+
 typedef struct ChaosShared {
     uint32_t capacity; /* records */
     uint32_t used;     /* records handed out (may exceed capacity: full) */
@@ -133,6 +168,7 @@ typedef struct ChaosShared {
     uint32_t nfaults;
     ChaosProc procs[CHAOS_MAX_PROCS];
     ChaosFault faults[CHAOS_MAX_FAULTS];
+    ChaosRing rings[CHAOS_MAX_RINGS];
     ChaosRec recs[];
 } ChaosShared;
 

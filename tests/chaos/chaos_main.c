@@ -65,7 +65,33 @@
  *                          stays cached (the summary counts "cached
  *                          relocks").  Quorum mode never caches: no cached
  *                          quorum family.
- * plus /chaos/checker/..., the checker on hand-made logs.
+ *   cond/<family>          a netmutex_cond_t under the faults that concern
+ *                          one (chaos_cond_worker.c): eight processes of
+ *                          three threads pass turns round eight rings, each
+ *                          a mutex and the condition it guards, logging
+ *                          every hold, wait, signal and broadcast; the
+ *                          checker (chaos_cond_check.h) adds lost wake-ups,
+ *                          waits that return without the mutex, waits and
+ *                          signals past their bounds, and every key of the
+ *                          family gone three leases after it:
+ *     cond/baseline              no fault
+ *     cond/sigstop/waiter        SIGSTOP a worker waiting on a condition
+ *     cond/sigstop/signaller     SIGSTOP a holder (about to signal)
+ *     cond/kill/waiter           SIGKILL a worker waiting on a condition
+ *     cond/kill/signaller        SIGKILL a holder
+ *     cond/client-kill/normal    CLIENT KILL TYPE normal
+ *     cond/client-kill/blocked   CLIENT KILL of the connections blocked in
+ *                                BLPOP (the waiters')
+ *     cond/debug-sleep           DEBUG SLEEP 0.5 to 1 s
+ *     cond/restart-empty         the server stopped and started empty
+ *     cond/blackhole             clients behind a proxy that stops relaying
+ *     cond/forged-wakeup         pushes on waiters' signal lists (CG) by a
+ *                                third party: to the longest waiter of a
+ *                                ring, then to every waiter
+ *                          A summary line at the end adds up the condition
+ *                          families' signals.  Quorum mode has no
+ *                          condition variables (ENOTSUP).
+ * plus /chaos/checker/..., the checkers on hand-made logs.
  *
  * Real redis-servers only, started by the fixture (one with
  * --enable-debug-command yes, three more for quorum mode).  Every worker
@@ -73,17 +99,20 @@
  *
  * Duration: NETMUTEX_CHAOS_SECONDS is the total time spent injecting faults,
  * shared by the families by weight (default 20, which keeps `make check`
- * under a minute; CI's long phase sets e.g. 300): a robust family 2 (its
- * sigstop/waiter 4), a cached one 1 (2), so with the default a robust
- * family injects for about 1 s and a cached one for about 0.5 s.  A family
+ * at about a minute; CI's long phase sets 240): a robust family 2 (its
+ * sigstop/waiter 4), a cached one 1 (2), a condition family 3, so with the
+ * default a robust family injects for about 0.5 s, a cached one for about
+ * 0.3 s and a condition family for about 0.8 s.  A family
  * always injects at least one fault, so under valgrind or TSan, whose
  * slowdown stretches every lease and wait, it takes longer but injects
  * fewer.
  *
- * Files: chaos_log.[ch] the shared memory; chaos_worker.[ch] the workers;
+ * Files: chaos_log.[ch] the shared memory; chaos_worker.[ch] the workers
+ * (chaos_cond_worker.[ch] the condition families');
  * chaos_fault.[ch] the injectors; chaos_proxy.[ch] the blackholing proxy in
  * a process of its own; chaos_run.[ch] one family from start to verdict;
- * chaos_check.[ch] the checker; chaos_selftest.[ch] its tests.
+ * chaos_check.[ch] the checker (chaos_cond_check.[ch] the conditions');
+ * chaos_selftest.[ch] and chaos_cond_selftest.c their tests.
  */
 #include "ac_config.h"
 
@@ -98,42 +127,72 @@
 
 #define DEFAULT_SECONDS 20u
 #define MAX_SECONDS (24u * 3600u)
+#define COND_WEIGHT 3
 
 /* Weights: a robust family 2, its cached sibling 1 (half the time: the
- * same faults, on the code the two share, plus the cache's own paths). */
+ * same faults, on the code the two share, plus the cache's own paths); a
+ * condition family 3, so that the long run's condition families send
+ * well over 100,000 signals. */
 static const ChaosFamily families[] = {
-    { "baseline", NULL, 100, CHAOS_SINGLE, true, 2, false },
-    { "sigstop/holder", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false, 2, false },
+    { "baseline", NULL, 100, CHAOS_SINGLE, true, 2, false, false },
+    { "sigstop/holder", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false, 2, false, false },
     /* Twice the time: its fault strikes only if the stopped waiter is
      * granted the lock while it sleeps, and takes two leases. */
-    { "sigstop/waiter", chaos_inject_stop_waiter, 300, CHAOS_SINGLE, false, 4, false },
-    { "kill/holder", chaos_inject_kill_holder, 800, CHAOS_SINGLE, true, 2, false },
-    { "kill/waiter", chaos_inject_kill_waiter, 300, CHAOS_SINGLE, true, 2, false },
-    { "client-kill/normal", chaos_inject_client_kill_normal, 150, CHAOS_SINGLE, false, 2, false },
+    { "sigstop/waiter", chaos_inject_stop_waiter, 300, CHAOS_SINGLE, false, 4, false, false },
+    { "kill/holder", chaos_inject_kill_holder, 800, CHAOS_SINGLE, true, 2, false, false },
+    { "kill/waiter", chaos_inject_kill_waiter, 300, CHAOS_SINGLE, true, 2, false, false },
+    { "client-kill/normal", chaos_inject_client_kill_normal, 150, CHAOS_SINGLE, false,
+      2, false, false },
     { "client-kill/blocked", chaos_inject_client_kill_blocked, 150, CHAOS_SINGLE, false, 2,
-      false },
-    { "debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false, 2, false },
-    { "restart-empty", chaos_inject_restart_empty, 400, CHAOS_SINGLE, false, 2, false },
-    { "blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false, 2, false },
-    { "forged-grant", chaos_inject_forged_grant, 20, CHAOS_SINGLE, false, 2, false },
-    { "quorum/minority-down", chaos_inject_quorum_minority, 300, CHAOS_QUORUM, false, 2, false },
-    { "quorum/majority-down", chaos_inject_quorum_majority, 300, CHAOS_QUORUM, false, 2, false },
-    { "cached/baseline", NULL, 100, CHAOS_SINGLE, true, 1, true },
-    { "cached/sigstop/holder", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false, 1, true },
-    { "cached/sigstop/waiter", chaos_inject_stop_waiter, 300, CHAOS_SINGLE, false, 2, true },
-    { "cached/kill/holder", chaos_inject_kill_holder, 800, CHAOS_SINGLE, true, 1, true },
-    { "cached/kill/waiter", chaos_inject_kill_waiter, 300, CHAOS_SINGLE, true, 1, true },
+      false, false },
+    { "debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false, 2, false, false },
+    { "restart-empty", chaos_inject_restart_empty, 400, CHAOS_SINGLE, false, 2, false, false },
+    { "blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false, 2, false, false },
+    { "forged-grant", chaos_inject_forged_grant, 20, CHAOS_SINGLE, false, 2, false, false },
+    { "quorum/minority-down", chaos_inject_quorum_minority, 300, CHAOS_QUORUM, false,
+      2, false, false },
+    { "quorum/majority-down", chaos_inject_quorum_majority, 300, CHAOS_QUORUM, false,
+      2, false, false },
+    { "cached/baseline", NULL, 100, CHAOS_SINGLE, true, 1, true, false },
+    { "cached/sigstop/holder", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false, 1, true, false },
+    { "cached/sigstop/waiter", chaos_inject_stop_waiter, 300, CHAOS_SINGLE, false, 2, true, false },
+    { "cached/kill/holder", chaos_inject_kill_holder, 800, CHAOS_SINGLE, true, 1, true, false },
+    { "cached/kill/waiter", chaos_inject_kill_waiter, 300, CHAOS_SINGLE, true, 1, true, false },
     { "cached/client-kill/normal", chaos_inject_client_kill_normal, 150, CHAOS_SINGLE, false, 1,
-      true },
+      true, false },
     /* Twice its share: a cached lease is often passed on without anybody
      * blocked, and its fault needs a waiter blocked at the moment it
      * strikes (under TSan, 10 s found none once). */
     { "cached/client-kill/blocked", chaos_inject_client_kill_blocked, 150, CHAOS_SINGLE, false,
-      2, true },
-    { "cached/debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false, 1, true },
-    { "cached/restart-empty", chaos_inject_restart_empty, 400, CHAOS_SINGLE, false, 1, true },
-    { "cached/blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false, 1, true },
-    { "cached/forged-grant", chaos_inject_forged_grant, 20, CHAOS_SINGLE, false, 1, true },
+      2, true, false },
+    { "cached/debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false, 1, true, false },
+    { "cached/restart-empty", chaos_inject_restart_empty, 400, CHAOS_SINGLE, false,
+      1, true, false },
+    { "cached/blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false, 1, true, false },
+    { "cached/forged-grant", chaos_inject_forged_grant, 20, CHAOS_SINGLE, false, 1, true, false },
+    /* Condition families: turns passed round rings through netmutex_cond_t
+     * (chaos_cond_worker.c), judged for lost wake-ups too. */
+    { "cond/baseline", NULL, 100, CHAOS_SINGLE, false, COND_WEIGHT, false, true },
+    { "cond/sigstop/waiter", chaos_inject_stop_cond_waiter, 300, CHAOS_SINGLE, false,
+      COND_WEIGHT, false, true },
+    { "cond/sigstop/signaller", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false,
+      COND_WEIGHT, false, true },
+    { "cond/kill/waiter", chaos_inject_kill_cond_waiter, 300, CHAOS_SINGLE, false,
+      COND_WEIGHT, false, true },
+    { "cond/kill/signaller", chaos_inject_kill_holder, 800, CHAOS_SINGLE, false, COND_WEIGHT,
+      false, true },
+    { "cond/client-kill/normal", chaos_inject_client_kill_normal, 150, CHAOS_SINGLE, false,
+      COND_WEIGHT, false, true },
+    { "cond/client-kill/blocked", chaos_inject_client_kill_blocked, 150, CHAOS_SINGLE, false,
+      COND_WEIGHT, false, true },
+    { "cond/debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false, COND_WEIGHT,
+      false, true },
+    { "cond/restart-empty", chaos_inject_restart_empty, 400, CHAOS_SINGLE, false, COND_WEIGHT,
+      false, true },
+    { "cond/blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false, COND_WEIGHT, false,
+      true },
+    { "cond/forged-wakeup", chaos_inject_forged_wakeup, 20, CHAOS_SINGLE, false, COND_WEIGHT,
+      false, true },
 };
 
 static ChaosEnv env;
@@ -145,6 +204,20 @@ static unsigned int total_weight(void)
     for (gsize i = 0; i < G_N_ELEMENTS(families); i++)
         w += families[i].weight ? families[i].weight : 1;
     return w;
+}
+
+/* The condition families together: the long run's count of signals. */
+static void print_cond_totals(void)
+{
+    const ChaosCondTotals *t = &chaos_cond_totals;
+
+    if (t->families == 0)
+        return;
+    printf("# chaos condition families: %u run, %zu signals + %zu broadcasts (%zu found a "
+           "waiter), %zu waits: %zu woken, %zu timed out (%zu judged); %zu lost wake-ups; "
+           "%zu faults\n",
+           t->families, t->signals, t->broadcasts, t->to_waiters, t->waits, t->wakes,
+           t->timeouts, t->timeouts_judged, t->lost, t->faults);
 }
 
 static void run_family(gconstpointer data)
@@ -179,6 +252,7 @@ int main(int argc, char **argv)
 
     nm_test_init(&argc, &argv);
     chaos_selftest_register();
+    chaos_cond_selftest_register();
     for (gsize i = 0; i < G_N_ELEMENTS(families); i++) {
         char *path = g_strdup_printf("/chaos/%s", families[i].name);
         g_test_add_data_func(path, &families[i], run_family);
@@ -189,6 +263,7 @@ int main(int argc, char **argv)
     g_test_message("chaos: %u s of faults, %u ms per family (and weight), slowdown %.0f",
                    seconds, env.family_ms, nm_slowdown());
     rc = nm_test_finish(g_test_run());
+    print_cond_totals();
     nm_redis_free(env.redis);
     return rc;
 }

@@ -51,6 +51,16 @@
  * lease and a half, so that leases are renewed, and lost, under faults.
  * Any of the four may be picked as a victim.
  *
+ * Condition families: 8 processes of 3 threads (4 of 2 under a slowdown
+ * of 5 or more), one ring each (chaos_cond_worker.c), no prober.  A
+ * member works up to 1 ms without the mutex on its turn, so that the
+ * others find the turn taken and wait; the turn's counter update sleeps
+ * 20 us.  Their verdict adds the condition checker (chaos_cond_check.c)
+ * to the mutex checks of each ring, with the idle bound as the time a
+ * wait may take to retake a free mutex, and ends with the keys left: every
+ * key of the family's names must be gone three leases (+ 2 s) after the
+ * workers left.
+ *
  * The driver runs in the test process, on its main thread (servers are
  * restarted from there, see nm_redis_restart), and talks to Redis only
  * through fresh raw connections (nm_redis_cmd), never through netmutex: the
@@ -69,6 +79,8 @@
 #include <unistd.h>
 
 #include "chaos_check.h"
+#include "chaos_cond_check.h"
+#include "chaos_cond_worker.h"
 
 #define PROCS 3 /* plus the prober */
 #define LEASE_MS 600u
@@ -83,6 +95,16 @@
 #define RECORDS_PER_SECOND 8000u
 #define PRINT_MAX 20
 #define THINK_US 20000u
+/* Condition families: worker processes, and so rings (chaos_cond_worker.c);
+ * fewer under a slowdown of 5 or more. */
+#define COND_PROCS 8
+#define COND_PROCS_SLOW 4
+G_STATIC_ASSERT(COND_PROCS <= CHAOS_MAX_WORKERS && COND_PROCS <= CHAOS_MAX_RINGS);
+#define COND_RMW_US 20u
+#define COND_HOLD_US 1000u
+#define COND_THINK_US 200u
+
+ChaosCondTotals chaos_cond_totals;
 
 /* How long FAM injects faults. */
 static unsigned int family_ms(const ChaosFamily *fam, const ChaosEnv *env)
@@ -109,8 +131,10 @@ void chaos_run_respawn(ChaosRun *run, int slot)
     ChaosProc *p;
     pid_t pid;
 
-    /* The last slot is the prober. */
-    cfg.prober = slot == PROCS;
+    /* The last slot is the prober (condition families have none: each
+     * slot holds a member of every ring). */
+    cfg.slot = slot;
+    cfg.prober = !run->fam->cond && slot == PROCS;
     if (cfg.prober) {
         cfg.threads = 1;
         cfg.long_one_in = 8;
@@ -122,7 +146,8 @@ void chaos_run_respawn(ChaosRun *run, int slot)
     cfg.proc = index;
     /* Unchecked: the child leaves without valgrind's or LeakSanitizer's
      * exit-time leak check, which would only see this program's memory. */
-    pid = nm_fork_run_unchecked(chaos_worker_main, &cfg);
+    pid = nm_fork_run_unchecked(run->fam->cond ? chaos_cond_worker_main : chaos_worker_main,
+                                &cfg);
     chaos_store(&p->pid, (int32_t)pid);
     run->slot[slot] = index;
 }
@@ -138,7 +163,9 @@ static void mark_open_records(ChaosRun *run, ChaosProc *p, int64_t t, bool hung)
             continue;
         r = &run->log->recs[idx];
         if (r->rc == CHAOS_PENDING)
-            r->end = hung ? CHAOS_END_HUNG : CHAOS_END_KILLED_LOCKING;
+            r->end = hung              ? CHAOS_END_HUNG
+                   : chaos_is_wait(r)  ? CHAOS_END_KILLED_WAITING
+                                       : CHAOS_END_KILLED_LOCKING;
         else if ((r->rc == 0 || r->rc == EOWNERDEAD) && r->unlock_end_ns == 0)
             r->end = hung ? CHAOS_END_HUNG
                    : r->unlock_ns ? CHAOS_END_KILLED_UNLOCKING : CHAOS_END_KILLED_HOLDING;
@@ -301,6 +328,42 @@ static void setup_workers(ChaosRun *run)
     c->robust = !run->fam->cached;
     c->think_us = run->fam->cached ? THINK_US : 0;
     run->nworkers = PROCS + 1;
+    if (run->fam->cond) {
+        run->nworkers = run->nrings = nm_slowdown() >= 5 ? COND_PROCS_SLOW : COND_PROCS;
+        c->rings = run->nrings;
+        /* See chaos_cond_worker.c: turns go round as fast as they can, the
+         * work in a turn is short. */
+        c->robust = false;
+        c->rmw_us = COND_RMW_US;
+        c->hold_us = COND_HOLD_US;
+        c->think_us = COND_THINK_US;
+    }
+}
+
+/* The key <prefix>{c<tag>}NAME:SUFFIX of condition NAME (the lock key of
+ * the same name has the tag {<tag>}). */
+static char *cond_key(const char *name, const char *suffix)
+{
+    char *lock = nm_lock_key(name);
+    const char *brace = strchr(lock, '{');
+    char *key = g_strdup_printf("%.*s{c%s%s", (int)(brace - lock), lock, brace + 1, suffix);
+
+    g_free(lock);
+    return key;
+}
+
+/* The rings' names, and the keys the driver looks at: ring 0's lock key
+ * (cached, for the cache marks) and every ring's CW. */
+static void setup_rings(ChaosRun *run)
+{
+    char name[1100];
+
+    chaos_cond_ring_name(name, sizeof name, run->name, 'm', 0);
+    run->key = nm_lock_key(name);
+    for (int r = 0; r < CHAOS_MAX_RINGS; r++) {
+        chaos_cond_ring_name(name, sizeof name, run->name, 'c', r);
+        run->cw[r] = cond_key(name, ":cw");
+    }
 }
 
 static void setup_run(ChaosRun *run, const ChaosFamily *fam, const ChaosEnv *env)
@@ -309,8 +372,11 @@ static void setup_run(ChaosRun *run, const ChaosFamily *fam, const ChaosEnv *env
     run->fam = fam;
     run->lease_ms = nm_ms(LEASE_MS);
     run->rand = g_rand_new();
-    run->name = nm_test_name("m");
-    run->key = nm_lock_key(run->name);
+    run->name = nm_test_name(fam->cond ? "ring" : "m");
+    if (fam->cond)
+        setup_rings(run);
+    else
+        run->key = nm_lock_key(run->name);
     run->log = chaos_log_new(log_capacity(fam, env, run->lease_ms));
     run->t0_ns = chaos_now_ns();
     setup_servers(run, env);
@@ -330,6 +396,8 @@ static void teardown(ChaosRun *run)
     g_free(run->url);
     g_free(run->name);
     g_free(run->key);
+    for (int r = 0; r < CHAOS_MAX_RINGS; r++)
+        g_free(run->cw[r]);
 }
 
 /* ---- the driver --------------------------------------------------------------- */
@@ -368,12 +436,19 @@ static bool keep_driving(const ChaosRun *run, gint64 end)
     return run->fam->inject && run->injected == 0 && now < end + nm_ms(STRIKE_GRACE_MS);
 }
 
+/* Cached families, and the condition families' ring 0: leases must be
+ * cacheable. */
+static bool expects_cache(const ChaosFamily *fam)
+{
+    return fam->cached || fam->cond;
+}
+
 static void drive(ChaosRun *run, const ChaosEnv *env)
 {
     const ChaosFamily *fam = run->fam;
     gint64 end = nmt_now_ms() + family_ms(fam, env);
 
-    if (fam->cached)
+    if (expects_cache(fam))
         wait_for_cache_mark(run);
     do {
         if (fam->inject && fam->inject(run))
@@ -403,7 +478,10 @@ static ChaosParams params(const ChaosRun *run)
         .early_ns = (int64_t)nm_ms(2) * ms,
         .idle_bound_ns = run->fam->idle_check ? idle_bound_ms(run) * ms : 0,
         .keep_ns = (int64_t)run->lease_ms * ms,
-        .non_robust = run->fam->cached,
+        .non_robust = run->fam->cached || run->fam->cond,
+        .lease_ns = (int64_t)run->lease_ms * ms,
+        .relock_bound_ns = idle_bound_ms(run) * ms,
+        .redeliver_ns = slack * ms,
     };
 
     return p;
@@ -486,11 +564,11 @@ static void check_cache_marks(const ChaosRun *run)
 {
     if (run->fam->mode == CHAOS_QUORUM)
         return;
-    if (run->fam->cached && run->cache_marks == 0) {
+    if (expects_cache(run->fam) && run->cache_marks == 0) {
         g_printerr("chaos %s: the lock key was never marked cacheable\n", run->fam->name);
         g_test_message("chaos %s: caching was not on: nothing was tested", run->fam->name);
         g_test_fail();
-    } else if (!run->fam->cached && run->cache_marks > 0) {
+    } else if (!expects_cache(run->fam) && run->cache_marks > 0) {
         g_printerr("chaos %s: a robust mutex's lease was marked cacheable (%u samples)\n",
                    run->fam->name, run->cache_marks);
         g_test_message("chaos %s FAILED: robust lease cacheable", run->fam->name);
@@ -530,6 +608,185 @@ static void judge(ChaosRun *run)
     chaos_report_clear(&rep);
 }
 
+/* ---- the condition families' verdict ------------------------------------------- */
+
+/* Ring RING's records, in log order, prev and next renumbered: the
+ * checkers judge one mutex and one condition at a time. */
+static ChaosRec *ring_records(const ChaosRun *run, int ring, size_t *n)
+{
+    uint32_t total = chaos_log_count(run->log);
+    ChaosRec *out = g_new(ChaosRec, MAX(total, 1u));
+    int32_t *map = g_new(int32_t, MAX(total, 1u));
+    size_t k = 0;
+
+    for (uint32_t i = 0; i < total; i++) {
+        map[i] = run->log->recs[i].ring == ring ? (int32_t)k : -1;
+        if (map[i] >= 0)
+            out[k++] = run->log->recs[i];
+    }
+    for (size_t j = 0; j < k; j++) {
+        out[j].prev = out[j].prev >= 0 && (uint32_t)out[j].prev < total ? map[out[j].prev] : -1;
+        out[j].next = out[j].next >= 0 && (uint32_t)out[j].next < total ? map[out[j].next] : -1;
+    }
+    g_free(map);
+    *n = k;
+    return out;
+}
+
+#define ADD_STAT(f) sum->f += add->f
+static void add_stats(ChaosStats *sum, const ChaosStats *add)
+{
+    ADD_STAT(calls); ADD_STAT(holds); ADD_STAT(valid); ADD_STAT(lost);
+    ADD_STAT(killed_holding); ADD_STAT(unlock_enolck); ADD_STAT(unlock_eio);
+    ADD_STAT(stale_lost_updates); ADD_STAT(cached_relocks);
+    ADD_STAT(signals); ADD_STAT(broadcasts); ADD_STAT(relays); ADD_STAT(to_waiters);
+    ADD_STAT(signal_failed); ADD_STAT(waits); ADD_STAT(timed_waits); ADD_STAT(wakes);
+    ADD_STAT(timeouts); ADD_STAT(wait_enolck); ADD_STAT(killed_waiting);
+    ADD_STAT(timeouts_judged); ADD_STAT(timeouts_excused); ADD_STAT(needy_signals);
+}
+#undef ADD_STAT
+
+static void summarize_cond(const ChaosRun *run, const ChaosStats *s, const size_t *limits,
+                           size_t lost)
+{
+    char *lim = kinds_text(limits);
+
+    g_test_message("chaos %s: %zu signals + %zu broadcasts (%zu relays; %zu found a waiter; "
+                   "%zu failed), %zu waits (%zu timed): %zu woken, %zu timed out (%zu judged, "
+                   "%zu excused by a fault), %zu ENOLCK, %zu killed waiting; %zu lost wake-ups; "
+                   "%zu holds (%zu valid, %zu lost leases, unlock ENOLCK %zu / EIO %zu, "
+                   "%zu cached relocks); %u faults injected; documented limits seen: %s",
+                   run->fam->name, s->signals, s->broadcasts, s->relays, s->to_waiters,
+                   s->signal_failed, s->waits, s->timed_waits, s->wakes, s->timeouts,
+                   s->timeouts_judged, s->timeouts_excused, s->wait_enolck, s->killed_waiting,
+                   lost, s->holds, s->valid, s->lost, s->unlock_enolck, s->unlock_eio,
+                   s->cached_relocks, run->injected, lim);
+    g_free(lim);
+}
+
+static void add_totals(const ChaosRun *run, const ChaosStats *s, size_t lost)
+{
+    ChaosCondTotals *t = &chaos_cond_totals;
+
+    t->families++;
+    t->signals += s->signals;
+    t->broadcasts += s->broadcasts;
+    t->to_waiters += s->to_waiters;
+    t->waits += s->waits;
+    t->wakes += s->wakes;
+    t->timeouts += s->timeouts;
+    t->timeouts_judged += s->timeouts_judged;
+    t->lost += lost;
+    t->faults += run->injected;
+}
+
+/* Judges ring RING; its failures, its stats added to SUM, its
+ * documented limits to LIMITS. */
+static size_t judge_ring(ChaosRun *run, int ring, ChaosStats *sum, size_t *limits,
+                         size_t *lost)
+{
+    ChaosParams p = params(run);
+    ChaosReport rep = { 0 };
+    size_t n, failures;
+    ChaosRec *recs = ring_records(run, ring, &n);
+    char *kinds;
+
+    chaos_check(recs, n, run->log->faults, run->log->nfaults, &p, &rep);
+    chaos_cond_check(recs, n, run->log->faults, run->log->nfaults, &p, &rep);
+    add_stats(sum, &rep.stats);
+    for (int k = 0; k < CV_NKINDS; k++)
+        limits[k] += rep.limits[k];
+    *lost += rep.count[CV_LOST_WAKEUP];
+    failures = chaos_report_failures(&rep);
+    kinds = kinds_text(rep.count);
+    if (failures || rep.nv) {
+        g_printerr("chaos %s, ring %d: %zu violations (%s)\n", run->fam->name, ring, failures,
+                   kinds);
+        chaos_report_print(&rep, recs, run->t0_ns, PRINT_MAX, stderr);
+    }
+    if (failures)
+        g_test_message("chaos %s FAILED, ring %d: %s", run->fam->name, ring, kinds);
+    g_free(kinds);
+    chaos_report_clear(&rep);
+    g_free(recs);
+    return failures;
+}
+
+static void judge_cond(ChaosRun *run)
+{
+    ChaosStats sum = { 0 };
+    size_t limits[CV_NKINDS] = { 0 }, failures = 0, lost = 0;
+
+    for (int r = 0; r < run->nrings; r++)
+        failures += judge_ring(run, r, &sum, limits, &lost);
+    summarize_cond(run, &sum, limits, lost);
+    add_totals(run, &sum, lost);
+    dump(run);
+    if (failures) {
+        print_faults(run);
+        g_test_fail();
+    }
+    check_cache_marks(run);
+    if (run->fam->inject && run->injected == 0) {
+        g_test_message("chaos %s: no fault could be injected: nothing was tested",
+                       run->fam->name);
+        g_test_fail();
+    }
+}
+
+/* Keys of the family's names still on the server (at most MAX, in
+ * *LIST), or -1 if the server could not be asked. */
+static long keys_left(ChaosRun *run, char **list, int max)
+{
+    char *pattern = g_strdup_printf("*%s*", run->name), cursor[32] = "0";
+    GString *s = g_string_new(NULL);
+    long n = 0;
+
+    do {
+        redisReply *r = nm_redis_cmd(run->redis, "SCAN %s MATCH %s COUNT 1000", cursor,
+                                     pattern);
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+            freeReplyObject(r);
+            n = -1;
+            break;
+        }
+        g_strlcpy(cursor, r->element[0]->str, sizeof cursor);
+        for (size_t i = 0; i < r->element[1]->elements; i++, n++)
+            if (n < max)
+                g_string_append_printf(s, "    %s\n", r->element[1]->element[i]->str);
+        freeReplyObject(r);
+    } while (strcmp(cursor, "0") != 0);
+    g_free(pattern);
+    *list = g_string_free(s, FALSE);
+    return n;
+}
+
+/* Once every worker left, every key of the family's mutexes and
+ * conditions goes away: at once, or as the leases of dead waiters and
+ * holders run out, and their lists three leases after their last use
+ * (docs/deployment.md's key schema). */
+static void check_keys_left(ChaosRun *run)
+{
+    gint64 end = nmt_now_ms() + 3 * run->lease_ms + nm_ms(2000);
+    char *list = NULL;
+    long n;
+
+    for (;;) {
+        g_free(list);
+        n = keys_left(run, &list, 10);
+        if (n == 0 || nmt_now_ms() >= end)
+            break;
+        nmt_sleep_ms(50);
+    }
+    if (n != 0) {
+        g_printerr("chaos %s: %ld keys left on the server %u ms after the workers left:\n%s",
+                   run->fam->name, n, 3 * run->lease_ms + nm_ms(2000), list);
+        g_test_message("chaos %s FAILED: %ld keys left", run->fam->name, n);
+        g_test_fail();
+    }
+    g_free(list);
+}
+
 void chaos_run_family(const ChaosFamily *fam, const ChaosEnv *env)
 {
     ChaosRun run;
@@ -544,6 +801,11 @@ void chaos_run_family(const ChaosFamily *fam, const ChaosEnv *env)
         g_test_fail();
     }
     stop_workers(&run);
-    judge(&run);
+    if (fam->cond) {
+        judge_cond(&run);
+        check_keys_left(&run);
+    } else {
+        judge(&run);
+    }
     teardown(&run);
 }

@@ -17,7 +17,7 @@
 #include "chaos_worker.h"
 
 #define CHAOS_QUORUM_N 3
-#define CHAOS_MAX_WORKERS 4
+#define CHAOS_MAX_WORKERS 8
 
 typedef enum { CHAOS_SINGLE, CHAOS_PROXY, CHAOS_QUORUM } ChaosMode;
 
@@ -33,6 +33,9 @@ typedef struct ChaosFamily {
     unsigned int weight;         /* its share of the time (0 counts as 1) */
     bool cached;                 /* a plain mutex with lease caching, not a
                                     robust one (single server and proxy) */
+    bool cond;                   /* a condition family: rings of turns passed
+                                    through netmutex_cond_t (chaos_cond_worker.c)
+                                    instead of one mutex hammered */
 } ChaosFamily;
 
 /* What all families share. */
@@ -60,7 +63,20 @@ struct ChaosRun {
     int turn;                               /* rotates the injectors' variants */
     unsigned int cache_marks;               /* samples of the lock key marked
                                                cacheable ('k' or 'i') */
+    int nrings;                             /* condition families: one ring per
+                                               worker slot */
+    char *cw[CHAOS_MAX_RINGS];              /* each ring's list of waiters (CW) */
 };
+
+/* What the condition families added up to in this run (for the summary
+ * at the end, and the long run's count of signals). */
+typedef struct ChaosCondTotals {
+    unsigned int families;
+    size_t signals, broadcasts, to_waiters, waits, wakes, timeouts, timeouts_judged;
+    size_t lost, faults;
+} ChaosCondTotals;
+
+extern ChaosCondTotals chaos_cond_totals;
 
 /* Runs FAM (a GLib test case's body): fails the test case on violations. */
 void chaos_run_family(const ChaosFamily *fam, const ChaosEnv *env);

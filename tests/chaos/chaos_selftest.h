@@ -4,5 +4,8 @@
 
 /* Registers /chaos/checker/... with GLib's test framework. */
 void chaos_selftest_register(void);
+/* /chaos/checker/cond/...: the condition families' checker
+ * (chaos_cond_selftest.c). */
+void chaos_cond_selftest_register(void);
 
 #endif /* CHAOS_SELFTEST_H */

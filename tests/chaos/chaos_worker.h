@@ -28,6 +28,11 @@ typedef struct ChaosWorkerCfg {
     unsigned int long_one_in;                /* 1 hold in N is long (0: none) */
     unsigned int long_min_ms, long_max_ms;   /* how long such a hold lasts */
     int proc;                                /* slot in log->procs, set per fork */
+    int slot;                                /* the driver's worker slot, set per
+                                                fork: a condition family's
+                                                rings follow it (respawns too) */
+    int rings;                               /* condition families: how many
+                                                (one per worker slot) */
 } ChaosWorkerCfg;
 
 /* The worker's main (an NmCallFunc): runs until log->stop, then unlocks,
