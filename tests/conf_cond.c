@@ -15,6 +15,8 @@
  *     clock the condition variable was initialized with;
  *   - an unselected condition variable stays process-local, with a
  *     selected mutex and with an unselected one;
+ *   - cancellation: lock, signal and unlock, not cancellation points,
+ *     are not cancelled inside;
  *   - at the end, no key of a condition variable is left on the server.
  *
  * Every fork happens before this process starts a thread or touches a
@@ -28,6 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "conf_harness.h"
@@ -235,6 +238,63 @@ static void check_local(pthread_mutex_t *m, const char *what)
     conf_eq(pthread_cond_broadcast(&plain_cond), 0, "%s: broadcast, nobody waiting", what);
 }
 
+/* ---- cancellation ------------------------------------------------------ */
+
+typedef struct victim {
+    int started;           /* atomic: it is ready */
+    int sent;              /* atomic: it has been cancelled */
+    int progress;          /* how far it got */
+} victim_t;
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+static void wait_flag(int *flag)
+{
+    while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE))
+        nap_ms(1);
+}
+
+/* Lock, signal and unlock with a cancellation pending: none is a
+ * cancellation point, so the next one acts on it. */
+static void *cancel_caller(void *arg)
+{
+    victim_t *v = arg;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+    __atomic_store_n(&v->started, 1, __ATOMIC_RELEASE);
+    wait_flag(&v->sent);
+    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+    if (pthread_mutex_lock(&box_lock) == 0)
+        v->progress = 1;
+    if (pthread_cond_signal(&nonempty) == 0 && pthread_cond_broadcast(&nonfull) == 0)
+        v->progress++;
+    if (pthread_mutex_unlock(&box_lock) == 0)
+        v->progress++;
+    pthread_testcancel();
+    v->progress = 100;
+    return NULL;
+}
+
+static void check_cancel_calls(void)
+{
+    victim_t v = { 0, 0, 0 };
+    pthread_t t;
+    void *res = NULL;
+    if (pthread_create(&t, NULL, cancel_caller, &v) != 0) {
+        conf_ok(0, "cancellation pending: start the thread");
+        return;
+    }
+    wait_flag(&v.started);
+    pthread_cancel(t);
+    __atomic_store_n(&v.sent, 1, __ATOMIC_RELEASE);
+    pthread_join(t, &res);
+    conf_ok(res == PTHREAD_CANCELED && v.progress == 3, "cancellation pending: lock, signal "
+            "and unlock returned, pthread_testcancel acted (got to %d of 3)", v.progress);
+}
+
 int main(void)
 {
     setenv("NETMUTEX_CONDS", "conf_cond.c:nonempty,conf_cond.c:nonfull,conf_cond.c:mono,"
@@ -252,6 +312,7 @@ int main(void)
     check_timeouts();
     check_local(&box_lock, "unselected condition, selected mutex");
     check_local(&plain_lock, "unselected condition, unselected mutex");
+    check_cancel_calls();
     int left = conf_count_keys("{c*");
     conf_ok(left == 0, "nothing of the condition variables is left on the server (%d keys)",
             left);

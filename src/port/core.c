@@ -70,7 +70,7 @@ int nm_port_name_ok(const char *name)
     return name && name[0] && strnlen(name, NETMUTEX_NAME_MAX + 1) <= NETMUTEX_NAME_MAX;
 }
 
-int nm_port_create(nm_port_t **out, const char *name, const pthread_mutex_t *real)
+static int create(nm_port_t **out, const char *name, const pthread_mutex_t *real)
 {
     netmutex_attr_t attr;
     int type, robust, err;
@@ -93,9 +93,19 @@ int nm_port_create(nm_port_t **out, const char *name, const pthread_mutex_t *rea
     return 0;
 }
 
+int nm_port_create(nm_port_t **out, const char *name, const pthread_mutex_t *real)
+{
+    int old = nm_port_nocancel();
+    int err = create(out, name, real);
+    nm_port_recancel(old);
+    return err;
+}
+
 int nm_port_free(nm_port_t *p)
 {
+    int old = nm_port_nocancel();
     int err = netmutex_destroy(&p->net);
+    nm_port_recancel(old);
     if (!err)
         free(p);
     return err;
@@ -150,7 +160,7 @@ static int unlock_result(int err)
     return err;
 }
 
-int nm_port_lock(nm_port_t *p, pthread_mutex_t *local, nm_port_wait_t how)
+static int lock(nm_port_t *p, pthread_mutex_t *local, nm_port_wait_t how)
 {
     int err = net_acquire(p, how);
     if (err != 0 && err != EOWNERDEAD)
@@ -168,6 +178,14 @@ int nm_port_lock(nm_port_t *p, pthread_mutex_t *local, nm_port_wait_t how)
     return err;
 }
 
+int nm_port_lock(nm_port_t *p, pthread_mutex_t *local, nm_port_wait_t how)
+{
+    int old = nm_port_nocancel();
+    int err = lock(p, local, how);
+    nm_port_recancel(old);
+    return err;
+}
+
 int nm_port_unlock(nm_port_t *p, pthread_mutex_t *local)
 {
     if (!is_owner(p))
@@ -176,12 +194,18 @@ int nm_port_unlock(nm_port_t *p, pthread_mutex_t *local)
         set_owner(p, 0);
         __real_pthread_mutex_unlock(local);
     }
-    return unlock_result(netmutex_unlock(&p->net));
+    int old = nm_port_nocancel();
+    int err = unlock_result(netmutex_unlock(&p->net));
+    nm_port_recancel(old);
+    return err;
 }
 
 int nm_port_consistent(nm_port_t *p)
 {
-    return netmutex_consistent(&p->net);
+    int old = nm_port_nocancel();
+    int err = netmutex_consistent(&p->net);
+    nm_port_recancel(old);
+    return err;
 }
 
 static int valid_abstime(const struct timespec *ts)

@@ -36,6 +36,23 @@ typedef struct nm_port_wait {
     const struct timespec *abstime;
 } nm_port_wait_t;
 
+/* None of netmutex's calls is cancellation-safe (netmutex(3)): a thread
+ * cancelled inside one would leave the library's state half changed.  The
+ * pthread mutex calls, signal and broadcast are not cancellation points,
+ * so the layer makes netmutex's calls under them with cancellation
+ * disabled, and a pending cancellation waits for the next point. */
+static inline int nm_port_nocancel(void)
+{
+    int old;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    return old;
+}
+
+static inline void nm_port_recancel(int old)
+{
+    pthread_setcancelstate(old, NULL);
+}
+
 /* A port named NAME whose type and robustness are read from REAL. */
 int nm_port_create(nm_port_t **out, const char *name, const pthread_mutex_t *real);
 /* EBUSY while locked; frees P otherwise. */
