@@ -37,10 +37,11 @@ typedef struct nm_port_wait {
 } nm_port_wait_t;
 
 /* None of netmutex's calls is cancellation-safe (netmutex(3)): a thread
- * cancelled inside one would leave the library's state half changed.  The
- * pthread mutex calls, signal and broadcast are not cancellation points,
- * so the layer makes netmutex's calls under them with cancellation
- * disabled, and a pending cancellation waits for the next point. */
+ * cancelled inside one would leave the library's state half changed.  Of
+ * the pthread calls the layer stands for, only the condition waits are
+ * cancellation points, so the layer reaches netmutex with cancellation
+ * disabled, and its waits act on a cancellation only where the mutex is
+ * held, as pthread's do before the clean-up handlers run (core.c). */
 static inline int nm_port_nocancel(void)
 {
     int old;
