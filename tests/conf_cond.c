@@ -15,6 +15,11 @@
  *     clock the condition variable was initialized with;
  *   - an unselected condition variable stays process-local, with a
  *     selected mutex and with an unselected one;
+ *   - cancellation: a thread cancelled in a wait, on an unselected or a
+ *     selected condition variable with the selected mutex, runs its
+ *     clean-up handler holding the mutex, which it can unlock (pthread's
+ *     promise); lock, signal and unlock, not cancellation points, are not
+ *     cancelled inside;
  *   - at the end, no key of a condition variable is left on the server.
  *
  * Every fork happens before this process starts a thread or touches a
@@ -28,6 +33,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "conf_harness.h"
@@ -235,6 +241,140 @@ static void check_local(pthread_mutex_t *m, const char *what)
     conf_eq(pthread_cond_broadcast(&plain_cond), 0, "%s: broadcast, nobody waiting", what);
 }
 
+/* ---- cancellation ------------------------------------------------------ */
+
+typedef struct victim {
+    pthread_cond_t *cond;  /* to wait on */
+    int timed;             /* wait in timed rounds, else untimed */
+    int pending;           /* cancelled before it waits (or calls) */
+    int started;           /* atomic: it holds box_lock, or is ready */
+    int sent;              /* atomic: it has been cancelled */
+    int returned;          /* what a wait returned, had it returned */
+    int progress;          /* cancel_caller: how far it got */
+    int cleaned;           /* the clean-up handler ran */
+    int held;              /* ... with box_lock's key in redis (conf_key_exists) */
+    int unlocked;          /* ... and its pthread_mutex_unlock returned this */
+} victim_t;
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+static void wait_flag(int *flag)
+{
+    while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE))
+        nap_ms(1);
+}
+
+/* pthread_cond_wait's promise: the mutex is held again when the clean-up
+ * handlers of a cancelled waiter run. */
+static void victim_cleanup(void *arg)
+{
+    victim_t *v = arg;
+    v->cleaned = 1;
+    v->held = conf_key_exists("box_lock");
+    v->unlocked = pthread_mutex_unlock(&box_lock);
+}
+
+static void *cancel_waiter(void *arg)
+{
+    victim_t *v = arg;
+    int rc = 0;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+    if (pthread_mutex_lock(&box_lock) != 0)
+        return NULL;
+    pthread_cleanup_push(victim_cleanup, v);
+    __atomic_store_n(&v->started, 1, __ATOMIC_RELEASE);
+    if (v->pending)
+        wait_flag(&v->sent);
+    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+    while (rc == 0 || rc == ETIMEDOUT) {
+        struct timespec ts;
+        conf_deadline(&ts, CLOCK_REALTIME, conf_ms(100));
+        rc = v->timed ? pthread_cond_timedwait(v->cond, &box_lock, &ts)
+                      : pthread_cond_wait(v->cond, &box_lock);
+    }
+    v->returned = rc;
+    pthread_cleanup_pop(1);
+    return NULL;
+}
+
+/* A waiter on COND, cancelled while it waits (PENDING: before it waits). */
+static void check_cancel_wait(pthread_cond_t *cond, int timed, int pending, const char *what)
+{
+    victim_t v = { cond, timed, pending, 0, 0, -1, 0, 0, -1, -1 };
+    pthread_t t;
+    void *res = NULL;
+    if (pthread_create(&t, NULL, cancel_waiter, &v) != 0) {
+        conf_ok(0, "%s: start the waiter", what);
+        return;
+    }
+    wait_flag(&v.started);
+    if (!pending)
+        pthread_mutex_lock(&box_lock);   /* the waiter is in its wait */
+    pthread_cancel(t);
+    __atomic_store_n(&v.sent, 1, __ATOMIC_RELEASE);
+    if (!pending)
+        pthread_mutex_unlock(&box_lock);
+    pthread_join(t, &res);
+    conf_ok(res == PTHREAD_CANCELED, "%s: cancelled (a wait returned %d)", what, v.returned);
+    conf_ok(v.cleaned && v.held >= 1, "%s: the clean-up handler ran with box_lock held in "
+            "redis (%d)", what, v.held);
+    conf_eq(v.unlocked, 0, "%s: the clean-up handler unlocked box_lock", what);
+    int rc = pthread_mutex_trylock(&box_lock);
+    conf_eq(rc, 0, "%s: box_lock is free afterwards", what);
+    if (rc == 0)
+        pthread_mutex_unlock(&box_lock);
+}
+
+/* Lock, signal and unlock with a cancellation pending: none is a
+ * cancellation point, so the next one acts on it. */
+static void *cancel_caller(void *arg)
+{
+    victim_t *v = arg;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+    __atomic_store_n(&v->started, 1, __ATOMIC_RELEASE);
+    wait_flag(&v->sent);
+    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+    if (pthread_mutex_lock(&box_lock) == 0)
+        v->progress = 1;
+    if (pthread_cond_signal(&nonempty) == 0 && pthread_cond_broadcast(&nonfull) == 0)
+        v->progress++;
+    if (pthread_mutex_unlock(&box_lock) == 0)
+        v->progress++;
+    pthread_testcancel();
+    v->progress = 100;
+    return NULL;
+}
+
+static void check_cancel_calls(void)
+{
+    victim_t v = { NULL, 0, 1, 0, 0, -1, 0, 0, -1, -1 };
+    pthread_t t;
+    void *res = NULL;
+    if (pthread_create(&t, NULL, cancel_caller, &v) != 0) {
+        conf_ok(0, "cancellation pending: start the thread");
+        return;
+    }
+    wait_flag(&v.started);
+    pthread_cancel(t);
+    __atomic_store_n(&v.sent, 1, __ATOMIC_RELEASE);
+    pthread_join(t, &res);
+    conf_ok(res == PTHREAD_CANCELED && v.progress == 3, "cancellation pending: lock, signal "
+            "and unlock returned, pthread_testcancel acted (got to %d of 3)", v.progress);
+}
+
+static void check_cancel(void)
+{
+    check_cancel_wait(&plain_cond, 0, 0, "cancelled in a wait on an unselected condition");
+    check_cancel_wait(&plain_cond, 1, 0, "cancelled in a timedwait on an unselected condition");
+    check_cancel_wait(&nonempty, 1, 0, "cancelled in a timedwait on a selected condition");
+    check_cancel_wait(&nonempty, 0, 1, "cancelled before a wait on a selected condition");
+    check_cancel_calls();
+}
+
 int main(void)
 {
     setenv("NETMUTEX_CONDS", "conf_cond.c:nonempty,conf_cond.c:nonfull,conf_cond.c:mono,"
@@ -252,6 +392,7 @@ int main(void)
     check_timeouts();
     check_local(&box_lock, "unselected condition, selected mutex");
     check_local(&plain_lock, "unselected condition, unselected mutex");
+    check_cancel();
     int left = conf_count_keys("{c*");
     conf_ok(left == 0, "nothing of the condition variables is left on the server (%d keys)",
             left);

@@ -16,10 +16,22 @@ int nm_cond_wait_selected(pthread_cond_t *c, netmutex_cond_t *nc, nm_port_t *p,
     static int told;
     if (p)
         return nm_port_netcond_wait(p, local, nc, c, how);
-    if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+    if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED)) {
+        int old = nm_port_nocancel();
         netmutex_log(NETMUTEX_LOG_ERROR, "pthread_cond_wait: the condition variable at %p is "
                      "selected (NETMUTEX_CONDS) but its mutex at %p is not "
                      "(NETMUTEX_MUTEXES): select both; EINVAL (reported once)",
                      (void *)c, (void *)local);
+        nm_port_recancel(old);
+    }
     return EINVAL;
+}
+
+/* Not a cancellation point in pthread, so none here either (core.h). */
+int nm_cond_signal_selected(netmutex_cond_t *nc, int all)
+{
+    int old = nm_port_nocancel();
+    int err = all ? netmutex_cond_broadcast(nc) : netmutex_cond_signal(nc);
+    nm_port_recancel(old);
+    return err;
 }

@@ -22,6 +22,8 @@
  * whose real mutex is LOCAL. */
 int nm_cond_wait_selected(pthread_cond_t *c, netmutex_cond_t *nc, nm_port_t *p,
                           pthread_mutex_t *local, nm_port_wait_t how);
+/* Signal (ALL: broadcast) the netmutex condition NC of a selected one. */
+int nm_cond_signal_selected(netmutex_cond_t *nc, int all);
 
 static inline int nm_cond_wait(pthread_cond_t *c, nm_port_t *p, pthread_mutex_t *local,
                                nm_port_wait_t how)
@@ -43,7 +45,7 @@ static inline int nm_cond_signal(pthread_cond_t *c, int all)
     if (err)
         return err;
     if (nc)
-        return all ? netmutex_cond_broadcast(nc) : netmutex_cond_signal(nc);
+        return nm_cond_signal_selected(nc, all);
     return all ? __real_pthread_cond_broadcast(c) : __real_pthread_cond_signal(c);
 }
 

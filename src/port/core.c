@@ -25,6 +25,14 @@
  *   and sleeps as one step for any signaller, which holds the netmutex;
  *   it returns with the netmutex held, whatever it returns; take local.
  *
+ * Cancellation: netmutex's calls run with it disabled (core.h).  A wait
+ * on a local condition variable is cancelled where pthread's is, inside
+ * the real pthread_cond_wait, which takes local again before the clean-up
+ * handlers run; our own handler, the first to run, then takes the netmutex
+ * as above, so the program's handlers hold the whole mutex.  A wait on a
+ * selected one acts on a cancellation on entry and on return, both with
+ * the mutex held: netmutex_cond_wait cannot be cancelled while it sleeps.
+ *
  * Errors are pthread's.  netmutex_unlock's two codes that pthread has not:
  * ENOLCK (our lease was lost: another holder may have overlapped ours) is
  * returned, and logged once (netmutex_log), since ported code rarely checks;
@@ -70,7 +78,7 @@ int nm_port_name_ok(const char *name)
     return name && name[0] && strnlen(name, NETMUTEX_NAME_MAX + 1) <= NETMUTEX_NAME_MAX;
 }
 
-int nm_port_create(nm_port_t **out, const char *name, const pthread_mutex_t *real)
+static int create(nm_port_t **out, const char *name, const pthread_mutex_t *real)
 {
     netmutex_attr_t attr;
     int type, robust, err;
@@ -93,9 +101,19 @@ int nm_port_create(nm_port_t **out, const char *name, const pthread_mutex_t *rea
     return 0;
 }
 
+int nm_port_create(nm_port_t **out, const char *name, const pthread_mutex_t *real)
+{
+    int old = nm_port_nocancel();
+    int err = create(out, name, real);
+    nm_port_recancel(old);
+    return err;
+}
+
 int nm_port_free(nm_port_t *p)
 {
+    int old = nm_port_nocancel();
     int err = netmutex_destroy(&p->net);
+    nm_port_recancel(old);
     if (!err)
         free(p);
     return err;
@@ -150,7 +168,7 @@ static int unlock_result(int err)
     return err;
 }
 
-int nm_port_lock(nm_port_t *p, pthread_mutex_t *local, nm_port_wait_t how)
+static int lock(nm_port_t *p, pthread_mutex_t *local, nm_port_wait_t how)
 {
     int err = net_acquire(p, how);
     if (err != 0 && err != EOWNERDEAD)
@@ -168,6 +186,14 @@ int nm_port_lock(nm_port_t *p, pthread_mutex_t *local, nm_port_wait_t how)
     return err;
 }
 
+int nm_port_lock(nm_port_t *p, pthread_mutex_t *local, nm_port_wait_t how)
+{
+    int old = nm_port_nocancel();
+    int err = lock(p, local, how);
+    nm_port_recancel(old);
+    return err;
+}
+
 int nm_port_unlock(nm_port_t *p, pthread_mutex_t *local)
 {
     if (!is_owner(p))
@@ -176,12 +202,18 @@ int nm_port_unlock(nm_port_t *p, pthread_mutex_t *local)
         set_owner(p, 0);
         __real_pthread_mutex_unlock(local);
     }
-    return unlock_result(netmutex_unlock(&p->net));
+    int old = nm_port_nocancel();
+    int err = unlock_result(netmutex_unlock(&p->net));
+    nm_port_recancel(old);
+    return err;
 }
 
 int nm_port_consistent(nm_port_t *p)
 {
-    return netmutex_consistent(&p->net);
+    int old = nm_port_nocancel();
+    int err = netmutex_consistent(&p->net);
+    nm_port_recancel(old);
+    return err;
 }
 
 static int valid_abstime(const struct timespec *ts)
@@ -219,6 +251,8 @@ int nm_port_netcond_wait(nm_port_t *p, pthread_mutex_t *local, netmutex_cond_t *
     int err = check_wait(p, how);
     if (err)
         return err;
+    pthread_testcancel();   /* a cancellation point, the mutex held */
+    int old = nm_port_nocancel();
     p->depth = 0;
     set_owner(p, 0);
     __real_pthread_mutex_unlock(local);   /* the netmutex stays ours */
@@ -235,7 +269,39 @@ int nm_port_netcond_wait(nm_port_t *p, pthread_mutex_t *local, netmutex_cond_t *
     if (err == ENOLCK && !__atomic_exchange_n(&lost_told, 1, __ATOMIC_RELAXED))
         netmutex_log(NETMUTEX_LOG_WARN, "pthread_cond_wait: lease lost while the mutex was "
                      "held (ENOLCK; reported once)");
+    nm_port_recancel(old);
+    pthread_testcancel();   /* and again on the way out, held again */
     return err;
+}
+
+static const nm_port_wait_t forever = { NM_PORT_FOREVER, NULL };
+
+typedef struct relock {
+    nm_port_t *p;
+    pthread_mutex_t *local;
+} relock_t;
+
+/* The real wait was cancelled, and the C library took local again before
+ * running the clean-up handlers, this one first: take the mutex as a lock
+ * does, netmutex first, so that the program's handlers hold it whole. */
+static void relock_cancelled(void *arg)
+{
+    relock_t *r = arg;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);  /* the thread is on its way out */
+    __real_pthread_mutex_unlock(r->local);
+    lock(r->p, r->local, forever);
+}
+
+/* The real wait on C with local: a cancellation point. */
+static int real_wait(nm_port_t *p, pthread_mutex_t *local, pthread_cond_t *c,
+                     nm_port_wait_t how)
+{
+    relock_t r = { p, local };
+    int waited;
+    pthread_cleanup_push(relock_cancelled, &r);
+    waited = nm_port_cond_wait_any(NULL, local, c, how);
+    pthread_cleanup_pop(0);
+    return waited;
 }
 
 /* pthread leaves a wait on a recursive mutex held more than once
@@ -243,15 +309,18 @@ int nm_port_netcond_wait(nm_port_t *p, pthread_mutex_t *local, netmutex_cond_t *
 int nm_port_cond_wait(nm_port_t *p, pthread_mutex_t *local, pthread_cond_t *c,
                       nm_port_wait_t how)
 {
-    static const nm_port_wait_t forever = { NM_PORT_FOREVER, NULL };
     int bad = check_wait(p, how);
     if (bad)
         return bad;
+    int old = nm_port_nocancel();
     p->depth = 0;
     set_owner(p, 0);
     unlock_result(netmutex_unlock(&p->net));   /* local stays ours */
-    int waited = nm_port_cond_wait_any(NULL, local, c, how);
+    nm_port_recancel(old);
+    int waited = real_wait(p, local, c, how);
+    old = nm_port_nocancel();
     __real_pthread_mutex_unlock(local);
-    int err = nm_port_lock(p, local, forever);
+    int err = lock(p, local, forever);
+    nm_port_recancel(old);
     return err ? err : waited;
 }

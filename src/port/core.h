@@ -36,6 +36,24 @@ typedef struct nm_port_wait {
     const struct timespec *abstime;
 } nm_port_wait_t;
 
+/* None of netmutex's calls is cancellation-safe (netmutex(3)): a thread
+ * cancelled inside one would leave the library's state half changed.  Of
+ * the pthread calls the layer stands for, only the condition waits are
+ * cancellation points, so the layer reaches netmutex with cancellation
+ * disabled, and its waits act on a cancellation only where the mutex is
+ * held, as pthread's do before the clean-up handlers run (core.c). */
+static inline int nm_port_nocancel(void)
+{
+    int old;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    return old;
+}
+
+static inline void nm_port_recancel(int old)
+{
+    pthread_setcancelstate(old, NULL);
+}
+
 /* A port named NAME whose type and robustness are read from REAL. */
 int nm_port_create(nm_port_t **out, const char *name, const pthread_mutex_t *real);
 /* EBUSY while locked; frees P otherwise. */

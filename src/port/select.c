@@ -269,10 +269,15 @@ static void parse_env(void)
     nm_notes_flush();
 }
 
+/* The parse reads files and may log: cancellation points, which the
+ * pthread calls it runs under are not (core.h). */
 static void ensure_parsed(void)
 {
-    if (!__atomic_load_n(&nm_select_parsed, __ATOMIC_ACQUIRE))
+    if (!__atomic_load_n(&nm_select_parsed, __ATOMIC_ACQUIRE)) {
+        int old = nm_port_nocancel();
         pthread_once(&parse_once, parse_env);
+        nm_port_recancel(old);
+    }
 }
 
 /* Under table_lock: the port of S, made now if it has none yet. */
@@ -421,9 +426,12 @@ const char *nm_select_name(const void *addr, const char *file, int line)
         line_sel_t *l = &lines[i];
         if (l->spec.line != line || !nm_path_ends_with(file, l->spec.file))
             continue;
-        if (!__atomic_exchange_n(&l->used, 1, __ATOMIC_ACQ_REL))
+        if (!__atomic_exchange_n(&l->used, 1, __ATOMIC_ACQ_REL)) {
+            int old = nm_port_nocancel();
             netmutex_log(NETMUTEX_LOG_INFO, "NETMUTEX_MUTEXES: '%s' selects the mutex "
                          "initialized at %s:%d as '%s'", l->spec.text, file, line, l->spec.name);
+            nm_port_recancel(old);
+        }
         return l->spec.name;
     }
     slot_t *s = find(addr);
