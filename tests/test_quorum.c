@@ -399,8 +399,12 @@ static int counter_process(void *p)
     CounterJob *job = p;
     /* Every acquisition its own round trip and fence: no cohort hand-off
      * inside a process, so every fence must exceed the one before. */
+    /* The per-server bound given, not the default fiftieth of the lease
+     * (100 ms): with a server down every call needs both others in time,
+     * or unlock says EIO, which a loaded machine does not keep. */
     netmutex_config_t cfg = { .url = job->url, .connect_timeout_ms = CONNECT_MS,
                               .io_timeout_ms = IO_MS, .lease_ms = nm_ms(5000),
+                              .server_timeout_ms = nm_ms(300),
                               .cohort_max = NETMUTEX_COHORT_OFF };
     pthread_t t[THREADS];
     char go;
