@@ -62,6 +62,11 @@ struct cli_opts {
     int url_secret;           /* -u held a password, now hidden in argv */
     char *shown_url;          /* the URL(s) in use, passwords masked */
     int json;
+    const char *tls_ca;       /* --tls-ca etc.: NULL for the environment's */
+    const char *tls_cert;
+    const char *tls_key;
+    const char *tls_server_name;
+    int tls_insecure;         /* --tls-insecure: no verification at all */
 };
 
 /* opts.c: fills O from the command line; 0 or an exit code (the message is

@@ -1,8 +1,9 @@
 /*
  * config.c -- the library's configuration as every command of netmutex(1)
- * makes it: from -u, --url-file or the environment, with the library's
- * own lines held back until the tool knows which setting they blame (see
- * say.c for how the tool's lines and the library's go together).
+ * makes it: from -u, --url-file or the environment, and the --tls-*
+ * options (their files checked first), with the library's own lines held
+ * back until the tool knows which setting they blame (see say.c for how
+ * the tool's lines and the library's go together).
  */
 #include "ac_config.h"
 
@@ -10,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <netmutex.h>
 
@@ -84,18 +87,51 @@ static void say_bad_config(const struct cli_opts *o, int err)
         cli_say("cannot use the configuration: %s", netmutex_strerror(err));
 }
 
-/* The configuration comes from -u, --url-file or the environment; checking
- * it before anything else makes a bad URL a clear error, not a hang. */
+/* A --tls-* file (or, for --tls-ca, directory) that cannot be read is
+ * named here, whatever the URL: the library reads the files only for a
+ * rediss URL, and then blames the variable it would have read instead. */
+static int check_tls_file(const char *option, const char *path, int dir_ok)
+{
+    struct stat st;
+    int err = 0;
+
+    if (path == NULL)
+        return 0;
+    if (stat(path, &st) != 0 || access(path, R_OK) != 0)
+        err = errno;
+    else if (S_ISDIR(st.st_mode) && !dir_ok)
+        err = EISDIR;
+    if (err == 0)
+        return 0;
+    cli_say("%s %s: %s", option, path, strerror(err));
+    return CLI_EX_CONFIG;
+}
+
+/* The configuration comes from -u, --url-file or the environment, and the
+ * --tls-* options; checking it before anything else makes a bad URL a
+ * clear error, not a hang. */
 int cli_configure(struct cli_opts *o, const char *holder)
 {
     int rc;
 
+    if ((rc = check_tls_file("--tls-ca", o->tls_ca, 1)) != 0 ||
+        (rc = check_tls_file("--tls-cert", o->tls_cert, 0)) != 0 ||
+        (rc = check_tls_file("--tls-key", o->tls_key, 0)) != 0)
+        return rc;
     if (o->url_file != NULL) {
         if ((rc = cli_url_read_file(o->url_file, &o->url_buf)) != 0)
             return rc;
         o->url = o->url_buf;
     }
-    netmutex_config_t cfg = { .url = o->url, .holder = holder };
+    netmutex_config_t cfg = {
+        .url = o->url,
+        .holder = holder,
+        .tls_ca = o->tls_ca,
+        .tls_cert = o->tls_cert,
+        .tls_key = o->tls_key,
+        .tls_server_name = o->tls_server_name,
+        .tls_verify = o->tls_insecure ? NETMUTEX_TLS_VERIFY_OFF : 0,
+    };
     netmutex_set_log(NETMUTEX_LOG_DEBUG, hold_line, NULL);
     int err = netmutex_configure(&cfg);
     pass_held_lines();

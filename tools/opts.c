@@ -40,7 +40,10 @@
 #define FOR_ACL 16u
 #define FOR_ALL (FOR_RUN | FOR_STATUS | FOR_BREAK | FOR_LIST | FOR_ACL)
 
-enum { OPT_LEASE = 256, OPT_ON_LOST, OPT_JSON, OPT_URL_FILE };
+enum {
+    OPT_LEASE = 256, OPT_ON_LOST, OPT_JSON, OPT_URL_FILE,
+    OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_SERVER_NAME, OPT_TLS_INSECURE
+};
 
 static const struct option long_opts[] = {
     { "nonblock", no_argument, NULL, 'n' },
@@ -55,6 +58,11 @@ static const struct option long_opts[] = {
     { "verbose", no_argument, NULL, 'v' },
     { "url", required_argument, NULL, 'u' },
     { "url-file", required_argument, NULL, OPT_URL_FILE },
+    { "tls-ca", required_argument, NULL, OPT_TLS_CA },
+    { "tls-cert", required_argument, NULL, OPT_TLS_CERT },
+    { "tls-key", required_argument, NULL, OPT_TLS_KEY },
+    { "tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME },
+    { "tls-insecure", no_argument, NULL, OPT_TLS_INSECURE },
     { "lease", required_argument, NULL, OPT_LEASE },
     { "on-lost", required_argument, NULL, OPT_ON_LOST },
     { "json", no_argument, NULL, OPT_JSON },
@@ -95,6 +103,12 @@ static void usage(FILE *f)
           "  -u, --url URL             Redis URL(s), default $NETMUTEX_URL\n"
           "      --url-file FILE       read the URL(s) from FILE (keeps a password\n"
           "                            off the command line)\n"
+          "      --tls-ca FILE|DIR     rediss://: the CAs to trust, default\n"
+          "                            $NETMUTEX_TLS_CA, else the system's\n"
+          "      --tls-cert FILE       rediss://: a client certificate (PEM) ...\n"
+          "      --tls-key FILE        ... and its key; both or neither\n"
+          "      --tls-server-name NAME  rediss://: the name to verify (and SNI)\n"
+          "      --tls-insecure        rediss://: verify no certificate (unsafe)\n"
           "      --json                status, list: print JSON\n"
           "  -v, --verbose             report waiting, acquired, released\n"
           "  -h, --help                this text\n"
@@ -218,6 +232,18 @@ static int take_option(int c, char *arg, struct cli_opts *o)
                            "while the command runs and release the lock when it ends");
     case 'u': return take_url(arg, o);
     case OPT_URL_FILE: o->url_file = arg; return 0;
+    case OPT_TLS_CA: o->tls_ca = arg; return 0;
+    case OPT_TLS_CERT: o->tls_cert = arg; return 0;
+    case OPT_TLS_KEY: o->tls_key = arg; return 0;
+    case OPT_TLS_SERVER_NAME:
+        /* The library's rule (tls_config.c), checked here so that a typo
+         * is a usage error like any other malformed value. */
+        if (arg[0] != '\0' && strpbrk(arg, " \t\r\n/") == NULL) {
+            o->tls_server_name = arg;
+            return 0;
+        }
+        return usage_error("bad TLS server name '%s': want a host name or an address", arg);
+    case OPT_TLS_INSECURE: o->tls_insecure = 1; return 0;
     case OPT_JSON: o->json = 1; return 0;
     case 'w':
         o->has_timeout = 1;
@@ -254,6 +280,8 @@ static unsigned int option_scope(int c)
     case 'x': case 'e': case 'o':
         return FOR_RUN;
     case 'u': case OPT_URL_FILE: case 'v':
+    case OPT_TLS_CA: case OPT_TLS_CERT: case OPT_TLS_KEY: case OPT_TLS_SERVER_NAME:
+    case OPT_TLS_INSECURE:
         return FOR_ALL & ~FOR_ACL;
     case OPT_JSON:
         return FOR_STATUS | FOR_LIST;
@@ -393,6 +421,8 @@ static int parse_all(int argc, char **argv, struct cli_opts *o)
         return usage_error("%s", "an option does not apply to this command");
     if (o->url_buf != NULL && o->url_file != NULL)
         return usage_error("%s", "-u and --url-file exclude each other");
+    if ((o->tls_cert == NULL) != (o->tls_key == NULL))
+        return usage_error("%s", "--tls-cert and --tls-key go together");
     if (o->cmd == CLI_RUN)
         return take_command(argv + optind, o);
     if (o->cmd == CLI_LIST)

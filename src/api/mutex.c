@@ -57,9 +57,11 @@
  * (watchdog.c), the list of queued waiters (lease.c), then the leaf locks of
  * the cache's list, the cluster state, the configuration and the journal
  * of recent releases (journal.c), which are never held while another is
- * taken.  No path takes them in another order, so quiescing them all
- * cannot deadlock.  (A dial needs no lock here: its socket is
- * close-on-exec from birth, sock.c.) */
+ * taken, and last tls.c's: the guard every call into OpenSSL passes (a
+ * thread may hold any lock above when it enters; it leaves without taking
+ * one), then the stored sessions.  No path takes them in another order, so
+ * quiescing them all cannot deadlock.  (A dial needs no lock here: its
+ * socket is close-on-exec from birth, sock.c.) */
 static void before_fork(void)
 {
     nm_cache_before_fork();

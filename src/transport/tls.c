@@ -8,6 +8,14 @@
  * made them and the server (the name verified, host and port), under one
  * leaf lock that mutex.c's fork handlers hold across fork(): a child
  * sets them aside, and never resumes a session of its parent.
+ *
+ * Every call of ours into OpenSSL is made inside the fork guard
+ * (nm_tls_enter, nm_tls_leave): before fork() the handlers wait until no
+ * thread is inside and keep new ones out until it has returned, so that no
+ * thread of ours holds one of OpenSSL's locks (the random generator's, the
+ * certificate store's) in the child's copy, where the child's first
+ * handshake would wait for it forever.  Our calls never block (our own
+ * non-blocking, deadline-bounded I/O), so the wait is short.
  */
 #include "nm.h"
 
@@ -31,6 +39,42 @@ struct nm_tls {
     SSL_CTX *ctx;
     char *server_name; /* NULL: the host dialed */
 };
+
+/* ---- the fork guard ---------------------------------------------------- */
+
+/* A count of the threads inside OpenSSL under a mutex, not a rwlock:
+ * glibc's rwlock knows its writer by thread id, which a forked child's
+ * thread does not keep, and re-making a lock in the child misleads
+ * ThreadSanitizer.  A thread enters through GATE, which the fork handlers
+ * hold across fork(); it leaves through INSIDE_LOCK alone, so the last one
+ * out can tell a waiting handler.  Nested entries (a connection freed in
+ * a call, its state unreferenced) count once, by the thread's depth. */
+static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t inside_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t all_out = PTHREAD_COND_INITIALIZER;
+static int inside;          /* inside_lock */
+static __thread int depth;  /* this thread's entries */
+
+void nm_tls_enter(void)
+{
+    if (depth++ > 0)
+        return;
+    pthread_mutex_lock(&gate);
+    pthread_mutex_lock(&inside_lock);
+    inside++;
+    pthread_mutex_unlock(&inside_lock);
+    pthread_mutex_unlock(&gate);
+}
+
+void nm_tls_leave(void)
+{
+    if (--depth > 0)
+        return;
+    pthread_mutex_lock(&inside_lock);
+    if (--inside == 0)
+        pthread_cond_signal(&all_out);
+    pthread_mutex_unlock(&inside_lock);
+}
 
 /* ---- stored sessions -------------------------------------------------- */
 
@@ -100,13 +144,30 @@ static void store_drop(const nm_tls_t *owner)
     }
 }
 
-/* mutex.c's fork handlers call these, store_lock last of all (a leaf). */
-void nm_tls_before_fork(void) { pthread_mutex_lock(&store_lock); }
-void nm_tls_after_fork_parent(void) { pthread_mutex_unlock(&store_lock); }
+/* mutex.c's fork handlers call these last of all: the gate once every
+ * other lock of the library is held (a thread may hold one of those when
+ * it enters), then store_lock (taken inside the guard, a leaf).  The gate
+ * stays held across fork(), which keeps new threads out. */
+void nm_tls_before_fork(void)
+{
+    pthread_mutex_lock(&gate);
+    pthread_mutex_lock(&inside_lock);
+    while (inside > 0)
+        pthread_cond_wait(&all_out, &inside_lock);
+    pthread_mutex_unlock(&inside_lock);
+    pthread_mutex_lock(&store_lock);
+}
 
-/* The child calls nothing of OpenSSL here: another thread of the parent
- * may have held one of its locks at the fork, and freeing a session takes
- * some.  The parent's sessions are set aside, kept reachable, never used. */
+void nm_tls_after_fork_parent(void)
+{
+    pthread_mutex_unlock(&store_lock);
+    pthread_mutex_unlock(&gate);
+}
+
+/* The child calls nothing of OpenSSL here: a thread of the program's own,
+ * outside the guard, may have held one of its locks at the fork, and
+ * freeing a session takes some.  The parent's sessions are set aside, kept
+ * reachable, never used. */
 void nm_tls_after_fork_child(void)
 {
     stored_t *s = store;
@@ -118,6 +179,7 @@ void nm_tls_after_fork_child(void)
     }
     store = NULL;
     pthread_mutex_unlock(&store_lock);
+    pthread_mutex_unlock(&gate);
     nm_tls_table_orphan_all();
 }
 
@@ -184,7 +246,7 @@ static SSL_CTX *ctx_new(const nm_tls_settings_t *s)
     return ctx;
 }
 
-int nm_tls_new(const nm_tls_settings_t *s, nm_tls_t **out, char *why, size_t size)
+static int tls_new(const nm_tls_settings_t *s, nm_tls_t **out, char *why, size_t size)
 {
     nm_tls_t *t = calloc(1, sizeof *t);
     int err = t ? 0 : ENOMEM;
@@ -208,6 +270,14 @@ int nm_tls_new(const nm_tls_settings_t *s, nm_tls_t **out, char *why, size_t siz
     return 0;
 }
 
+int nm_tls_new(const nm_tls_settings_t *s, nm_tls_t **out, char *why, size_t size)
+{
+    nm_tls_enter();
+    int err = tls_new(s, out, why, size);
+    nm_tls_leave();
+    return err;
+}
+
 nm_tls_t *nm_tls_ref(nm_tls_t *t)
 {
     __atomic_add_fetch(&t->refs, 1, __ATOMIC_RELAXED);
@@ -218,18 +288,22 @@ void nm_tls_unref(nm_tls_t *t)
 {
     if (!t || __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
+    nm_tls_enter();
     pthread_mutex_lock(&store_lock);
     store_drop(t); /* a later state at the same address must not resume them */
     pthread_mutex_unlock(&store_lock);
     SSL_CTX_free(t->ctx);
+    nm_tls_leave();
     free(t->server_name);
     free(t);
 }
 
 void nm_tls_conn_free(nm_tls_conn_t *conn)
 {
+    nm_tls_enter();
     SSL_free(conn->ssl);
     nm_tls_unref(conn->owner);
+    nm_tls_leave();
     free(conn);
 }
 
@@ -355,19 +429,34 @@ static int wait_fd(int fd, short events, int64_t until)
     }
 }
 
+/* One step of CONN's handshake, inside the guard: 0 with *WANT the
+ * event to wait for (0: done), or the failure's code with CAUSE. */
+static int handshake_step(nm_tls_conn_t *conn, short *want, char *cause, size_t size)
+{
+    int err = 0;
+    nm_tls_enter();
+    ERR_clear_error();
+    int r = SSL_connect(conn->ssl);
+    int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(conn->ssl, r);
+    *want = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+    if (e != SSL_ERROR_NONE && !*want)
+        err = nm_tls_explain(conn, e, cause, size);
+    nm_tls_leave();
+    return err;
+}
+
 static int handshake(nm_tls_conn_t *conn, int fd, int64_t until, char *cause, size_t size)
 {
     int64_t began = nm_now_ms();
     for (;;) {
-        ERR_clear_error();
-        int r = SSL_connect(conn->ssl);
-        if (r == 1)
-            return 0;
-        int e = SSL_get_error(conn->ssl, r);
-        if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
-            return nm_tls_explain(conn, e, cause, size);
-        if (wait_fd(fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, until) != 0) {
+        short want;
+        int err = handshake_step(conn, &want, cause, size);
+        if (err || !want)
+            return err;
+        if (wait_fd(fd, want, until) != 0) {
+            nm_tls_enter();
             int silent = BIO_number_read(SSL_get_rbio(conn->ssl)) == 0;
+            nm_tls_leave();
             snprintf(cause, size, "TLS: handshake timed out (%lld ms)%s",
                      (long long)(nm_now_ms() - began),
                      silent ? ": the server sent nothing (a plain port? redis:// is plain)"
@@ -380,8 +469,10 @@ static int handshake(nm_tls_conn_t *conn, int fd, int64_t until, char *cause, si
 int nm_tls_connect(nm_tls_t *t, redisContext *c, const char *host, int port, int64_t until,
                    char *cause, size_t size)
 {
+    nm_tls_enter();
     nm_tls_conn_t *conn = conn_new(t, c->fd, t->server_name ? t->server_name : host, host,
                                    port);
+    nm_tls_leave();
     if (!conn)
         return ENOMEM;
     if (nm_tls_table_put(c->fd, conn) != 0) {
@@ -397,5 +488,8 @@ int nm_tls_connect(nm_tls_t *t, redisContext *c, const char *host, int port, int
 int nm_tls_resumed(const redisContext *c)
 {
     nm_tls_conn_t *conn = nm_tls_table_get(c->fd);
-    return conn && SSL_session_reused(conn->ssl);
+    nm_tls_enter();
+    int resumed = conn && SSL_session_reused(conn->ssl);
+    nm_tls_leave();
+    return resumed;
 }

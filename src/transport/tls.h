@@ -18,10 +18,13 @@
  * (host, port, name verified), so a thread's reconnect or another
  * thread's first dial is an abbreviated handshake.
  *
- * Fork: the child never writes to an inherited TLS connection, nor frees
- * an SSL another thread of the parent may have been using: every entry of
- * the table is set aside (kept reachable, never used), the descriptors are
- * closed by their owners as plain ones, and the stored sessions are freed.
+ * Fork: no thread of ours is inside OpenSSL at the fork (tls_int.h's
+ * guard, which nm_tls_before_fork shuts), so the child finds none of
+ * OpenSSL's locks held.  The child never writes to an inherited TLS
+ * connection, nor frees an SSL another thread of the parent may have been
+ * using: every entry of the table is set aside (kept reachable, never
+ * used), the descriptors are closed by their owners as plain ones, and
+ * the stored sessions are set aside too.
  */
 #ifndef NM_TLS_H
 #define NM_TLS_H
@@ -62,9 +65,10 @@ int nm_tls_cert_wanted(const redisContext *c);
 /* Whether C's handshake resumed a stored session (for the tests). */
 int nm_tls_resumed(const redisContext *c);
 
-/* fork(), from mutex.c's handlers: the stored sessions' lock is held
- * across it (the last lock taken, a leaf); the child frees the sessions
- * and sets every TLS connection aside, unused and unfreed. */
+/* fork(), from mutex.c's handlers, after every other lock: waits until
+ * no thread is inside OpenSSL and keeps the guard shut across fork(), with
+ * the stored sessions' lock (a leaf); the child sets the sessions and every
+ * TLS connection aside, unused and unfreed. */
 void nm_tls_before_fork(void);
 void nm_tls_after_fork_parent(void);
 void nm_tls_after_fork_child(void);

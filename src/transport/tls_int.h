@@ -19,6 +19,14 @@ typedef struct nm_tls_conn {
     char key[];                /* the server, for its session */
 } nm_tls_conn_t;
 
+/* The fork guard (tls.c): every call into OpenSSL, and every use of the
+ * stored sessions, is made between these two, which a thread may nest.
+ * mutex.c's fork handlers (nm_tls_before_fork) wait until no thread is
+ * between them and keep new ones out until fork() has returned.  Nothing
+ * between them blocks, nor takes a lock of the library but store_lock. */
+void nm_tls_enter(void);
+void nm_tls_leave(void);
+
 /* Registers CONN as FD's: 0 or ENOMEM (FD beyond the table). */
 int nm_tls_table_put(int fd, nm_tls_conn_t *conn);
 /* FD's connection, or NULL. */

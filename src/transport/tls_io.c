@@ -154,7 +154,7 @@ static int failed(redisContext *c, nm_tls_conn_t *conn, int err)
     return NM_ECONN;
 }
 
-int nm_tls_write(redisContext *c, int *done)
+static int tls_write(redisContext *c, int *done)
 {
     nm_tls_conn_t *conn = nm_tls_table_get(c->fd);
     size_t len = sdslen(c->obuf);
@@ -173,7 +173,7 @@ int nm_tls_write(redisContext *c, int *done)
     return 0;
 }
 
-int nm_tls_read(redisContext *c)
+static int tls_read(redisContext *c)
 {
     nm_tls_conn_t *conn = nm_tls_table_get(c->fd);
     char buf[READ_SIZE];
@@ -194,6 +194,23 @@ int nm_tls_read(redisContext *c)
             return 0;
     }
     return 0; /* the caller sees the flood */
+}
+
+/* Inside the fork guard (tls_int.h), as every call into OpenSSL. */
+int nm_tls_write(redisContext *c, int *done)
+{
+    nm_tls_enter();
+    int err = tls_write(c, done);
+    nm_tls_leave();
+    return err;
+}
+
+int nm_tls_read(redisContext *c)
+{
+    nm_tls_enter();
+    int err = tls_read(c);
+    nm_tls_leave();
+    return err;
 }
 
 int nm_tls_refused(const redisContext *c)
