@@ -615,13 +615,21 @@ static void test_cached_lease_and_waiter(void)
     nm_assert_rc(netmutex_init(&m, mname, NULL), 0);
     nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
     Waiter w = { .c = &c, .m = &m };
-    /* A first cycle: the process listens for requests from now on. */
-    nm_assert_rc(netmutex_lock(&m), 0);
-    nm_assert_rc(netmutex_unlock(&m), 0);
+    /* First cycles, until an unlock keeps the lease: the process then
+     * listens for requests.  It does only once its background thread has
+     * read its subscription's confirmation, which a loaded machine delays;
+     * until then an unlock gives the lease back, as it must. */
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    do {
+        nm_assert_rc(netmutex_lock(&m), 0);
+        nm_assert_rc(netmutex_unlock(&m), 0);
+        nm_assert_rc(netmutex_status(mname, &st), 0);
+    } while (!st.cached && nmt_now_ms() < until && (nmt_sleep_ms(5), 1));
+    g_assert_cmpint(st.cached, ==, 1);
     NmCall *call = nm_call_start(waiter_run, &w);
     g_assert_true(wait_waiters(name, 1));
     /* Unlocked by the wait, and kept here. */
-    gint64 until = nmt_now_ms() + PROMPT_MS;
+    until = nmt_now_ms() + PROMPT_MS;
     do {
         nm_assert_rc(netmutex_status(mname, &st), 0);
     } while (!st.cached && nmt_now_ms() < until && (nmt_sleep_ms(5), 1));
