@@ -243,6 +243,19 @@ static void check_local(pthread_mutex_t *m, const char *what)
 
 /* ---- cancellation ------------------------------------------------------ */
 
+/* AddressSanitizer does not see the C library unwind a cancelled thread:
+ * the frames it leaves keep their poisoned redzones, and the clean-up
+ * handler's own calls are reported on them (a false positive, known
+ * upstream).  The waits' checks need that unwinding, so they are skipped
+ * there; ThreadSanitizer follows it. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CONF_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CONF_ASAN 1
+#endif
+#endif
+
 typedef struct victim {
     pthread_cond_t *cond;  /* to wait on */
     int timed;             /* wait in timed rounds, else untimed */
@@ -368,10 +381,16 @@ static void check_cancel_calls(void)
 
 static void check_cancel(void)
 {
+#ifdef CONF_ASAN
+    (void)check_cancel_wait;
+    conf_ok(1, "cancelled waits # SKIP AddressSanitizer loses track of a cancelled "
+            "thread's unwinding");
+#else
     check_cancel_wait(&plain_cond, 0, 0, "cancelled in a wait on an unselected condition");
     check_cancel_wait(&plain_cond, 1, 0, "cancelled in a timedwait on an unselected condition");
     check_cancel_wait(&nonempty, 1, 0, "cancelled in a timedwait on a selected condition");
     check_cancel_wait(&nonempty, 0, 1, "cancelled before a wait on a selected condition");
+#endif
     check_cancel_calls();
 }
 
