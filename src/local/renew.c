@@ -445,24 +445,37 @@ static void renew_io(round_t *r)
         return;
     }
     size_t batches = (r->n + NM_RENEW_BATCH - 1) / NM_RENEW_BATCH, n = io.cfg->nservers;
-    /* A dial gets its own bound (quorum.h), and every connection is made
-     * before any renewal leaves: the leases' validity counts from then,
-     * and no server's answer waits while another is dialed. */
-    int64_t dial_until = NM_MIN(nm_now_ms() + nm_quorum_dial_bound(io.cfg),
-                                NM_MAX(r->deadline, nm_now_ms() + 1));
+    int64_t per_server = nm_quorum_server_bound(io.cfg);
     int *ok = calloc(3 * r->n, sizeof *ok);
     nm_fan_t f = { .n = n };
 
+    /* The servers connected already are sent their renewals first, the
+     * leases' validity counting from then; the others are dialed after,
+     * each dial with its own bound (quorum.h) but not past the leases'
+     * deadline, and each renewal then has the server's bound from when it
+     * is sent: a slow dial, or a server that accepts and says nothing,
+     * costs the others nothing (nm_fan_run takes the answers that came
+     * meanwhile). */
+    r->sent_at = nm_now_ms();
+    int64_t until = NM_MIN(r->sent_at + per_server, NM_MAX(r->deadline, r->sent_at + 1));
     for (size_t i = 0; ok && i < n; i++) {
         f.out[i] = calloc(batches, sizeof *f.out[i]);
         f.want[i] = batches;
-        f.ctx[i] = f.out[i] ? renew_connect(i, dial_until) : NULL;
+        if (f.out[i] && io.srv[i].renew)
+            f.ctx[i] = send_round(i, renew_connect(i, until), r, batches);
+        if (f.ctx[i] && nm_send(f.ctx[i], until) != 0)
+            f.err[i] = NM_ECONN;
     }
-    r->sent_at = nm_now_ms();
-    int64_t until = NM_MIN(r->sent_at + nm_quorum_server_bound(io.cfg),
-                           NM_MAX(r->deadline, r->sent_at + 1));
-    for (size_t i = 0; ok && i < n; i++)
-        f.ctx[i] = send_round(i, f.ctx[i], r, batches);
+    for (size_t i = 0; ok && i < n; i++) {
+        if (!f.out[i] || f.ctx[i] || f.err[i])
+            continue;
+        int64_t now = nm_now_ms();
+        f.ctx[i] = send_round(i, renew_connect(i, NM_MIN(now + nm_quorum_dial_bound(io.cfg),
+                                                         NM_MAX(r->deadline, now + 1))),
+                              r, batches);
+        now = nm_now_ms();
+        f.until[i] = NM_MIN(now + per_server, NM_MAX(r->deadline, now + 1));
+    }
     if (ok)
         nm_fan_run(&f, until);
     for (size_t i = 0; ok && i < n; i++) {
@@ -472,10 +485,14 @@ static void renew_io(round_t *r)
             if (f.out[i][b])
                 freeReplyObject(f.out[i][b]);
         }
-        if (f.err[i] == ENOENT && f.ctx[i])
-            nm_script_load(f.ctx[i], NM_SCRIPT_RENEW, until); /* flushed: reload, retry soon */
-        else if (f.err[i] && f.ctx[i])
-            free_ctx(&io.srv[i].renew); /* replies pending or the stream broken */
+        /* Flushed: reload, retry soon.  Otherwise, or if the load fails,
+         * replies are pending or the stream broke. */
+        int64_t now = nm_now_ms();
+        if (f.err[i] && f.ctx[i] &&
+            (f.err[i] != ENOENT ||
+             nm_script_load(f.ctx[i], NM_SCRIPT_RENEW,
+                            NM_MIN(now + per_server, NM_MAX(r->deadline, now + 1))) != 0))
+            free_ctx(&io.srv[i].renew);
         free(f.out[i]);
     }
     if (ok)

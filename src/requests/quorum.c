@@ -69,20 +69,13 @@ static void send_all(nm_fan_t *f)
             f->err[i] = NM_ECONN;
 }
 
-/* Gives up on the servers whose deadline passed; returns the earliest
- * deadline of those still pending (NM_FOREVER: none is). */
-static int64_t expire(nm_fan_t *f)
+/* Gives up on the servers whose deadline passed. */
+static void expire(nm_fan_t *f)
 {
-    int64_t now = nm_now_ms(), next = NM_FOREVER;
-    for (size_t i = 0; i < f->n; i++) {
-        if (!pending(f, i))
-            continue;
-        if (now >= f->until[i])
+    int64_t now = nm_now_ms();
+    for (size_t i = 0; i < f->n; i++)
+        if (pending(f, i) && now >= f->until[i])
             f->err[i] = ETIMEDOUT;
-        else
-            next = NM_MIN(next, f->until[i]);
-    }
-    return next;
 }
 
 void nm_fan_run(nm_fan_t *f, int64_t until)
@@ -95,17 +88,20 @@ void nm_fan_run(nm_fan_t *f, int64_t until)
             f->until[i] = until;
     send_all(f);
     for (;;) {
-        int64_t next = expire(f);
+        int64_t next = NM_FOREVER;
         nfds_t nfds = 0;
         for (size_t i = 0; i < f->n; i++)
             if (pending(f, i)) {
                 fds[nfds] = (struct pollfd){ f->ctx[i]->fd, POLLIN, 0 };
                 idx[nfds++] = i;
+                next = NM_MIN(next, f->until[i]);
             }
-        int64_t left = nm_remaining_ms(next);
         if (nfds == 0)
             break;
-        if (poll(fds, nfds, (int)NM_MIN(left, 60000)) < 0 && errno != EINTR) {
+        /* What has come is read before anyone is given up on: an answer
+         * that arrived while the caller did something else (dialed
+         * another server, say) arrived in time. */
+        if (poll(fds, nfds, (int)NM_MIN(nm_remaining_ms(next), 60000)) < 0 && errno != EINTR) {
             for (nfds_t k = 0; k < nfds; k++)
                 f->err[idx[k]] = NM_ECONN;
             break;
@@ -118,6 +114,7 @@ void nm_fan_run(nm_fan_t *f, int64_t until)
             else
                 take_replies(f, idx[k]);
         }
+        expire(f);
     }
 }
 
