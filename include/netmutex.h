@@ -312,8 +312,7 @@ NETMUTEX_API int netmutex_cond_destroy(netmutex_cond_t *c);
  *          returns at once, M taken again.
  * ENOTSUP: quorum mode (M is left held).
  * EACCES, EPROTO, ENOMEM: the server refused, or memory ran out (M is
- *          left held); EAGAIN: the background thread that keeps the
- *          waiter alive could not be started (M is left held).
+ *          left held).
  * A server that cannot be reached makes a spurious wake-up (0), never a
  * hang. */
 NETMUTEX_API int netmutex_cond_wait(netmutex_cond_t *c, netmutex_t *m);

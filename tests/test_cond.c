@@ -8,7 +8,8 @@
  * no wake-up, checked by a counter at the end; timedwait's ETIMEDOUT at
  * its deadline with the mutex held again; a waiter signalled as its
  * deadline passed returns 0, also when the answer to its leaving is lost
- * (the server applied it); a waiter killed with SIGKILL swallows no
+ * (the server applied it); one signalled without the push that wakes it
+ * learns it at its next look; a waiter killed with SIGKILL swallows no
  * signal and leaves nothing on the server; a robust mutex's EOWNERDEAD
  * after a wait; a lease cached by the waiting process, taken by another
  * process that signals; quorum mode's ENOTSUP.
@@ -270,7 +271,7 @@ static void test_signalled_at_timeout_returns_0(void)
     netmutex_t m;
     char *name = nm_test_name("c");
     char *mname = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
-    char *cw = cond_key(name, ":cw"), *cs = cond_key(name, ":cs");
+    char *cw = cond_key(name, ":cw"), *cs = cond_key(name, ":cs"), *ch = cond_key(name, ":ch");
     nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
     Waiter w = { .c = &c, .m = &m, .timeout_ms = nm_ms(500) };
     NmCall *call = nm_call_start(waiter_run, &w);
@@ -278,20 +279,22 @@ static void test_signalled_at_timeout_returns_0(void)
 
     redisReply *r = nm_redis_cmd(redis, "LPOP %s", cw);
     g_assert_cmpint(r->type, ==, REDIS_REPLY_STRING);
-    char *ck = cond_key(name, ":ck:");
-    char *ckt = g_strconcat(ck, r->str, NULL);
-    nm_redis_ok(redis, "SETRANGE %s 32 s", ckt);
+    redisReply *e = nm_redis_cmd(redis, "HGET %s %s", ch, r->str);
+    g_assert_cmpint(e->type, ==, REDIS_REPLY_STRING);
+    g_assert_cmpint(e->str[0], ==, 'w');
+    e->str[0] = 's';
+    nm_redis_ok(redis, "HSET %s %s %s", ch, r->str, e->str);
     nm_redis_ok(redis, "RPUSH %s %s", cs, r->str);
+    freeReplyObject(e);
     freeReplyObject(r);
 
     nm_assert_rc(nm_call_wait(call, PROMPT_MS), 0);
     g_assert_true(wait_nothing_left());
     nm_assert_rc(netmutex_cond_destroy(&c), 0);
     nm_assert_rc(netmutex_destroy(&m), 0);
-    g_free(ck);
-    g_free(ckt);
     g_free(cw);
     g_free(cs);
+    g_free(ch);
     g_free(mname);
     g_free(name);
 }
@@ -309,7 +312,7 @@ static void test_leave_answer_lost(void)
     netmutex_cond_t c;
     netmutex_t m;
     char *name = nm_test_name("c");
-    char *cw = cond_key(name, ":cw"), *cs = cond_key(name, ":cs"), *ck = cond_key(name, ":ck:");
+    char *cw = cond_key(name, ":cw"), *cs = cond_key(name, ":cs"), *ch = cond_key(name, ":ch");
     nm_assert_rc(netmutex_configure(&cfg), 0);
     char *mname = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
     nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
@@ -323,7 +326,11 @@ static void test_leave_answer_lost(void)
     g_assert_cmpint(r->type, ==, REDIS_REPLY_STRING);
     char *token = g_strdup(r->str);
     freeReplyObject(r);
-    nm_redis_ok(redis, "SETRANGE %s%s 32 s", ck, token);
+    redisReply *e = nm_redis_cmd(redis, "HGET %s %s", ch, token);
+    g_assert_cmpint(e->type, ==, REDIS_REPLY_STRING);
+    e->str[0] = 's';
+    nm_redis_ok(redis, "HSET %s %s %s", ch, token, e->str);
+    freeReplyObject(e);
     nm_redis_ok(redis, "RPUSH %s %s", cs, token);
     /* Its leaving: ... <CG key, which ends in the token> 'l' ... */
     char *leave = g_strdup_printf("%s\r\n$1\r\nl\r\n", token);
@@ -338,12 +345,53 @@ static void test_leave_answer_lost(void)
     nm_proxy_free(px);
     g_free(leave);
     g_free(token);
-    g_free(ck);
+    g_free(ch);
     g_free(cs);
     g_free(cw);
     g_free(mname);
     g_free(name);
     g_free(url);
+}
+
+/* Signalled without a push (a signaller that died between choosing the
+ * waiter and waking it, in a cluster): the waiter's look tells it, within
+ * a third of its lease. */
+static void test_signalled_without_push_wakes(void)
+{
+    netmutex_cond_t c;
+    netmutex_t m;
+    netmutex_attr_t a;
+    char *name = nm_test_name("c");
+    char *mname = nm_test_name("m");
+    char *cw = cond_key(name, ":cw"), *cs = cond_key(name, ":cs"), *ch = cond_key(name, ":ch");
+    nm_assert_rc(netmutex_attr_init(&a), 0);
+    nm_assert_rc(netmutex_attr_setlease(&a, nm_ms(600)), 0);
+    nm_assert_rc(netmutex_init(&m, mname, &a), 0);
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    Waiter w = { .c = &c, .m = &m };
+    NmCall *call = nm_call_start(waiter_run, &w);
+    g_assert_true(wait_waiters(name, 1));
+
+    redisReply *r = nm_redis_cmd(redis, "LPOP %s", cw);
+    g_assert_cmpint(r->type, ==, REDIS_REPLY_STRING);
+    redisReply *e = nm_redis_cmd(redis, "HGET %s %s", ch, r->str);
+    g_assert_cmpint(e->type, ==, REDIS_REPLY_STRING);
+    e->str[0] = 's';
+    nm_redis_ok(redis, "HSET %s %s %s", ch, r->str, e->str);
+    nm_redis_ok(redis, "RPUSH %s %s", cs, r->str);
+    freeReplyObject(e);
+    freeReplyObject(r);
+
+    nm_assert_rc(nm_call_wait(call, PROMPT_MS), 0);
+    g_assert_true(wait_nothing_left());
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_assert_rc(netmutex_attr_destroy(&a), 0);
+    g_free(cw);
+    g_free(cs);
+    g_free(ch);
+    g_free(mname);
+    g_free(name);
 }
 
 /* ---- processes ------------------------------------------------------------ */
@@ -696,6 +744,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cond/timedwait/signalled-at-timeout-returns-0",
                     test_signalled_at_timeout_returns_0);
     g_test_add_func("/cond/timedwait/leave-answer-lost", test_leave_answer_lost);
+    g_test_add_func("/cond/look/signalled-without-push-wakes", test_signalled_without_push_wakes);
     g_test_add_func("/cond/processes/broadcast", test_broadcast_processes);
     g_test_add_func("/cond/processes/producer-consumer", test_producer_consumer_no_lost_wakeup);
     g_test_add_func("/cond/processes/killed-waiter", test_killed_waiter_swallows_nothing);

@@ -3,16 +3,18 @@
  * argument checks, a condition's process-local record, and the wait.
  *
  * A wait, in order (server/condvar.h does each step on the server):
- *   1. register as a waiter while the caller still holds the mutex: its
- *      key CK, a lease of its own, starts being renewed (renew.h);
- *   2. unlock the mutex: from now on a signaller that holds the mutex
- *      runs its signal after the registration, so it cannot miss it;
+ *   1. register as a waiter while the caller still holds the mutex, its
+ *      entry living a lease past each look;
+ *   2. unlock the mutex once the registration ran: from then on a
+ *      signaller that holds the mutex runs its signal after the
+ *      registration, so it cannot miss it;
  *   3. block on the waiter's own list until a signal, the deadline, or a
- *      ceiling of one lease, after which it looks (passing on the signals
- *      of waiters that died after they were chosen) and blocks again;
- *   4. leave: the server says whether it had been signalled, which makes
- *      a wait that timed out as the signal came return 0 (it consumed
- *      the signal: a signal must not vanish);
+ *      third of the lease, after which it looks (which keeps its entry
+ *      alive, passes on the signals of waiters that died after they were
+ *      chosen, and tells a signal whose push never came) and blocks again;
+ *   4. leave, which tells whether it had been signalled (a wait that timed
+ *      out as the signal came returns 0: it consumed the signal, which must
+ *      not vanish);
  *   5. lock the mutex again, whatever happened (POSIX), passing its
  *      EOWNERDEAD on.
  * A wake-up is only a hint: the caller's own lock request re-takes the
@@ -32,7 +34,6 @@
 #include "condvar.h"
 #include "mutex.h"
 #include "opaque.h"
-#include "renew.h"
 
 /* A server that could not be reached makes a spurious wake-up after this
  * pause, so that a caller looping on its predicate does not spin. */
@@ -161,27 +162,24 @@ int netmutex_cond_destroy(netmutex_cond_t *c)
 
 /* ---- waiting ------------------------------------------------------------ */
 
-/* The waiter's CK is renewed while it waits, as a held lease is. */
-static int track(nm_waiter_t *w, const cond_rec_t *r)
-{
-    nm_watch_opts_t opts = { .autorenew = 1 };
-    return nm_renew_track(&w->lease, r->name, &opts);
-}
+/* A waiter looks this many times a lease: its entry lives a lease past
+ * each look (condvar.h), so one late look does not make it dead. */
+#define LOOK_PARTS 3
 
 /* Step 3: 0 when signalled (or woken spuriously), ETIMEDOUT. */
 static int block(nm_waiter_t *w, int64_t deadline)
 {
-    int64_t ceiling = w->lease.lease_ms;
+    int64_t ceiling = NM_MAX((int64_t)w->lease_ms / LOOK_PARTS, 1);
+    long long look;
     for (;;) {
-        int64_t until = NM_MIN(deadline, nm_now_ms() + ceiling);
-        int err = nm_cond_block(w, until);
+        int err = nm_cond_block(w, NM_MIN(deadline, nm_now_ms() + ceiling));
         if (err != ETIMEDOUT)
             return 0; /* a signal, or the server failed: a wake-up */
         if (nm_remaining_ms(deadline) == 0)
             return ETIMEDOUT;
-        /* A waiter whose CK expired is passed over by signals: it wakes
-         * (spuriously) rather than wait for none. */
-        if (nm_renew_lost(&w->lease) || nm_cond_look(w) == NM_ECONN)
+        /* Signalled without a push, passed over (its entry expired: it
+         * was paused, say), or the server failed: it wakes. */
+        if (nm_cond_run(w, NM_COND_LOOK, &look) != 0 || look != 0)
             return 0;
     }
 }
@@ -204,20 +202,27 @@ static int unreachable(netmutex_t *m, int64_t deadline)
 static int wait_on(const cond_rec_t *r, netmutex_t *m, unsigned int lease_ms, int64_t deadline)
 {
     nm_waiter_t w;
-    int signalled, err = nm_cond_register(&w, r->name, r->name_len, lease_ms);
-    if (err == NM_ECONN || err == NM_EUNDIALED || err == NM_ETRYAGAIN)
-        return unreachable(m, deadline);
+    long long v = 0;
+    int err = nm_cond_waiter(&w, r->name, r->name_len, lease_ms);
     if (err)
         return err;
-    err = track(&w, r);
+    err = nm_cond_run(&w, NM_COND_REGISTER, &v);
+    if (err == NM_ECONN || err == NM_EUNDIALED || err == NM_ETRYAGAIN) {
+        /* It may have registered all the same (its reply was lost). */
+        nm_cond_run(&w, NM_COND_LEAVE, &v);
+        nm_cond_waiter_free(&w);
+        return unreachable(m, deadline);
+    }
     if (err) {
-        nm_cond_leave(&w, 1, &signalled);
+        nm_cond_waiter_free(&w);
         return err;
     }
     /* EIO: released here, and the key expires by itself; we wait. */
     int res = netmutex_unlock(m) == ENOLCK ? ENOLCK : block(&w, deadline);
-    nm_renew_untrack(&w.lease);
-    nm_cond_leave(&w, res == ENOLCK, &signalled);
+    v = 0;
+    int signalled = nm_cond_run(&w, res == ENOLCK ? NM_COND_LEAVE_PASS : NM_COND_LEAVE, &v) == 0 &&
+                    v == 1;
+    nm_cond_waiter_free(&w);
     if (signalled && res == ETIMEDOUT)
         res = 0;
     int lerr = netmutex_lock(m);

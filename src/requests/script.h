@@ -41,6 +41,19 @@ int nm_script_run(redisContext *c, nm_script_t id, int nkeys, int nargs,
  * another SHA1 than ours. */
 int nm_script_load(redisContext *c, nm_script_t id, int64_t deadline);
 
+/* One script call, described: what to send, and, once sent, what came
+ * back (condvar.c runs its requests so). */
+typedef struct nm_script_call {
+    nm_script_t id;
+    int nkeys, nargs;        /* NARGS words in ARGV, the NKEYS keys first */
+    const char **argv;
+    const size_t *lens;
+    int sent;                /* out: 1 once it went out (it may have run) */
+    int err;                 /* out, once sent: as nm_script_run's */
+    redisReply *reply;       /* out: the reply when ERR is 0 (the caller
+                                frees it), else NULL */
+} nm_script_call_t;
+
 /* Queues a call of script ID on C's pipeline; read its reply with
  * nm_get_reply() or nm_take_reply() (NOSCRIPT: ENOENT, nm_script_load). */
 int nm_script_append(redisContext *c, nm_script_t id, int nkeys, int nargs,
