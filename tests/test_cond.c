@@ -701,13 +701,23 @@ static void test_cached_lease_and_waiter(void)
 
 /* ---- quorum mode ---------------------------------------------------------- */
 
+/* The private server's URL (with its credentials: an ACL user's too)
+ * for database DB. */
+static char *url_db(int db)
+{
+    char *url = nm_redis_url(redis);
+    char *with = g_strdup_printf("%s%s%d", url, g_str_has_prefix(url, "unix://") ? "?db=" : "/",
+                                 db);
+    g_free(url);
+    return with;
+}
+
 static void test_quorum_enotsup(void)
 {
     netmutex_cond_t c;
     netmutex_t m;
-    const char *sock = nm_redis_socket(redis);
-    char *url = g_strdup_printf("unix://%s?db=1,unix://%s?db=2,unix://%s?db=3", sock, sock,
-                                sock);
+    char *u1 = url_db(1), *u2 = url_db(2), *u3 = url_db(3);
+    char *url = g_strdup_printf("%s,%s,%s", u1, u2, u3);
     netmutex_config_t cfg = { .url = url };
     char *name = nm_test_name("c");
     char *mname = nm_test_name("m");
@@ -723,6 +733,9 @@ static void test_quorum_enotsup(void)
     nm_assert_rc(netmutex_destroy(&m), 0);
     nm_configure(redis);
     g_free(url);
+    g_free(u1);
+    g_free(u2);
+    g_free(u3);
     g_free(mname);
     g_free(name);
 }
