@@ -19,6 +19,7 @@
 -- is gone (a signal passed it over: it wakes); 'l', 'p': 1 if the waiter
 -- had been signalled (it consumed the signal), else 0.  With 'r', then the
 -- token and lease of every waiter it signalled, for the caller to wake.
+-- @nolib
 local CW, CS, CH = KEYS[1], KEYS[2], KEYS[3]
 local base = string.sub(CW, 1, -4)
 local op, ttl, wake_here = ARGV[1], tonumber(ARGV[2]), ARGV[3] == 'h'

@@ -7,6 +7,7 @@
 -- grant's claim, the waiter's lease: one that died never pops it), or
 -- ARGV[1] for every list when it is the only one.
 -- Returns how many lists it pushed to.
+-- @nolib
 for i, key in ipairs(KEYS) do
   redis.call('RPUSH', key, '1')
   redis.call('PEXPIRE', key, ARGV[i] or ARGV[1])
