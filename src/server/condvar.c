@@ -1,14 +1,18 @@
 /*
  * condvar.c -- one condition variable on the server (condvar.h): every request
  * is cond.lua on the calling thread's connection (in a Redis Cluster, on
- * the node of the condition's slot), and a waiter blocks with BLPOP on its
- * own list there.
+ * the node of the condition's slot), by itself or riding with a request of
+ * the mutex (lease.h), and a waiter blocks with BLPOP on its own list
+ * there.
  *
  * The condition's keys share their own slot, never the mutex's: a wait is
  * made atomic with the mutex's release by order, not by one script.  The
  * waiter registers while it still holds the mutex and unlocks only once
  * the registration ran, so a signaller that holds the mutex afterwards
- * runs its signal after the registration.  No request needs two slots.
+ * runs its signal after the registration.  Riding keeps that order: on one
+ * server both go in one write and the server runs them in turn, in a
+ * cluster the registration runs first by itself.  No request needs two
+ * slots.
  *
  * Wake-ups.  A signal wakes the waiter it chose with a push on the
  * waiter's CG, a key the signaller could not declare.  On one server,
@@ -38,8 +42,10 @@
 #define LIST_LEASES 3
 /* Wake-ups pushed by one grant.lua call (its KEYS and ARGV). */
 #define WAKE_BATCH 128
-/* cond.lua's words after the keys, at most. */
-#define NM_COND_ARGS 5
+
+/* The connection to server 0 on which this thread last ran cond.lua
+ * (nm_conn_serial): that server has it, so a registration may ride. */
+static __thread unsigned long script_known_on;
 
 /* After a request: a broken connection is dropped (cluster.c drops a
  * node's itself), and the server's state reported (conn.h). */
@@ -136,8 +142,11 @@ static int take(nm_config_t *cfg, const char *keys, const size_t *lens, nm_scrip
     redisReply *r = call->reply;
     call->reply = NULL;
     err = nm_reply_integers(r, result, 1);
-    if (!err)
+    if (!err) {
+        if (!nm_cluster_on(cfg))
+            script_known_on = nm_conn_serial(cfg, 0);
         wake(cfg, keys, lens, r, 1);
+    }
     freeReplyObject(r);
     return err;
 }
@@ -193,6 +202,32 @@ int nm_cond_waiter(nm_waiter_t *w, const char *name, size_t name_len, unsigned i
     return err;
 }
 
+int nm_cond_may_ride(nm_waiter_t *w)
+{
+    /* In a cluster a rider runs by itself first, NOSCRIPT handled. */
+    return in_cluster(w->cfg) ||
+           (script_known_on != 0 && script_known_on == nm_conn_serial(w->cfg, 0));
+}
+
+void nm_cond_request(nm_waiter_t *w, nm_cond_op_t op, nm_script_call_t *call)
+{
+    w->op[0] = (char)op;
+    w->op[1] = '\0';
+    int n = build(w->cfg, w->keys, w->lens, NM_CKEY_COUNT, w->op, w->ttl, sizeof w->ttl,
+                  w->lease_ms, w->argv, w->alens);
+    snprintf(w->lease, sizeof w->lease, "%u", w->lease_ms);
+    w->argv[n] = w->token;
+    w->alens[n] = NM_TOKEN_LEN;
+    w->argv[n + 1] = w->lease;
+    w->alens[n + 1] = strlen(w->lease);
+    *call = (nm_script_call_t){ NM_SCRIPT_COND, NM_CKEY_COUNT, n + 2, w->argv, w->alens,
+                                0, 0, NULL };
+}
+
+int nm_cond_rode(nm_waiter_t *w, nm_script_call_t *call, long long *result)
+{
+    return take(w->cfg, w->keys, w->lens, call, result);
+}
 
 /* Runs CALL by itself, once more after a broken connection: the cached
  * one may be stale (a restarted server, CLIENT KILL).  Every operation may
@@ -211,17 +246,8 @@ static int run_twice(nm_config_t *cfg, nm_script_call_t *call)
 
 int nm_cond_run(nm_waiter_t *w, nm_cond_op_t op, long long *result)
 {
-    const char *argv[NM_CKEY_COUNT + NM_COND_ARGS];
-    size_t alens[NM_CKEY_COUNT + NM_COND_ARGS];
-    char opc[2] = { (char)op, '\0' }, ttl[24], lease[16];
-    int n = build(w->cfg, w->keys, w->lens, NM_CKEY_COUNT, opc, ttl, sizeof ttl, w->lease_ms,
-                  argv, alens);
-    snprintf(lease, sizeof lease, "%u", w->lease_ms);
-    argv[n] = w->token;
-    alens[n] = NM_TOKEN_LEN;
-    argv[n + 1] = lease;
-    alens[n + 1] = strlen(lease);
-    nm_script_call_t call = { NM_SCRIPT_COND, NM_CKEY_COUNT, n + 2, argv, alens, 0, 0, NULL };
+    nm_script_call_t call;
+    nm_cond_request(w, op, &call);
     int retried = run_twice(w->cfg, &call);
     int err = take(w->cfg, w->keys, w->lens, &call, result);
     /* A first leave whose answer was lost may have taken the signal: the
@@ -232,34 +258,74 @@ int nm_cond_run(nm_waiter_t *w, nm_cond_op_t op, long long *result)
     return err;
 }
 
-int nm_cond_block(nm_waiter_t *w, int64_t until)
+int nm_cond_block_request(nm_waiter_t *w, int64_t until, nm_trailer_t *t)
 {
-    nm_config_t *cfg = w->cfg;
-    int64_t now = nm_now_ms(), ms = until - now - NM_BLOCK_EARLY_MS;
-    if (ms < 1) { /* too short to block for: the look or the leave tells */
-        nm_sleep_ms(until - now);
+    int64_t ms = until - nm_now_ms() - NM_BLOCK_EARLY_MS;
+    if (ms < 1)
         return ETIMEDOUT;
-    }
-    char timeout[24];
-    snprintf(timeout, sizeof timeout, "%.3f", (double)ms / 1000);
-    const char *argv[3] = { "BLPOP", nm_keys_cond_get(w->keys, w->lens, NM_CKEY_GRANT), timeout };
-    size_t lens[3] = { 5, w->lens[NM_CKEY_GRANT], strlen(timeout) };
-    int64_t reply_by = until + cfg->io_timeout_ms;
-    redisContext *c;
-    redisReply *r;
-    int on, sent;
-    int err = nm_cluster_mode(cfg, reply_by, &on);
-    if (!err && on)
-        err = nm_cluster_command(cfg, argv[1], lens[1], 3, argv, lens, until, reply_by, &r,
-                                 &sent);
-    else if (!err && (err = nm_conn_get(cfg, 0, reply_by, &c)) == 0)
-        err = nm_call_blocking(c, 3, argv, lens, until, reply_by, &r);
+    snprintf(w->timeout, sizeof w->timeout, "%.3f", (double)ms / 1000);
+    w->bargv[0] = "BLPOP";
+    w->bargv[1] = nm_keys_cond_get(w->keys, w->lens, NM_CKEY_GRANT);
+    w->bargv[2] = w->timeout;
+    w->blens[0] = 5;
+    w->blens[1] = w->lens[NM_CKEY_GRANT];
+    w->blens[2] = strlen(w->timeout);
+    *t = (nm_trailer_t){ 3, w->bargv, w->blens, 0 };
+    return 0;
+}
+
+/* The BLPOP's reply R (or ERR): 0 when a signal came, ETIMEDOUT, or an
+ * error.  Frees R. */
+static int blocked(nm_config_t *cfg, int err, redisReply *r)
+{
     err = note(cfg, err);
     if (err)
         return err;
     err = r->type == REDIS_REPLY_ARRAY ? 0 : ETIMEDOUT;
     freeReplyObject(r);
     return err;
+}
+
+int nm_cond_await(nm_waiter_t *w, int64_t until)
+{
+    nm_config_t *cfg = w->cfg;
+    redisContext *c = nm_conn_peek(cfg, 0);
+    redisReply *r = NULL;
+    if (!c)
+        return NM_ECONN; /* dropped meanwhile: so was the BLPOP */
+    int err = nm_await_blocking(c, until, until + cfg->io_timeout_ms, &r);
+    return blocked(cfg, err, r);
+}
+
+void nm_cond_abandon(nm_waiter_t *w)
+{
+    /* A blocked command cannot be taken back: the connection goes. */
+    (void)w;
+    nm_conn_drop(0);
+}
+
+int nm_cond_block(nm_waiter_t *w, int64_t until)
+{
+    nm_config_t *cfg = w->cfg;
+    nm_trailer_t t;
+    int64_t now = nm_now_ms();
+    if (nm_cond_block_request(w, until, &t) != 0) {
+        /* too short to block for: the look or the leave tells */
+        nm_sleep_ms(until - now);
+        return ETIMEDOUT;
+    }
+    int64_t reply_by = until + cfg->io_timeout_ms;
+    redisContext *c;
+    redisReply *r = NULL;
+    int on, sent;
+    int err = nm_cluster_mode(cfg, reply_by, &on);
+    if (!err && on) {
+        err = nm_cluster_command(cfg, t.argv[1], t.lens[1], 3, t.argv, t.lens, until, reply_by,
+                                 &r, &sent);
+    } else if (!err && (err = nm_conn_get(cfg, 0, reply_by, &c)) == 0) {
+        err = nm_call_blocking(c, 3, t.argv, t.lens, until, reply_by, &r);
+    }
+    return blocked(cfg, err, r);
 }
 
 /* ---- signals --------------------------------------------------------------- */

@@ -7,8 +7,9 @@
  * server's clock a lease after the waiter's registration or latest look;
  * a live waiter looks every third of its lease, so a dead or paused one
  * expires, which lets the server pass a signal chosen for it on to a live
- * waiter.  The process-local side (the mutex, the deadline) is
- * src/api/cond.c's.
+ * waiter.  Its registration and its leaving may ride with the mutex's
+ * release and acquisition (lease.h): the process-local side (the mutex,
+ * the deadline) is src/api/cond.c's.
  */
 #ifndef NM_CONDVAR_H
 #define NM_CONDVAR_H
@@ -17,6 +18,7 @@
 #include <stdint.h>
 
 #include "keys.h"
+#include "script.h"
 #include "settings.h"
 #include "token.h"
 
@@ -28,12 +30,22 @@ typedef enum nm_cond_op {
     NM_COND_LEAVE_PASS = 'p'  /* leave, passing a signal it got on */
 } nm_cond_op_t;
 
+#define NM_COND_ARGS 5
+
 typedef struct nm_waiter {
     nm_config_t *cfg;          /* reference */
     char token[NM_TOKEN_LEN + 1];
     unsigned int lease_ms;
     char *keys;                /* nm_keys_cond()'s */
     size_t lens[NM_CKEY_COUNT];
+    /* The request being made (nm_cond_request): the call's words. */
+    const char *argv[NM_CKEY_COUNT + NM_COND_ARGS];
+    size_t alens[NM_CKEY_COUNT + NM_COND_ARGS];
+    char op[2], ttl[24], lease[16];
+    /* Its BLPOP (nm_cond_block_request). */
+    const char *bargv[3];
+    size_t blens[3];
+    char timeout[24];
 } nm_waiter_t;
 
 /* Makes *W a new waiter of condition NAME (its token and keys), whose
@@ -47,11 +59,35 @@ int nm_cond_waiter(nm_waiter_t *w, const char *name, size_t name_len, unsigned i
  * lease). */
 void nm_cond_waiter_free(nm_waiter_t *w);
 
-/* Runs W's operation OP: its result in *RESULT (cond.lua's for OP; for a
- * leave 1 also when the answer to a first attempt was lost, as it may
- * have taken the signal), the waiters it signalled woken.  0 or an error: NM_ECONN (unreachable),
- * NM_EUNDIALED, NM_ETRYAGAIN, EACCES, EPROTO, ENOMEM. */
+/* Whether a registration of W may ride with the mutex's release
+ * (lease.h): where it would go in one write with it, the server must be
+ * known to have cond.lua (this thread's connection ran it), since the
+ * release runs even when the registration is refused (NOSCRIPT). */
+int nm_cond_may_ride(nm_waiter_t *w);
+
+/* Fills *CALL with W's operation OP, to ride with a request of the mutex
+ * (lease.h); nm_cond_rode() takes its outcome once it went. */
+void nm_cond_request(nm_waiter_t *w, nm_cond_op_t op, nm_script_call_t *call);
+
+/* The outcome of CALL, filled by nm_cond_request() and sent: its result
+ * in *RESULT (cond.lua's for OP), the waiters it signalled woken.  0 or
+ * its error (NM_ECONN, EACCES, EPROTO, ...; ENOENT: the server did not
+ * have the script).  Frees the reply. */
+int nm_cond_rode(nm_waiter_t *w, nm_script_call_t *call, long long *result);
+
+/* Runs W's operation OP by itself: its result in *RESULT (for a leave, 1
+ * also when the answer to a first attempt was lost, as it may have taken
+ * the signal).  0 or an error: NM_ECONN (unreachable), NM_EUNDIALED,
+ * NM_ETRYAGAIN, EACCES, EPROTO, ENOMEM. */
 int nm_cond_run(nm_waiter_t *w, nm_cond_op_t op, long long *result);
+
+/* Fills *T with W's BLPOP until UNTIL (monotonic ms), to go last with
+ * the registration's write (lease.h, trailers): 0, or ETIMEDOUT when
+ * UNTIL is too close to block for.  Once it went (T->pending), its answer
+ * is read with nm_cond_await, or given up with nm_cond_abandon. */
+int nm_cond_block_request(nm_waiter_t *w, int64_t until, nm_trailer_t *t);
+int nm_cond_await(nm_waiter_t *w, int64_t until);
+void nm_cond_abandon(nm_waiter_t *w);
 
 /* Blocks on W's list until UNTIL (monotonic ms).  0 when a signal came,
  * ETIMEDOUT when none did, NM_ECONN (the connection was dropped). */

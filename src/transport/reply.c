@@ -304,13 +304,18 @@ static int get_blocked_reply(redisContext *c, int64_t until, int64_t deadline,
 int nm_call_blocking(redisContext *c, int argc, const char **argv, const size_t *lens,
                      int64_t until, int64_t deadline, redisReply **out)
 {
-    int nudges = 0;
     *out = NULL;
     if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK)
         return c->err == REDIS_ERR_OOM ? ENOMEM : NM_ECONN;
     int err = nm_send(c, deadline);
-    if (!err)
-        err = get_blocked_reply(c, until, deadline, out, &nudges);
+    return err ? err : nm_await_blocking(c, until, deadline, out);
+}
+
+int nm_await_blocking(redisContext *c, int64_t until, int64_t deadline, redisReply **out)
+{
+    int nudges = 0;
+    *out = NULL;
+    int err = get_blocked_reply(c, until, deadline, out, &nudges);
     if (err != NM_ECONN && err != ENOMEM && drop_replies(c, nudges, deadline) != 0) {
         if (*out)
             freeReplyObject(*out);

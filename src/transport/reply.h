@@ -70,6 +70,10 @@ int nm_call(redisContext *c, int argc, const char **argv, const size_t *lens,
 int nm_call_blocking(redisContext *c, int argc, const char **argv, const size_t *lens,
                      int64_t until, int64_t deadline, redisReply **out);
 
+/* The reply of a blocking command sent already (a pipeline's last, see
+ * script.h's trailers), as nm_call_blocking() waits for it. */
+int nm_await_blocking(redisContext *c, int64_t until, int64_t deadline, redisReply **out);
+
 /* Reads the next reply of a pipeline, checked as nm_call() does. */
 int nm_get_reply(redisContext *c, int64_t deadline, redisReply **out);
 
