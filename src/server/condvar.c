@@ -35,6 +35,7 @@
 #include "config.h"
 #include "conn.h"
 #include "reply.h"
+#include "sentinel.h"
 
 /* CW, CS and CH live this many of the waiter's leases after its latest
  * look (it looks three times a lease): a condition only dead waiters used
@@ -193,6 +194,7 @@ int nm_cond_waiter(nm_waiter_t *w, const char *name, size_t name_len, unsigned i
     if (quorum(w->cfg))
         err = ENOTSUP;
     w->lease_ms = lease_ms ? lease_ms : w->cfg->lease_ms;
+    w->gen = nm_sentinel_master_gen(&w->cfg->servers[0]);
     if (!err)
         err = nm_token_new(w->token);
     if (!err)
@@ -323,6 +325,10 @@ int nm_cond_block(nm_waiter_t *w, int64_t until)
         err = nm_cluster_command(cfg, t.argv[1], t.lens[1], 3, t.argv, t.lens, until, reply_by,
                                  &r, &sent);
     } else if (!err && (err = nm_conn_get(cfg, 0, reply_by, &c)) == 0) {
+        /* Dialing looked at the sentinels' answer: the connection is
+         * fine, only W may be stale. */
+        if (nm_sentinel_master_gen(&cfg->servers[0]) != w->gen)
+            return NM_ECONN;
         err = nm_call_blocking(c, 3, t.argv, t.lens, until, reply_by, &r);
     }
     return blocked(cfg, err, r);

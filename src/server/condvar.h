@@ -36,6 +36,8 @@ typedef struct nm_waiter {
     nm_config_t *cfg;          /* reference */
     char token[NM_TOKEN_LEN + 1];
     unsigned int lease_ms;
+    uint64_t gen;              /* the master the sentinels named when it
+                                  registered (sentinel.h), or 0 */
     char *keys;                /* nm_keys_cond()'s */
     size_t lens[NM_CKEY_COUNT];
     /* The request being made (nm_cond_request): the call's words. */
@@ -90,7 +92,10 @@ int nm_cond_await(nm_waiter_t *w, int64_t until);
 void nm_cond_abandon(nm_waiter_t *w);
 
 /* Blocks on W's list until UNTIL (monotonic ms).  0 when a signal came,
- * ETIMEDOUT when none did, NM_ECONN (the connection was dropped). */
+ * ETIMEDOUT when none did, NM_ECONN (the connection was dropped, or the
+ * sentinels name another master than the one W registered with: the new
+ * one may lack a signal the old one had, so W wakes rather than block
+ * there). */
 int nm_cond_block(nm_waiter_t *w, int64_t until);
 
 /* Signals one waiter of NAME (ALL 0) or all of them: *WOKEN how many.
