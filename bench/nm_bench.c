@@ -121,11 +121,28 @@
  *   cond_pingpong      2 processes hand a turn to each other through a
  *                      netmutex_cond_t and the netmutex guarding the turn
  *                      (lease caching on): each waits until the turn is
- *                      its own, hands it over, signals.  "exchanges_per_s",
- *                      "exchange_us" and "exchange_rtt" (in PING round
- *                      trips); "spurious" = wake-ups that found the turn
- *                      not theirs, "spurious_per_1000" exchanges, target
- *                      <= 1.
+ *                      its own, hands it over, signals.  A third process
+ *                      runs uncontended's loop (caching off) on a name of
+ *                      its own; the two take turns, 4 slices of -d/4
+ *                      seconds each, so both see the same machine load.
+ *                      "exchanges_per_s", "exchange_us" and
+ *                      "exchange_rtt" (in PING round trips);
+ *                      "uncontended_cycles_per_s", "uncontended_cycle_us";
+ *                      "ratio_to_uncontended" = exchanges_per_s /
+ *                      uncontended_cycles_per_s, target >= 0.5;
+ *                      "spurious" = wake-ups that found the turn not
+ *                      theirs, "spurious_per_1000" exchanges, target <= 1.
+ *   cond_broadcast16   16 waiters, 8 processes x 2 threads, wait on one
+ *                      condition (lease caching on); a ninth process
+ *                      locks the mutex once all 16 wait, starts a new
+ *                      round, broadcasts and unlocks; each waiter, woken
+ *                      and holding the mutex, notes the time and waits
+ *                      again.  A sample is the time from the broadcast's
+ *                      call to the last of the 16 holding the mutex;
+ *                      rounds for -d seconds, 20 at least.
+ *                      "all_held_p50_ms", "all_held_p99_ms" (target <=
+ *                      50), "all_held_max_ms"; "spurious" = wake-ups that
+ *                      found no new round.
  *   timedlock_late     How late a timed wait returns.  1 process, one name
  *                      held by a lock key written by hand (a token of
  *                      nobody's, so only the waiter talks to the server),
@@ -322,7 +339,8 @@
  * the quorum scenarios are in scenarios_basic.c; server_cpu, handoff and
  * residue in scenarios_footprint.c, cache_uncontended, cache_revoke and
  * cache_porting in scenarios_cache.c, cluster_names in scenarios_cluster.c,
- * timedlock_late in scenarios_wait.c, cond_pingpong in scenarios_cond.c;
+ * timedlock_late in scenarios_wait.c, cond_pingpong and cond_broadcast16 in
+ * scenarios_cond.c;
  * the delayed link's proxy in
  * bench_proxy.c, and delayed_uncontended, delayed_quorum_uncontended and the
  * rtt_targets line in scenarios_delay.c; what the files share is declared in
@@ -427,6 +445,7 @@ static const scenario_t scenarios[] = {
     { "cache_porting", nmb_sc_cache_porting, { 1, 3, 0, 0, 0, 0, 1 }, NULL, NULL },
     { "cluster_names", nmb_sc_cluster_names, { 4, 2, 0, 0, 0, 0, 0 }, NULL, NULL },
     { "cond_pingpong", nmb_sc_cond_pingpong, { 2, 1, 0, 0, 0, 0, 1 }, NULL, NULL },
+    { "cond_broadcast16", nmb_sc_cond_broadcast16, { 8, 2, 0, 0, 0, 0, 1 }, NULL, NULL },
 };
 #define NSCENARIOS (sizeof scenarios / sizeof scenarios[0])
 

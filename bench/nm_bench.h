@@ -285,5 +285,6 @@ int nmb_sc_timedlock_late(const scenario_t *sc);
 
 /* scenarios_cond.c */
 int nmb_sc_cond_pingpong(const scenario_t *sc);
+int nmb_sc_cond_broadcast16(const scenario_t *sc);
 
 #endif

@@ -312,10 +312,9 @@ NETMUTEX_API int netmutex_cond_destroy(netmutex_cond_t *c);
  *          returns at once, M taken again.
  * ENOTSUP: quorum mode (M is left held).
  * EACCES, EPROTO, ENOMEM: the server refused, or memory ran out (M is
- *          left held); EAGAIN: the background thread that keeps the
- *          waiter alive could not be started (M is left held).
- * A server that cannot be reached makes a spurious wake-up (0), never a
- * hang. */
+ *          left held).
+ * A server that cannot be reached, or a Sentinel failover, makes a
+ * spurious wake-up (0), never a hang. */
 NETMUTEX_API int netmutex_cond_wait(netmutex_cond_t *c, netmutex_t *m);
 /* The same until ABSTIME on C's clock: ETIMEDOUT, M held again; EINVAL for
  * a NULL ABSTIME or a tv_nsec outside [0, 1e9).  A waiter signalled as its

@@ -4,7 +4,9 @@
 # nm_lua_<basename>, and the SHA1 of exactly that text as nm_lua_<basename>_sha.
 # The prelude goes where the script has a line "-- @lib", else in front: a
 # script's fast path can so come before the prelude's functions, which Lua
-# would otherwise build anew on every call.  Comment lines (--) and blank
+# would otherwise build anew on every call.  A script with a line
+# "-- @nolib" uses none of them and goes without (building them costs
+# more than many a script's own work).  Comment lines (--) and blank
 # lines are dropped so the scripts sent to Redis stay small; everything
 # else is kept verbatim.
 #
@@ -19,7 +21,9 @@ strip() {
 }
 # The script's text with the prelude in place.
 assemble() {
-    if grep -q '^-- @lib$' "$1"; then
+    if grep -q '^-- @nolib$' "$1"; then
+        strip "$1"
+    elif grep -q '^-- @lib$' "$1"; then
         sed -n '1,/^-- @lib$/p' "$1" | sed '$d' > "$tmp/head"
         sed -n '/^-- @lib$/,$p' "$1" | sed '1d' > "$tmp/tail"
         strip "$tmp/head"; strip "$prelude"; strip "$tmp/tail"

@@ -19,12 +19,15 @@ NETMUTEX_TEST_ACL=1; export NETMUTEX_TEST_ACL
 # is a process of its own and a handshake.  NM_ACL_PROGS and NM_ACL_CLI
 # choose others.
 over=
+progs_all="test_api test_wait test_robust test_cache test_quorum test_cond"
 cli_all="run exclusion admin quorum flock names interrupt usage"
 if [ "${NETMUTEX_TEST_TLS:-}" = 1 ]; then
+    # Not test_cond, which is not of the TLS set (its proxy speaks plain).
     over=" over TLS"
+    progs_all="test_api test_wait test_robust test_cache test_quorum"
     cli_all="run exclusion admin quorum flock"
 fi
-PROGS=${NM_ACL_PROGS-"test_api test_wait test_robust test_cache test_quorum"}
+PROGS=${NM_ACL_PROGS-$progs_all}
 CLI=${NM_ACL_CLI-$cli_all}
 
 log=$(mktemp "${TMPDIR:-/tmp}/netmutex-acl.XXXXXX") || exit 99

@@ -9,7 +9,9 @@
  * node of the slot); status and break; quorum mode with a node refused;
  * many names spread over all masters with exact cross-process counters and
  * per-name increasing fences; a manual failover while processes lock; a
- * slot migrated while a lock is held (ASK, then MOVED).
+ * slot migrated while a lock is held (ASK, then MOVED); a condition on
+ * another node than its mutex, and its slot migrated while processes wait
+ * on it and signal it.
  */
 #include "ac_config.h"
 
@@ -1002,6 +1004,22 @@ static long long cond_keys_on(NmRedis *node)
     return n;
 }
 
+/* How many keys of the condition whose CW is CW are on NODE: those
+ * under its tag (hex digits, so no glob character), whatever their
+ * suffix. */
+static long long cond_keys_of(NmRedis *node, const char *cw)
+{
+    const char *end = strchr(cw, '}');
+    char *pattern = g_strdup_printf("%.*s*", (int)(end - cw + 1), cw);
+    redisReply *r = nm_redis_cmd(node, "KEYS %s", pattern);
+    long long n = r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
+    if (n > 0)
+        g_test_message("left on a node: %s", r->element[0]->str);
+    freeReplyObject(r);
+    g_free(pattern);
+    return n;
+}
+
 typedef struct CondWaiter {
     netmutex_cond_t *c;
     netmutex_t *m;
@@ -1060,6 +1078,138 @@ static void test_cond_other_node(void)
     g_free(mname);
 }
 
+/* Two processes hand a turn to each other through a condition and its
+ * mutex (each waits for its turn, then hands it over and signals), for the
+ * migration case below: a wake-up lost stalls them both, and any error
+ * (EPROTO, a wait that ran out) ends the player. */
+typedef struct CondPing {
+    int turn, stop;          /* under the mutex */
+    long long exchanges;     /* atomic */
+    int err[2];              /* each player's first error */
+    char what[2][32];
+} CondPing;
+
+static CondPing *ping;
+static char *ping_cond, *ping_mutex;
+
+static int ping_fail(int me, const char *what, int err)
+{
+    ping->err[me] = err;
+    g_strlcpy(ping->what[me], what, sizeof ping->what[me]);
+    return 1;
+}
+
+static int ping_player(void *p)
+{
+    int me = GPOINTER_TO_INT(p), err = 0, stop = 0;
+    netmutex_t m;
+    netmutex_cond_t c;
+    configure_cluster(nm_ms(6000));
+    if (netmutex_init(&m, ping_mutex, NULL) || netmutex_cond_init(&c, ping_cond, NULL))
+        return ping_fail(me, "init", EINVAL);
+    while (!stop) {
+        struct timespec deadline;
+        if ((err = netmutex_lock(&m)) != 0)
+            return ping_fail(me, "lock", err);
+        nm_deadline(&deadline, CLOCK_MONOTONIC, nm_ms(20000));
+        while (ping->turn != me && !ping->stop && !err)
+            err = netmutex_cond_clockwait(&c, &m, CLOCK_MONOTONIC, &deadline);
+        if (err) {
+            netmutex_unlock(&m);
+            return ping_fail(me, "wait", err);
+        }
+        stop = ping->stop;
+        if (!stop) {
+            ping->turn = 1 - me;
+            __atomic_add_fetch(&ping->exchanges, 1, __ATOMIC_SEQ_CST);
+            /* EAGAIN: the slot's keys were split for longer than the I/O
+             * timeout; the signal is the caller's to send again. */
+            while ((err = netmutex_cond_signal(&c)) == EAGAIN)
+                ;
+        }
+        int uerr = netmutex_unlock(&m);
+        if (err || uerr)
+            return ping_fail(me, err ? "signal" : "unlock", err ? err : uerr);
+    }
+    netmutex_cond_destroy(&c);
+    netmutex_destroy(&m);
+    netmutex_shutdown();
+    return 0;
+}
+
+static bool ping_reaches(long long n, unsigned int timeout_ms)
+{
+    gint64 end = nmt_now_ms() + timeout_ms;
+    while (__atomic_load_n(&ping->exchanges, __ATOMIC_SEQ_CST) < n && nmt_now_ms() < end &&
+           !ping->err[0] && !ping->err[1])
+        nmt_sleep_ms(5);
+    return __atomic_load_n(&ping->exchanges, __ATOMIC_SEQ_CST) >= n;
+}
+
+/* The slot of a condition is migrated, keys moved one by one while they
+ * are in use, as two processes wait on it and signal it in turn: the
+ * scripts declare every key they touch, so the nodes answer ASK and
+ * TRYAGAIN, which are followed and retried -- no EPROTO, no wake-up lost
+ * (the two would stall), and the turns go on on the new node. */
+static void test_cond_migration(void)
+{
+    netmutex_t m;
+    netmutex_cond_t c;
+    pid_t pids[2];
+    ping_cond = nm_test_name("mc");
+    ping_mutex = nm_test_name("mm");
+    char *cw = cond_key(ping_cond, ":cw");
+    long long slot = nm_topo_keyslot(topo, cw, strlen(cw));
+    for (int i = 0; slot_of_name(ping_mutex) == slot; i++) { /* the mutex elsewhere */
+        g_free(ping_mutex);
+        ping_mutex = nm_test_name(i % 2 ? "mm2" : "mm3");
+    }
+    NmRedis *from = nm_topo_master_of(topo, slot), *to = nm_topo_other_master(topo, from);
+    ping = mmap(NULL, sizeof *ping, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    g_assert_true(ping != MAP_FAILED);
+    memset(ping, 0, sizeof *ping);
+
+    for (int i = 0; i < 2; i++)
+        pids[i] = nm_fork_run(ping_player, GINT_TO_POINTER(i));
+    g_assert_true(ping_reaches(50, PROMPT_MS));
+    start_migration(slot, from, to);
+    long long at_start = __atomic_load_n(&ping->exchanges, __ATOMIC_SEQ_CST);
+    nmt_sleep_ms(nm_ms(300)); /* the players meet the open slot */
+    finish_busy_migration(slot, from, to);
+    long long at_end = __atomic_load_n(&ping->exchanges, __ATOMIC_SEQ_CST);
+    g_test_message("exchanges: %lld before the migration, %lld during it", at_start,
+                   at_end - at_start);
+    g_assert_true(ping_reaches(at_end + 50, PROMPT_MS));
+    g_assert_cmpint(cond_llen(to, cw), >=, 0);
+
+    configure_cluster(0);
+    nm_assert_rc(netmutex_init(&m, ping_mutex, NULL), 0);
+    nm_assert_rc(netmutex_cond_init(&c, ping_cond, NULL), 0);
+    nm_assert_rc(netmutex_lock(&m), 0);
+    ping->stop = 1;
+    nm_assert_rc(netmutex_cond_broadcast(&c), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    for (int i = 0; i < 2; i++)
+        nm_child_wait_ok(pids[i], PROMPT_MS);
+    for (int i = 0; i < 2; i++)
+        if (ping->err[i])
+            g_error("player %d: %s: %s", i, ping->what[i], netmutex_errname(ping->err[i]));
+    g_assert_true(cond_waiters(to, cw, 0));
+    /* Nothing of the condition is left, on either node. */
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    while ((cond_keys_of(to, cw) != 0 || cond_keys_of(from, cw) != 0) && nmt_now_ms() < until)
+        nmt_sleep_ms(10);
+    g_assert_cmpint(cond_keys_of(from, cw), ==, 0);
+    g_assert_cmpint(cond_keys_of(to, cw), ==, 0);
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_assert_rc(netmutex_shutdown(), 0);
+    munmap(ping, sizeof *ping);
+    g_free(cw);
+    g_free(ping_cond);
+    g_free(ping_mutex);
+}
+
 int main(int argc, char **argv)
 {
     int rc;
@@ -1091,6 +1241,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cluster/migration/four-busy-slots", test_migration_four_busy_slots);
     g_test_add_func("/cluster/cli/list-status-break", test_cli);
     g_test_add_func("/cluster/cond/other-node-than-mutex", test_cond_other_node);
+    g_test_add_func("/cluster/cond/migration-waiters-signallers", test_cond_migration);
 
     rc = g_test_run();
     nm_topo_free(topo);

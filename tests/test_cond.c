@@ -8,10 +8,11 @@
  * no wake-up, checked by a counter at the end; timedwait's ETIMEDOUT at
  * its deadline with the mutex held again; a waiter signalled as its
  * deadline passed returns 0, also when the answer to its leaving is lost
- * (the server applied it); a waiter killed with SIGKILL swallows no
+ * (the server applied it); one signalled without the push that wakes it
+ * learns it at its next look; a waiter killed with SIGKILL swallows no
  * signal and leaves nothing on the server; a robust mutex's EOWNERDEAD
- * after a wait; a lease cached by the waiting process, taken by another
- * process that signals; quorum mode's ENOTSUP.
+ * after a wait; a lease cached by the waiting process given back by the
+ * wait, taken by another process that signals; quorum mode's ENOTSUP.
  */
 #include "ac_config.h"
 
@@ -270,7 +271,7 @@ static void test_signalled_at_timeout_returns_0(void)
     netmutex_t m;
     char *name = nm_test_name("c");
     char *mname = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
-    char *cw = cond_key(name, ":cw"), *cs = cond_key(name, ":cs");
+    char *cw = cond_key(name, ":cw"), *cs = cond_key(name, ":cs"), *ch = cond_key(name, ":ch");
     nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
     Waiter w = { .c = &c, .m = &m, .timeout_ms = nm_ms(500) };
     NmCall *call = nm_call_start(waiter_run, &w);
@@ -278,20 +279,22 @@ static void test_signalled_at_timeout_returns_0(void)
 
     redisReply *r = nm_redis_cmd(redis, "LPOP %s", cw);
     g_assert_cmpint(r->type, ==, REDIS_REPLY_STRING);
-    char *ck = cond_key(name, ":ck:");
-    char *ckt = g_strconcat(ck, r->str, NULL);
-    nm_redis_ok(redis, "SETRANGE %s 32 s", ckt);
+    redisReply *e = nm_redis_cmd(redis, "HGET %s %s", ch, r->str);
+    g_assert_cmpint(e->type, ==, REDIS_REPLY_STRING);
+    g_assert_cmpint(e->str[0], ==, 'w');
+    e->str[0] = 's';
+    nm_redis_ok(redis, "HSET %s %s %s", ch, r->str, e->str);
     nm_redis_ok(redis, "RPUSH %s %s", cs, r->str);
+    freeReplyObject(e);
     freeReplyObject(r);
 
     nm_assert_rc(nm_call_wait(call, PROMPT_MS), 0);
     g_assert_true(wait_nothing_left());
     nm_assert_rc(netmutex_cond_destroy(&c), 0);
     nm_assert_rc(netmutex_destroy(&m), 0);
-    g_free(ck);
-    g_free(ckt);
     g_free(cw);
     g_free(cs);
+    g_free(ch);
     g_free(mname);
     g_free(name);
 }
@@ -309,7 +312,7 @@ static void test_leave_answer_lost(void)
     netmutex_cond_t c;
     netmutex_t m;
     char *name = nm_test_name("c");
-    char *cw = cond_key(name, ":cw"), *cs = cond_key(name, ":cs"), *ck = cond_key(name, ":ck:");
+    char *cw = cond_key(name, ":cw"), *cs = cond_key(name, ":cs"), *ch = cond_key(name, ":ch");
     nm_assert_rc(netmutex_configure(&cfg), 0);
     char *mname = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
     nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
@@ -323,7 +326,11 @@ static void test_leave_answer_lost(void)
     g_assert_cmpint(r->type, ==, REDIS_REPLY_STRING);
     char *token = g_strdup(r->str);
     freeReplyObject(r);
-    nm_redis_ok(redis, "SETRANGE %s%s 32 s", ck, token);
+    redisReply *e = nm_redis_cmd(redis, "HGET %s %s", ch, token);
+    g_assert_cmpint(e->type, ==, REDIS_REPLY_STRING);
+    e->str[0] = 's';
+    nm_redis_ok(redis, "HSET %s %s %s", ch, token, e->str);
+    freeReplyObject(e);
     nm_redis_ok(redis, "RPUSH %s %s", cs, token);
     /* Its leaving: ... <CG key, which ends in the token> 'l' ... */
     char *leave = g_strdup_printf("%s\r\n$1\r\nl\r\n", token);
@@ -338,12 +345,53 @@ static void test_leave_answer_lost(void)
     nm_proxy_free(px);
     g_free(leave);
     g_free(token);
-    g_free(ck);
+    g_free(ch);
     g_free(cs);
     g_free(cw);
     g_free(mname);
     g_free(name);
     g_free(url);
+}
+
+/* Signalled without a push (a signaller that died between choosing the
+ * waiter and waking it, in a cluster): the waiter's look tells it, within
+ * a third of its lease. */
+static void test_signalled_without_push_wakes(void)
+{
+    netmutex_cond_t c;
+    netmutex_t m;
+    netmutex_attr_t a;
+    char *name = nm_test_name("c");
+    char *mname = nm_test_name("m");
+    char *cw = cond_key(name, ":cw"), *cs = cond_key(name, ":cs"), *ch = cond_key(name, ":ch");
+    nm_assert_rc(netmutex_attr_init(&a), 0);
+    nm_assert_rc(netmutex_attr_setlease(&a, nm_ms(600)), 0);
+    nm_assert_rc(netmutex_init(&m, mname, &a), 0);
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    Waiter w = { .c = &c, .m = &m };
+    NmCall *call = nm_call_start(waiter_run, &w);
+    g_assert_true(wait_waiters(name, 1));
+
+    redisReply *r = nm_redis_cmd(redis, "LPOP %s", cw);
+    g_assert_cmpint(r->type, ==, REDIS_REPLY_STRING);
+    redisReply *e = nm_redis_cmd(redis, "HGET %s %s", ch, r->str);
+    g_assert_cmpint(e->type, ==, REDIS_REPLY_STRING);
+    e->str[0] = 's';
+    nm_redis_ok(redis, "HSET %s %s %s", ch, r->str, e->str);
+    nm_redis_ok(redis, "RPUSH %s %s", cs, r->str);
+    freeReplyObject(e);
+    freeReplyObject(r);
+
+    nm_assert_rc(nm_call_wait(call, PROMPT_MS), 0);
+    g_assert_true(wait_nothing_left());
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_assert_rc(netmutex_attr_destroy(&a), 0);
+    g_free(cw);
+    g_free(cs);
+    g_free(ch);
+    g_free(mname);
+    g_free(name);
 }
 
 /* ---- processes ------------------------------------------------------------ */
@@ -601,10 +649,10 @@ static void test_robust_eownerdead_after_wait(void)
 
 /* ---- lease caching ---------------------------------------------------------- */
 
-/* The wait's unlock keeps the mutex's lease cached in the waiting process;
- * another process locks it (asking for it back), the condition is
- * signalled, and the waiter takes the mutex back from that process, which
- * cached it in turn. */
+/* The process caches the mutex's lease (a first cycle); its wait gives it
+ * back rather than keep it cached, so another process locks it without
+ * asking; the condition is signalled, and the waiter takes the mutex back
+ * from that process, which cached it in turn. */
 static void test_cached_lease_and_waiter(void)
 {
     netmutex_cond_t c;
@@ -615,26 +663,26 @@ static void test_cached_lease_and_waiter(void)
     nm_assert_rc(netmutex_init(&m, mname, NULL), 0);
     nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
     Waiter w = { .c = &c, .m = &m };
-    /* First cycles, until an unlock keeps the lease: the process then
-     * listens for requests.  It does only once its background thread has
-     * read its subscription's confirmation, which a loaded machine delays;
-     * until then an unlock gives the lease back, as it must. */
+    /* A first cycle: the lease is kept cached here. */
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
     gint64 until = nmt_now_ms() + PROMPT_MS;
     do {
-        nm_assert_rc(netmutex_lock(&m), 0);
-        nm_assert_rc(netmutex_unlock(&m), 0);
         nm_assert_rc(netmutex_status(mname, &st), 0);
+        if (!st.cached) { /* not listening yet: kept again next time */
+            nm_assert_rc(netmutex_lock(&m), 0);
+            nm_assert_rc(netmutex_unlock(&m), 0);
+        }
     } while (!st.cached && nmt_now_ms() < until && (nmt_sleep_ms(5), 1));
     g_assert_cmpint(st.cached, ==, 1);
     NmCall *call = nm_call_start(waiter_run, &w);
     g_assert_true(wait_waiters(name, 1));
-    /* Unlocked by the wait, and kept here. */
+    /* Given back by the wait (once registered, it unlocks). */
     until = nmt_now_ms() + PROMPT_MS;
     do {
         nm_assert_rc(netmutex_status(mname, &st), 0);
-    } while (!st.cached && nmt_now_ms() < until && (nmt_sleep_ms(5), 1));
-    g_assert_cmpint(st.held, ==, 1);
-    g_assert_cmpint(st.cached, ==, 1);
+    } while (st.held && nmt_now_ms() < until && (nmt_sleep_ms(5), 1));
+    g_assert_cmpint(st.held, ==, 0);
 
     NmRemote *rem = nm_remote_start(redis, mname, NETMUTEX_NORMAL, 0);
     nm_assert_rc(nm_remote(rem, 'l'), 0);
@@ -653,13 +701,23 @@ static void test_cached_lease_and_waiter(void)
 
 /* ---- quorum mode ---------------------------------------------------------- */
 
+/* The private server's URL (with its credentials: an ACL user's too)
+ * for database DB. */
+static char *url_db(int db)
+{
+    char *url = nm_redis_url(redis);
+    char *with = g_strdup_printf("%s%s%d", url, g_str_has_prefix(url, "unix://") ? "?db=" : "/",
+                                 db);
+    g_free(url);
+    return with;
+}
+
 static void test_quorum_enotsup(void)
 {
     netmutex_cond_t c;
     netmutex_t m;
-    const char *sock = nm_redis_socket(redis);
-    char *url = g_strdup_printf("unix://%s?db=1,unix://%s?db=2,unix://%s?db=3", sock, sock,
-                                sock);
+    char *u1 = url_db(1), *u2 = url_db(2), *u3 = url_db(3);
+    char *url = g_strdup_printf("%s,%s,%s", u1, u2, u3);
     netmutex_config_t cfg = { .url = url };
     char *name = nm_test_name("c");
     char *mname = nm_test_name("m");
@@ -675,6 +733,9 @@ static void test_quorum_enotsup(void)
     nm_assert_rc(netmutex_destroy(&m), 0);
     nm_configure(redis);
     g_free(url);
+    g_free(u1);
+    g_free(u2);
+    g_free(u3);
     g_free(mname);
     g_free(name);
 }
@@ -696,6 +757,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cond/timedwait/signalled-at-timeout-returns-0",
                     test_signalled_at_timeout_returns_0);
     g_test_add_func("/cond/timedwait/leave-answer-lost", test_leave_answer_lost);
+    g_test_add_func("/cond/look/signalled-without-push-wakes", test_signalled_without_push_wakes);
     g_test_add_func("/cond/processes/broadcast", test_broadcast_processes);
     g_test_add_func("/cond/processes/producer-consumer", test_producer_consumer_no_lost_wakeup);
     g_test_add_func("/cond/processes/killed-waiter", test_killed_waiter_swallows_nothing);

@@ -12,7 +12,9 @@
  * settings' validation; a lease the new master lost in a failover reported
  * through the lost callback and unlock's ENOLCK; SENTINEL FAILOVER while
  * processes lock, which resume within a few seconds with no overlap that
- * was not reported to the holder that was overlapped; netmutex(1) running a
+ * was not reported to the holder that was overlapped; condition variables
+ * across a failover, a waiter's registration lost: every wait ends, none
+ * hangs, and signals work on the new master; netmutex(1) running a
  * command, and listing, through the sentinels, passwords masked.
  *
  * Every test ends with netmutex_shutdown (nm_test_finish does for the
@@ -486,6 +488,136 @@ static void test_failover_counter(void)
     nm_topo_free(t);
 }
 
+/* ---- condition variables across a failover -------------------------------- */
+
+/* The key SUFFIX of condition NAME: {c<tag>} where NAME's lock key has
+ * {<tag>}. */
+static char *cond_key(const char *name, const char *suffix)
+{
+    char *lock = nm_lock_key(name);
+    const char *brace = strchr(lock, '{');
+    char *key = g_strdup_printf("%.*s{c%s%s", (int)(brace - lock), lock, brace + 1, suffix);
+    g_free(lock);
+    return key;
+}
+
+static long long cond_llen(NmRedis *node, const char *key)
+{
+    redisReply *r = nm_redis_cmd(node, "LLEN %s", key);
+    long long n = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    freeReplyObject(r);
+    return n;
+}
+
+static bool cond_waiters(NmRedis *node, const char *cw, long long n)
+{
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    while (cond_llen(node, cw) != n && nmt_now_ms() < until)
+        nmt_sleep_ms(5);
+    return cond_llen(node, cw) == n;
+}
+
+static long long cond_keys(NmRedis *node)
+{
+    redisReply *r = nm_redis_cmd(node, "KEYS netmutex:{c*");
+    g_assert_cmpint(r->type, ==, REDIS_REPLY_ARRAY);
+    long long n = (long long)r->elements;
+    freeReplyObject(r);
+    return n;
+}
+
+typedef struct CondWaiter {
+    netmutex_cond_t *c;
+    netmutex_t *m;
+    unsigned int timeout_ms; /* 0: untimed */
+} CondWaiter;
+
+/* One wait; the mutex must be held again when it returns. */
+static int cond_wait_once(void *p)
+{
+    CondWaiter *w = p;
+    struct timespec deadline;
+    int err = netmutex_lock(w->m);
+    if (err)
+        return 100 + err;
+    if (w->timeout_ms) {
+        nm_deadline(&deadline, CLOCK_REALTIME, w->timeout_ms);
+        err = netmutex_cond_timedwait(w->c, w->m, &deadline);
+    } else {
+        err = netmutex_cond_wait(w->c, w->m);
+    }
+    int uerr = netmutex_unlock(w->m);
+    return uerr ? 200 + uerr : err;
+}
+
+/* Waiters wait while the master fails over, one of them with its
+ * registration lost (asynchronous replication: the replica never got it).
+ * Every wait ends -- a spurious wake-up as the failover is noticed, or the
+ * deadline -- with the mutex held again, none hangs; then signal and
+ * broadcast work on the new master, and nothing is left there. */
+static void test_failover_cond(void)
+{
+    enum { TIMED = 2 };
+    NmTopo *t = nm_topo_start(1);
+    netmutex_t m;
+    netmutex_cond_t c;
+    NmCall *calls[TIMED + 1];
+    char *name = nm_test_name("c");
+    char *mname = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    char *cw = cond_key(name, ":cw"), *ch = cond_key(name, ":ch");
+
+    configure(t, nm_ms(3000), 0, 0);
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    CondWaiter untimed = { &c, &m, 0 }, timed = { &c, &m, nm_ms(20000) };
+    calls[0] = nm_call_start(cond_wait_once, &untimed);
+    g_assert_true(cond_waiters(t->node[0], cw, 1));
+    for (int i = 1; i <= TIMED; i++)
+        calls[i] = nm_call_start(cond_wait_once, &timed);
+    g_assert_true(cond_waiters(t->node[0], cw, TIMED + 1));
+    nm_topo_wait_synced(t);
+    /* The first waiter's registration never reached the replica. */
+    NmRedis *replica = nm_topo_replica(t);
+    nm_redis_ok(replica, "CONFIG SET replica-read-only no");
+    redisReply *r = nm_redis_cmd(replica, "LPOP %s", cw);
+    g_assert_cmpint(r->type, ==, REDIS_REPLY_STRING);
+    nm_redis_ok(replica, "HDEL %s %s", ch, r->str);
+    freeReplyObject(r);
+
+    gint64 start = nmt_now_ms();
+    NmRedis *master = nm_topo_failover(t);
+    for (int i = 0; i <= TIMED; i++) {
+        int rc = nm_call_wait(calls[i], PROMPT_MS);
+        g_test_message("waiter %d: %s after %lld ms", i, netmutex_errname(rc),
+                       (long long)(nmt_now_ms() - start));
+        g_assert_true(rc == 0 || (i > 0 && rc == ETIMEDOUT));
+    }
+
+    /* Signal and broadcast on the new master. */
+    calls[0] = nm_call_start(cond_wait_once, &untimed);
+    g_assert_true(cond_waiters(master, cw, 1));
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    nm_assert_rc(nm_call_wait(calls[0], PROMPT_MS), 0);
+    for (int i = 0; i < TIMED; i++)
+        calls[i] = nm_call_start(cond_wait_once, &untimed);
+    g_assert_true(cond_waiters(master, cw, TIMED));
+    nm_assert_rc(netmutex_cond_broadcast(&c), 0);
+    for (int i = 0; i < TIMED; i++)
+        nm_assert_rc(nm_call_wait(calls[i], PROMPT_MS), 0);
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    while (cond_keys(master) != 0 && nmt_now_ms() < until)
+        nmt_sleep_ms(20);
+    g_assert_cmpint(cond_keys(master), ==, 0);
+
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_assert_rc(netmutex_shutdown(), 0);
+    g_free(cw);
+    g_free(ch);
+    g_free(mname);
+    g_free(name);
+    nm_topo_free(t);
+}
+
 /* ---- netmutex(1) --------------------------------------------------------- */
 
 /* Runs the tool with ARGS; its exit status, its output in *OUT and *ERR. */
@@ -562,6 +694,7 @@ int main(int argc, char **argv)
     g_test_add_func("/sentinel/replicas/short", test_replicas_short);
     g_test_add_func("/sentinel/failover/lost-lease", test_failover_lost_lease);
     g_test_add_func("/sentinel/failover/counter", test_failover_counter);
+    g_test_add_func("/sentinel/failover/cond", test_failover_cond);
     /* Last: g_spawn may leave GLib threads behind, and no test forks after
      * this one. */
     g_test_add_func("/sentinel/tool/cli", test_cli);

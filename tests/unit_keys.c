@@ -2,8 +2,8 @@
  * unit_keys.c -- the Redis keys of a mutex (src/server/keys.c), without a server:
  * the {<16-hex FNV-1a>} hash tag against published FNV-1a values and the
  * example of docs/deployment.md, the layout of the lock key and of a waiter's grant
- * list, binary names, the one-slot promise of Redis Cluster mode, and
- * which keys a listing takes for lock keys.
+ * list, binary names, the one-slot promise of Redis Cluster mode, which
+ * keys a listing takes for lock keys, and a condition's keys.
  */
 #include "ac_config.h"
 
@@ -245,6 +245,41 @@ static void test_match(void)
     free(m);
 }
 
+/* A condition's keys (docs/deployment.md): {c<tag>}, then :cw, :cs, :ch
+ * and the waiter's :cg:<token>, all in one slot, none a mutex's; the CG
+ * of another waiter, built from the keys alone, is what that waiter
+ * builds for itself. */
+static void test_cond(void)
+{
+    nm_config_t cfg = config_with_prefix("netmutex:");
+    static const char *const want[NM_CKEY_COUNT] = {
+        "netmutex:{c41b90dde29446fdd}jobs:cw", "netmutex:{c41b90dde29446fdd}jobs:cs",
+        "netmutex:{c41b90dde29446fdd}jobs:ch",
+        "netmutex:{c41b90dde29446fdd}jobs:cg:0123456789abcdef0123456789abcdef"
+    };
+    char *keys, *other, *g;
+    size_t lens[NM_CKEY_COUNT], olens[NM_CKEY_COUNT], glen;
+
+    g_assert_cmpint(nm_keys_cond(&cfg, "jobs", 4, token, &keys, lens), ==, 0);
+    unsigned int slot = nm_slot_of(want[0], strlen(want[0]));
+    for (int i = 0; i < NM_CKEY_COUNT; i++) {
+        const char *k = nm_keys_cond_get(keys, lens, (nm_ckey_t)i);
+        g_assert_cmpuint(lens[i], ==, strlen(want[i]));
+        g_assert_cmpstr(k, ==, want[i]);
+        g_assert_cmpuint(nm_slot_of(k, lens[i]), ==, slot);
+    }
+    /* A signaller's keys have no CG; it builds the chosen waiter's. */
+    g_assert_cmpint(nm_keys_cond(&cfg, "jobs", 4, NULL, &other, olens), ==, 0);
+    g_assert_cmpuint(olens[NM_CKEY_GRANT], ==, 0);
+    g = nm_keys_cond_grant_for(other, olens, token, NM_TOKEN_LEN, &glen);
+    g_assert_nonnull(g);
+    g_assert_cmpmem(g, glen, want[NM_CKEY_GRANT], strlen(want[NM_CKEY_GRANT]));
+    g_assert_null(nm_keys_cond_grant_for(other, olens, token, NM_TOKEN_LEN - 1, &glen));
+    free(g);
+    free(other);
+    free(keys);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -259,5 +294,6 @@ int main(int argc, char **argv)
     g_test_add_func("/unit/keys/full-from-kept", test_full_from_kept);
     g_test_add_func("/unit/keys/list/name-of", test_name_of);
     g_test_add_func("/unit/keys/list/match", test_match);
+    g_test_add_func("/unit/keys/cond", test_cond);
     return g_test_run();
 }

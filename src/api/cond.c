@@ -3,17 +3,22 @@
  * argument checks, a condition's process-local record, and the wait.
  *
  * A wait, in order (server/condvar.h does each step on the server):
- *   1. register as a waiter while the caller still holds the mutex: its
- *      key CK, a lease of its own, starts being renewed (renew.h);
- *   2. unlock the mutex: from now on a signaller that holds the mutex
- *      runs its signal after the registration, so it cannot miss it;
+ *   1. register as a waiter while the caller still holds the mutex, its
+ *      entry living a lease past each look;
+ *   2. unlock the mutex once the registration ran: from then on a
+ *      signaller that holds the mutex runs its signal after the
+ *      registration, so it cannot miss it.  The lease goes back to the
+ *      servers (never kept cached: the next locker is likely the
+ *      signaller, in another process perhaps), and the registration
+ *      rides with its release (mutex.h): one round trip for both;
  *   3. block on the waiter's own list until a signal, the deadline, or a
- *      ceiling of one lease, after which it looks (passing on the signals
- *      of waiters that died after they were chosen) and blocks again;
- *   4. leave: the server says whether it had been signalled, which makes
- *      a wait that timed out as the signal came return 0 (it consumed
- *      the signal: a signal must not vanish);
- *   5. lock the mutex again, whatever happened (POSIX), passing its
+ *      third of the lease, after which it looks (which keeps its entry
+ *      alive, passes on the signals of waiters that died after they were
+ *      chosen, and tells a signal whose push never came) and blocks again;
+ *   4. leave, which tells whether it had been signalled (a wait that timed
+ *      out as the signal came returns 0: it consumed the signal, which must
+ *      not vanish), riding with
+ *   5. the lock of the mutex again, whatever happened (POSIX), passing its
  *      EOWNERDEAD on.
  * A wake-up is only a hint: the caller's own lock request re-takes the
  * mutex, and the caller re-checks its predicate.  A server that fails
@@ -32,7 +37,6 @@
 #include "condvar.h"
 #include "mutex.h"
 #include "opaque.h"
-#include "renew.h"
 
 /* A server that could not be reached makes a spurious wake-up after this
  * pause, so that a caller looping on its predicate does not spin. */
@@ -161,67 +165,156 @@ int netmutex_cond_destroy(netmutex_cond_t *c)
 
 /* ---- waiting ------------------------------------------------------------ */
 
-/* The waiter's CK is renewed while it waits, as a held lease is. */
-static int track(nm_waiter_t *w, const cond_rec_t *r)
+/* A waiter looks this many times a lease: its entry lives a lease past
+ * each look (condvar.h), so one late look does not make it dead. */
+#define LOOK_PARTS 3
+
+/* How long W blocks before it looks, from now, and not past DEADLINE. */
+static int64_t block_until(const nm_waiter_t *w, int64_t deadline)
 {
-    nm_watch_opts_t opts = { .autorenew = 1 };
-    return nm_renew_track(&w->lease, r->name, &opts);
+    return NM_MIN(deadline, nm_now_ms() + NM_MAX((int64_t)w->lease_ms / LOOK_PARTS, 1));
 }
 
-/* Step 3: 0 when signalled (or woken spuriously), ETIMEDOUT. */
-static int block(nm_waiter_t *w, int64_t deadline)
+/* Step 3: 0 when signalled (or woken spuriously), ETIMEDOUT.  SENT_UNTIL:
+ * the first BLPOP went with the registration, until then (0: none). */
+static int block(nm_waiter_t *w, int64_t deadline, int64_t sent_until)
 {
-    int64_t ceiling = w->lease.lease_ms;
+    long long look;
     for (;;) {
-        int64_t until = NM_MIN(deadline, nm_now_ms() + ceiling);
-        int err = nm_cond_block(w, until);
+        int err = sent_until ? nm_cond_await(w, sent_until)
+                             : nm_cond_block(w, block_until(w, deadline));
+        sent_until = 0;
         if (err != ETIMEDOUT)
             return 0; /* a signal, or the server failed: a wake-up */
         if (nm_remaining_ms(deadline) == 0)
             return ETIMEDOUT;
-        /* A waiter whose CK expired is passed over by signals: it wakes
-         * (spuriously) rather than wait for none. */
-        if (nm_renew_lost(&w->lease) || nm_cond_look(w) == NM_ECONN)
+        /* Signalled without a push, passed over (its entry expired: it
+         * was paused, say), or the server failed: it wakes. */
+        if (nm_cond_run(w, NM_COND_LOOK, &look) != 0 || look != 0)
             return 0;
     }
 }
 
-/* The server could not be reached to register: a spurious wake-up after
- * a pause without the mutex (ETIMEDOUT if the deadline came first). */
-static int unreachable(netmutex_t *m, int64_t deadline)
+/* The mutex could not be given back with the waiter registered: a
+ * spurious wake-up after a pause, so that a caller looping on its
+ * predicate does not spin against a server that fails (ETIMEDOUT if the
+ * deadline came first; ENOLCK if the lease had been lost).  M is
+ * unlocked (UNLOCKED, the unlock's answer UERR) or not. */
+static int wake_spuriously(netmutex_t *m, int unlocked, int uerr, int64_t deadline)
 {
-    int err = netmutex_unlock(m);
+    if (!unlocked)
+        uerr = netmutex_unlock(m);
     nm_sleep_ms(NM_MIN(nm_remaining_ms(deadline), UNREACHABLE_PAUSE_MS));
     int lerr = netmutex_lock(m);
     if (lerr)
         return lerr;
-    if (err == ENOLCK)
+    if (uerr == ENOLCK)
         return ENOLCK;
     return nm_remaining_ms(deadline) == 0 ? ETIMEDOUT : 0;
+}
+
+/* Steps 1 and 2: 0 once W is registered and M unlocked (*UERR the
+ * unlock's answer), else the registration's error, M then unlocked if
+ * *UNLOCKED (*UERR) or still held.  The first BLPOP, until *SENT_UNTIL,
+ * may go in the same write (0: it did not). */
+static int register_unlock(nm_waiter_t *w, netmutex_t *m, int64_t deadline, int *unlocked,
+                           int *uerr, int64_t *sent_until)
+{
+    nm_script_call_t call;
+    nm_trailer_t blpop;
+    long long ignored;
+    int rode = 0, err;
+    int64_t until = block_until(w, deadline);
+    *unlocked = 0;
+    *sent_until = 0;
+    if (nm_cond_may_ride(w)) {
+        nm_cond_request(w, NM_COND_REGISTER, &call);
+        int trail = nm_cond_block_request(w, until, &blpop) == 0;
+        *uerr = nm_mutex_unlock_riding(m, &call, trail ? &blpop : NULL, &rode);
+        *unlocked = rode;
+        err = rode && call.sent ? nm_cond_rode(w, &call, &ignored) : NM_ECONN;
+        if (rode && trail && blpop.pending) {
+            if (err || *uerr == ENOLCK)
+                nm_cond_abandon(w); /* nothing to wait for */
+            else
+                *sent_until = until;
+        }
+        if (rode)
+            return err; /* NM_ECONN: the registration never went */
+    }
+    err = nm_cond_run(w, NM_COND_REGISTER, &ignored);
+    if (err)
+        return err;
+    *uerr = nm_mutex_unlock_riding(m, NULL, NULL, &rode);
+    if (!rode)
+        *uerr = netmutex_unlock(m);
+    *unlocked = 1;
+    return 0;
+}
+
+/* Whether a request that failed with ERR may not have reached the server
+ * that keeps the condition now: a connection that broke (a failover, say)
+ * or a slot whose keys stayed split. */
+static int unreached(int err)
+{
+    return err == NM_ECONN || err == NM_EUNDIALED || err == NM_ETRYAGAIN;
+}
+
+/* Steps 4 and 5: W leaves with OP (NM_COND_LEAVE_PASS: a signal it got
+ * goes on), *SIGNALLED whether it had been signalled; M locked again.
+ * The lock's answer.  A leave that could not reach the server goes again
+ * once the lock did (it waits through outages): its entry would otherwise
+ * live on a lease, taking a signal meant for a waiter. */
+static int leave_lock(nm_waiter_t *w, netmutex_t *m, nm_cond_op_t op, int *signalled)
+{
+    nm_script_call_t call;
+    long long v = 0;
+    int rode, err, left, maybe = 0;
+    nm_cond_request(w, op, &call);
+    err = nm_mutex_lock_riding(m, &call, &rode);
+    if (rode && call.sent) {
+        left = nm_cond_rode(w, &call, &v);
+        /* Its answer lost: it may have taken the signal (nm_cond_run). */
+        maybe = left == NM_ECONN;
+    } else {
+        left = nm_cond_run(w, op, &v);
+        if (!rode)
+            err = netmutex_lock(m);
+    }
+    if (unreached(left) && (err == 0 || err == EOWNERDEAD))
+        left = nm_cond_run(w, op, &v);
+    *signalled = left == 0 && (v == 1 || maybe);
+    return err;
 }
 
 /* Steps 1 to 5 for the calling thread, which holds M. */
 static int wait_on(const cond_rec_t *r, netmutex_t *m, unsigned int lease_ms, int64_t deadline)
 {
     nm_waiter_t w;
-    int signalled, err = nm_cond_register(&w, r->name, r->name_len, lease_ms);
-    if (err == NM_ECONN || err == NM_EUNDIALED || err == NM_ETRYAGAIN)
-        return unreachable(m, deadline);
+    long long ignored;
+    int signalled, unlocked, uerr = 0;
+    int err = nm_cond_waiter(&w, r->name, r->name_len, lease_ms);
     if (err)
         return err;
-    err = track(&w, r);
+    int64_t sent_until;
+    err = register_unlock(&w, m, deadline, &unlocked, &uerr, &sent_until);
+    if (unreached(err) || (err && unlocked)) {
+        /* It may have registered all the same (its reply was lost). */
+        nm_cond_run(&w, NM_COND_LEAVE, &ignored);
+        nm_cond_waiter_free(&w);
+        return wake_spuriously(m, unlocked, uerr, deadline);
+    }
     if (err) {
-        nm_cond_leave(&w, 1, &signalled);
+        nm_cond_waiter_free(&w);
         return err;
     }
     /* EIO: released here, and the key expires by itself; we wait. */
-    int res = netmutex_unlock(m) == ENOLCK ? ENOLCK : block(&w, deadline);
-    nm_renew_untrack(&w.lease);
-    nm_cond_leave(&w, res == ENOLCK, &signalled);
+    int res = uerr == ENOLCK ? ENOLCK : block(&w, deadline, sent_until);
+    err = leave_lock(&w, m, res == ENOLCK ? NM_COND_LEAVE_PASS : NM_COND_LEAVE, &signalled);
+    nm_cond_waiter_free(&w);
     if (signalled && res == ETIMEDOUT)
         res = 0;
-    int lerr = netmutex_lock(m);
-    return lerr ? lerr : res;
+    return err ? err : res;
 }
 
 static int cond_wait(netmutex_cond_t *c, netmutex_t *m, int64_t deadline)

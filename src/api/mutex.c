@@ -495,9 +495,10 @@ static int granted(nm_entry_t *e, netmutex_t *m, const nm_lease_t *lease)
 }
 
 /* E is ACQUIRING for the calling thread: a lease from the servers, after
- * giving back a stale cached one. */
+ * giving back a stale cached one; RIDER (or NULL) with the first request
+ * (lease.h). */
 static int acquire_remote(nm_entry_t *e, netmutex_t *m, nm_lease_t *stale, nm_wait_t wait,
-                          int64_t deadline)
+                          int64_t deadline, nm_script_call_t *rider)
 {
     nm_lease_t lease;
     /* The stale lease goes back within the caller's bound: a trylock may
@@ -508,8 +509,8 @@ static int acquire_remote(nm_entry_t *e, netmutex_t *m, nm_lease_t *stale, nm_wa
                                                     : deadline);
     unsigned int flags = (NM_M_FLAGS(m) & FLAG_ROBUST ? NM_LEASE_ROBUST : 0) |
                          (cache_allowed(m) ? NM_LEASE_CACHE : 0);
-    int err = nm_lease_acquire(&lease, e->name, e->name_len, NM_M_LEASE_MS(m), flags, wait,
-                               deadline);
+    int err = nm_lease_acquire_riding(&lease, e->name, e->name_len, NM_M_LEASE_MS(m), flags,
+                                      wait, deadline, rider);
     if (!err)
         err = start_watching(m, e, &lease);
 
@@ -540,7 +541,7 @@ static int acquire(netmutex_t *m, nm_wait_t wait, int64_t deadline)
         return err;
     }
     pthread_mutex_unlock(&e->mu);
-    return acquire_remote(e, m, &stale, wait, deadline);
+    return acquire_remote(e, m, &stale, wait, deadline, NULL);
 }
 
 int netmutex_lock(netmutex_t *m)
@@ -594,10 +595,10 @@ int nm_mutex_wait_check(netmutex_t *m, unsigned int *lease_ms)
     return err;
 }
 
-/* Under e->mu, leaving it: E's lease goes back to the servers.  E stays
- * busy (RELEASING) meanwhile, so no local thread starts a round trip that
- * can only find the key still set. */
-static int release(nm_entry_t *e, int fair)
+/* Under e->mu, leaving it: E's lease goes back to the servers, RIDER (or
+ * NULL) first and TRAILER (or NULL) last (lease.h).  E stays busy (RELEASING) meanwhile, so no local
+ * thread starts a round trip that can only find the key still set. */
+static int release(nm_entry_t *e, int fair, nm_script_call_t *rider, nm_trailer_t *trailer)
 {
     nm_lease_t lease;
     int unrecoverable = e->hold.inconsistent;
@@ -610,7 +611,7 @@ static int release(nm_entry_t *e, int fair)
     /* A lease declared lost by the clock may still be ours at the server
      * (it was paused, not expired): the owner-checked release deletes it
      * then, and nothing otherwise.  Either way the caller learns ENOLCK. */
-    int err = nm_lease_release(&lease, unrecoverable);
+    int err = nm_lease_release_riding(&lease, unrecoverable, NM_FOREVER, rider, trailer);
     if (lost && err == 0)
         err = ENOLCK;
 
@@ -638,10 +639,48 @@ int netmutex_unlock(netmutex_t *m)
         e->reserved = fair && e->waiters > 0;
         nm_entry_keep(e);
     } else {
-        return nm_errno_public(release(e, fair));
+        return nm_errno_public(release(e, fair, NULL, NULL));
     }
     pthread_mutex_unlock(&e->mu);
     return 0;
+}
+
+int nm_mutex_unlock_riding(netmutex_t *m, nm_script_call_t *rider, nm_trailer_t *trailer,
+                           int *rode)
+{
+    nm_entry_t *e;
+    *rode = 0;
+    int err = lock_if_owner(m, &e);
+    if (err)
+        return err;
+    if (e->hold.depth != 1 || may_hand_off(e)) {
+        pthread_mutex_unlock(&e->mu);
+        return 0;
+    }
+    e->hold.depth = 0;
+    *rode = 1;
+    return nm_errno_public(release(e, is_fair(e->hold.handle), rider, trailer));
+}
+
+int nm_mutex_lock_riding(netmutex_t *m, nm_script_call_t *rider, int *rode)
+{
+    nm_entry_t *e;
+    *rode = 0;
+    int err = handle_entry(m, &e);
+    if (err)
+        return err;
+    pthread_mutex_lock(&e->mu);
+    /* Only a name nobody here holds, keeps or waits for goes to the
+     * servers at once (acquire() says the rest). */
+    if (e->state != NM_FREE || e->waiters > 0) {
+        pthread_mutex_unlock(&e->mu);
+        return 0;
+    }
+    nm_entry_acquiring(e);
+    pthread_mutex_unlock(&e->mu);
+    nm_lease_t stale = { 0 };
+    *rode = 1;
+    return nm_errno_public(acquire_remote(e, m, &stale, NM_WAIT, NM_FOREVER, rider));
 }
 
 /* ---- robustness, leases and fences ---------------------------------------- */

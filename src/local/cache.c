@@ -499,10 +499,14 @@ static int64_t sweep(int64_t now)
     pthread_mutex_lock(&sweep_lock);
     int64_t next = sweep_all(now, 0, UNLIST_LINGERED);
     pthread_mutex_unlock(&sweep_lock);
-    /* Listed names are looked at again within the linger, to unlist them. */
+    /* Listed names are looked at again within the linger, to unlist them,
+     * and as often as a lease cached meanwhile would need to be marked
+     * idle: an unlock that keeps one then need not wake the thread (one
+     * that goes back to the servers right after, by a condition's wait,
+     * would make every cached unlock a wake-up otherwise). */
     pthread_mutex_lock(&list_lock);
     if (listed)
-        next = NM_MIN(next, now + LISTEN_LINGER_MS);
+        next = NM_MIN(next, now + IDLE_MARK_MS);
     pthread_mutex_unlock(&list_lock);
     return __atomic_load_n(&sweep_due, __ATOMIC_ACQUIRE) ? now : next;
 }

@@ -1,9 +1,15 @@
--- grant.lua: push a grant to the queued waiter a release or an acquire
--- reserved the lock for (lib.lua, Grants); its BLPOP returns, and it
--- confirms the grant with a request of its own.
--- KEYS G of that waiter; ARGV[1] its claim in ms (the list lives as long:
--- a waiter that died never pops it).
--- Returns 1.
-redis.call('RPUSH', KEYS[1], '1')
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return 1
+-- grant.lua: push wake-up hints, each to a list a waiter blocks on with
+-- BLPOP: the grant to the queued waiter a release or an acquire reserved
+-- the lock for (lib.lua, Grants), or the wake-up of condition waiters a
+-- signal chose (cond.lua 'r').  The waiter trusts none of it: it confirms
+-- with a request of its own.
+-- KEYS the lists (one slot); ARGV[i] how long KEYS[i] lives, in ms (the
+-- grant's claim, the waiter's lease: one that died never pops it), or
+-- ARGV[1] for every list when it is the only one.
+-- Returns how many lists it pushed to.
+-- @nolib
+for i, key in ipairs(KEYS) do
+  redis.call('RPUSH', key, '1')
+  redis.call('PEXPIRE', key, ARGV[i] or ARGV[1])
+end
+return #KEYS

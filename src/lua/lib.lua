@@ -68,21 +68,28 @@
 -- never takes one for a lock.  Nothing is left once every waiter left:
 --   CW <prefix>{c<tag>}<name>:cw        list: tokens of the waiters not
 --                                      signalled yet, in arrival order; PX
---                                      three leases of the latest waiter to
---                                      register or look (gone once a dead
---                                      waiter's last look is that old)
+--                                      one and a half to three leases of
+--                                      the latest waiter to register or look
+--                                      (gone once a dead waiter's last look
+--                                      is that old)
 --   CS <prefix>{c<tag>}<name>:cs        list: tokens of signalled waiters
 --                                      that have not left yet; PX as CW
---   CK <prefix>{c<tag>}<name>:ck:<t>    waiter t: "<t><s>", s 'w' waiting or
---                                      's' signalled; PX = the waiter's
---                                      lease, renewed by the renewal job as
---                                      a lock key (renew.lua: a value that
---                                      starts with its token)
+--   CH <prefix>{c<tag>}<name>:ch        hash: token t -> "<s>:<expires>:<lease>"
+--                                      for each waiter, s 'w' waiting or 's'
+--                                      signalled, expires the server's time
+--                                      in ms past which the waiter counts as
+--                                      dead (its registration or latest look
+--                                      plus its lease: a live waiter looks
+--                                      every third of it); PX as CW
 --   CG <prefix>{c<tag>}<name>:cg:<t>    list: "1" pushed when waiter t is
---                                      signalled; it waits with BLPOP
--- Only the caller's own CK and CG are declared; the others, found in CW
--- and CS, share their slot (a migration of that slot makes the script
--- refuse them as "non local": TRYAGAIN, retried).
+--                                      signalled; it waits with BLPOP; PX
+--                                      the waiter's lease
+-- Every key a script reads or writes is declared but one: a signal wakes
+-- the waiter it chose with a push on that waiter's CG, which its caller
+-- could not name.  Wake-ups: as with Grants below, on a single server the
+-- script pushes itself (cond.lua 'h'); in a Redis Cluster it returns the
+-- tokens, and its caller pushes with grant.lua, which declares each CG (a
+-- hint either way: the choice is made, atomically, in CS and CH).
 
 -- Fences.  A fence is this server's clock in microseconds when the lock was
 -- taken, raised above the slot's floor P if the clock is not past it, and

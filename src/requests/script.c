@@ -114,3 +114,58 @@ int nm_script_run(redisContext *c, nm_script_t id, int nkeys, int nargs,
     }
     return err;
 }
+
+/* Reads the reply to CALL, sent on C, into its fields. */
+static void take(redisContext *c, nm_script_call_t *call, int64_t deadline)
+{
+    call->reply = NULL;
+    call->err = nm_get_reply(c, deadline, &call->reply);
+}
+
+int nm_script_run_pair(redisContext *c, nm_script_call_t *first, nm_script_call_t *second,
+                       nm_trailer_t *trailer, int64_t deadline)
+{
+    nm_script_call_t *both[2] = { first, second };
+    int err = 0;
+    for (int i = 0; i < 2 && !err; i++)
+        err = nm_script_append(c, both[i]->id, both[i]->nkeys, both[i]->nargs, both[i]->argv,
+                               both[i]->lens);
+    if (!err && trailer &&
+        redisAppendCommandArgv(c, trailer->argc, trailer->argv, trailer->lens) != REDIS_OK)
+        err = NM_ECONN;
+    if (!err)
+        err = nm_send(c, deadline);
+    first->reply = second->reply = NULL;
+    first->sent = second->sent = 1;
+    if (err) {
+        /* Either may have gone out, or half a pipeline waits in C's
+         * buffer: the connection is not to be used again. */
+        first->err = second->err = NM_ECONN;
+        return NM_ECONN;
+    }
+    take(c, first, deadline);
+    if (first->err != NM_ECONN)
+        take(c, second, deadline);
+    else
+        second->err = NM_ECONN;
+    if (second->err == NM_ECONN)
+        return NM_ECONN;
+    if (trailer && second->err == ENOENT) {
+        /* Nothing more can be asked on C before the trailer's answer:
+         * SECOND, which did not run, goes again on another connection. */
+        second->err = NM_ECONN;
+        return NM_ECONN;
+    }
+    if (trailer) {
+        /* FIRST's ENOENT, if any, is the caller's to see (and to drop C,
+         * trailer and all). */
+        trailer->pending = 1;
+        return 0;
+    }
+    if (first->err == ENOENT && (err = nm_script_load(c, first->id, deadline)) == NM_ECONN)
+        return NM_ECONN;
+    if (second->err == ENOENT)
+        second->err = nm_script_run(c, second->id, second->nkeys, second->nargs, second->argv,
+                                    second->lens, deadline, &second->reply);
+    return second->err == NM_ECONN ? NM_ECONN : 0;
+}

@@ -20,7 +20,7 @@ static const char *const commands[] = {
     "+evalsha", "+script|load",
     "+get", "+set", "+del", "+pexpire", "+pttl", "+time",
     "+rpush", "+lpop", "+lrem", "+llen",
-    "+hget", "+hset", "+hdel", "+hlen",
+    "+hget", "+hset", "+hdel", "+hlen", "+lrange", "+hexists",
     "+publish", "+spublish", "+cluster|keyslot",
     /* a queued waiter's grant (lease.c) */
     "+blpop",

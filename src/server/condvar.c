@@ -1,14 +1,25 @@
 /*
  * condvar.c -- one condition variable on the server (condvar.h): every request
  * is cond.lua on the calling thread's connection (in a Redis Cluster, on
- * the node of the condition's slot), and a waiter blocks with BLPOP on its
- * own signal list there.
+ * the node of the condition's slot), by itself or riding with a request of
+ * the mutex (lease.h), and a waiter blocks with BLPOP on its own list
+ * there.
  *
  * The condition's keys share their own slot, never the mutex's: a wait is
  * made atomic with the mutex's release by order, not by one script.  The
  * waiter registers while it still holds the mutex and unlocks only once
- * the server answered, so a signaller that holds the mutex afterwards runs
- * its signal after the registration.  No request needs two slots.
+ * the registration ran, so a signaller that holds the mutex afterwards
+ * runs its signal after the registration.  Riding keeps that order: on one
+ * server both go in one write and the server runs them in turn, in a
+ * cluster the registration runs first by itself.  No request needs two
+ * slots.
+ *
+ * Wake-ups.  A signal wakes the waiter it chose with a push on the
+ * waiter's CG, a key the signaller could not declare.  On one server,
+ * where no slot can be migrating, cond.lua pushes itself ('h'); in a
+ * cluster it returns the waiters, and the caller pushes with grant.lua,
+ * which declares their lists (lib.lua).  A push that never comes costs the
+ * waiter its wait until its next look.
  */
 #include "nm.h"
 
@@ -24,12 +35,18 @@
 #include "config.h"
 #include "conn.h"
 #include "reply.h"
-#include "script.h"
+#include "sentinel.h"
 
-/* CW and CS live this many of the waiter's leases after its latest look
- * (it looks at least once a lease): a list only dead waiters used goes
- * away by itself. */
+/* CW, CS and CH live this many of the waiter's leases after its latest
+ * look (it looks three times a lease): a condition only dead waiters used
+ * goes away by itself. */
 #define LIST_LEASES 3
+/* Wake-ups pushed by one grant.lua call (its KEYS and ARGV). */
+#define WAKE_BATCH 128
+
+/* The connection to server 0 on which this thread last ran cond.lua
+ * (nm_conn_serial): that server has it, so a registration may ride. */
+static __thread unsigned long script_known_on;
 
 /* After a request: a broken connection is dropped (cluster.c drops a
  * node's itself), and the server's state reported (conn.h). */
@@ -47,141 +64,222 @@ static int note(nm_config_t *cfg, int err)
     return err;
 }
 
-/* Runs cond.lua with NKEYS of KEYS (lengths LENS) and the NARGS ARGS,
- * within the I/O timeout, on the node of the keys' slot. */
-static int run(nm_config_t *cfg, const char *keys, const size_t *lens, int nkeys,
-               const char **args, int nargs, long long *result)
+/* Whether CFG talks to a cluster (known once server 0 was dialed: this
+ * asks it if need be, within the I/O timeout). */
+static int in_cluster(nm_config_t *cfg)
 {
-    const char *argv[NM_CKEY_COUNT + 4];
-    size_t alens[NM_CKEY_COUNT + 4];
+    int on;
+    nm_cluster_mode(cfg, nm_now_ms() + cfg->io_timeout_ms, &on);
+    return on;
+}
+
+/* Runs CALL by itself, within the I/O timeout, on the node of its first
+ * key's slot; its outcome in its fields.  Returns its error. */
+static int run_call(nm_config_t *cfg, nm_script_call_t *call)
+{
     int64_t deadline = nm_now_ms() + cfg->io_timeout_ms;
     redisContext *c;
-    redisReply *r;
-    int on, sent;
-    for (int i = 0; i < nkeys; i++) {
-        argv[i] = nm_keys_cond_get(keys, lens, (nm_ckey_t)i);
-        alens[i] = lens[i];
-    }
-    for (int i = 0; i < nargs; i++) {
-        argv[nkeys + i] = args[i];
-        alens[nkeys + i] = strlen(args[i]);
-    }
+    int on;
+    call->reply = NULL;
+    call->sent = 0;
     int err = nm_cluster_mode(cfg, deadline, &on);
-    if (!err && on)
-        err = nm_cluster_script(cfg, argv[0], alens[0], NM_SCRIPT_COND, nkeys, nkeys + nargs,
-                                argv, alens, deadline, &r, &sent);
-    else if (!err && (err = nm_conn_get(cfg, 0, deadline, &c)) == 0)
-        err = nm_script_run(c, NM_SCRIPT_COND, nkeys, nkeys + nargs, argv, alens, deadline, &r);
-    err = note(cfg, err);
+    if (!err && on) {
+        err = nm_cluster_script(cfg, call->argv[0], call->lens[0], call->id, call->nkeys,
+                                call->nargs, call->argv, call->lens, deadline, &call->reply,
+                                &call->sent);
+    } else if (!err && (err = nm_conn_get(cfg, 0, deadline, &c)) == 0) {
+        call->sent = 1;
+        err = nm_script_run(c, call->id, call->nkeys, call->nargs, call->argv, call->lens,
+                            deadline, &call->reply);
+    }
+    call->err = note(cfg, err);
+    return call->err;
+}
+
+/* The waiters REPLY names from index AT on (cond.lua 'r': token, lease,
+ * ...) are woken with grant.lua on their lists, CW's KEYS[0] telling the
+ * condition.  A hint: a failure is theirs to make up for at their next
+ * look, and not reported. */
+static void wake(nm_config_t *cfg, const char *keys, const size_t *lens, const redisReply *r,
+                 size_t at)
+{
+    const char *argv[2 * WAKE_BATCH], *leases[WAKE_BATCH];
+    size_t alens[2 * WAKE_BATCH], list_lens[WAKE_BATCH], lease_lens[WAKE_BATCH];
+    char *lists[WAKE_BATCH];
+    while (at + 1 < r->elements) {
+        int n = 0;
+        for (; n < WAKE_BATCH && at + 1 < r->elements; at += 2) {
+            const char *token;
+            size_t token_len;
+            if (nm_reply_string(r->element[at], &token, &token_len) == 0 &&
+                nm_reply_string(r->element[at + 1], &leases[n], &lease_lens[n]) == 0 &&
+                (lists[n] = nm_keys_cond_grant_for(keys, lens, token, token_len,
+                                                   &list_lens[n])) != NULL)
+                n++;
+        }
+        for (int i = 0; i < n; i++) {
+            argv[i] = lists[i];
+            alens[i] = list_lens[i];
+            argv[n + i] = leases[i];
+            alens[n + i] = lease_lens[i];
+        }
+        nm_script_call_t call = { NM_SCRIPT_GRANT, n, 2 * n, argv, alens, 0, 0, NULL };
+        if (n > 0 && run_call(cfg, &call) == 0)
+            freeReplyObject(call.reply);
+        for (int i = 0; i < n; i++)
+            free(lists[i]);
+    }
+}
+
+/* CALL's outcome, a cond.lua request on condition KEYS: its result in
+ * *RESULT; the waiters it signalled woken.  Frees the reply. */
+static int take(nm_config_t *cfg, const char *keys, const size_t *lens, nm_script_call_t *call,
+                long long *result)
+{
+    int err = call->err;
+    *result = 0;
     if (err)
         return err;
-    err = nm_reply_integer(r, result);
+    redisReply *r = call->reply;
+    call->reply = NULL;
+    err = nm_reply_integers(r, result, 1);
+    if (!err) {
+        if (!nm_cluster_on(cfg))
+            script_known_on = nm_conn_serial(cfg, 0);
+        wake(cfg, keys, lens, r, 1);
+    }
     freeReplyObject(r);
     return err;
 }
 
-/* run(), once more after a broken connection: the cached one may be stale
- * (a restarted server, CLIENT KILL).  Every operation may run twice: a
- * waiter registered twice is signalled once, and a signal sent twice is a
- * spurious wake-up at worst.  *RETRIED (if not NULL): the first attempt
- * broke off unanswered, so it may have been applied. */
-static int run_twice(nm_config_t *cfg, const char *keys, const size_t *lens, int nkeys,
-                     const char **args, int nargs, long long *result, int *retried)
+/* Builds cond.lua's call in ARGV and ALENS: NKEYS of KEYS (lengths LENS),
+ * operation OP, the lists' life from LEASE_MS, then NEXTRA more words. */
+static int build(nm_config_t *cfg, const char *keys, const size_t *lens, int nkeys,
+                 const char *op, char *ttl, size_t ttl_size, unsigned int lease_ms,
+                 const char **argv, size_t *alens)
 {
-    int err = run(cfg, keys, lens, nkeys, args, nargs, result);
-    if (retried)
-        *retried = err == NM_ECONN;
-    if (err == NM_ECONN)
-        err = run(cfg, keys, lens, nkeys, args, nargs, result);
-    return err;
+    snprintf(ttl, ttl_size, "%llu", (unsigned long long)lease_ms * LIST_LEASES);
+    for (int i = 0; i < nkeys; i++) {
+        argv[i] = nm_keys_cond_get(keys, lens, (nm_ckey_t)i);
+        alens[i] = lens[i];
+    }
+    const char *args[3] = { op, ttl, in_cluster(cfg) ? "r" : "h" };
+    for (int i = 0; i < 3; i++) {
+        argv[nkeys + i] = args[i];
+        alens[nkeys + i] = strlen(args[i]);
+    }
+    return nkeys + 3;
 }
 
-/* A waiter's operation OP, with its token (and lease, for 'w'); RETRIED
- * as run_twice's. */
-static int waiter_run(nm_waiter_t *w, const char *op, long long *result, int *retried)
-{
-    char ttl[24], lease[16];
-    snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)w->lease.lease_ms * LIST_LEASES);
-    snprintf(lease, sizeof lease, "%u", w->lease.lease_ms);
-    const char *args[4] = { op, ttl, w->lease.token, lease };
-    int waiter = *op != 'c';
-    return run_twice(w->lease.cfg, w->keys, w->lens, waiter ? NM_CKEY_COUNT : NM_CKEY_WAITER,
-                     args, waiter ? 4 : 2, result, retried);
-}
+/* ---- waiters ------------------------------------------------------------- */
 
 static int quorum(const nm_config_t *cfg)
 {
     return cfg->nservers > 1;
 }
 
-static void waiter_free(nm_waiter_t *w)
+void nm_cond_waiter_free(nm_waiter_t *w)
 {
     free(w->keys);
-    nm_lease_forget(&w->lease);
+    nm_config_unref(w->cfg);
     memset(w, 0, sizeof *w);
 }
 
-/* The waiter's lease record: CK, under its own copy (the lease frees it). */
-static int waiter_build(nm_waiter_t *w, const char *name, size_t name_len,
-                        unsigned int lease_ms)
+int nm_cond_waiter(nm_waiter_t *w, const char *name, size_t name_len, unsigned int lease_ms)
 {
-    nm_lease_t *l = &w->lease;
-    int err = nm_config_current(&l->cfg);
+    memset(w, 0, sizeof *w);
+    int err = nm_config_current(&w->cfg);
     if (err)
         return err;
-    if (quorum(l->cfg))
-        return ENOTSUP;
-    l->lease_ms = lease_ms ? lease_ms : l->cfg->lease_ms;
-    err = nm_token_new(l->token);
+    if (quorum(w->cfg))
+        err = ENOTSUP;
+    w->lease_ms = lease_ms ? lease_ms : w->cfg->lease_ms;
+    w->gen = nm_sentinel_master_gen(&w->cfg->servers[0]);
     if (!err)
-        err = nm_keys_cond(l->cfg, name, name_len, l->token, &w->keys, w->lens);
+        err = nm_token_new(w->token);
+    if (!err)
+        err = nm_keys_cond(w->cfg, name, name_len, w->token, &w->keys, w->lens);
     if (err)
-        return err;
-    l->key_len = w->lens[NM_CKEY_WAITER];
-    l->key = malloc(l->key_len + 1);
-    if (!l->key)
-        return ENOMEM;
-    memcpy(l->key, nm_keys_cond_get(w->keys, w->lens, NM_CKEY_WAITER), l->key_len + 1);
-    return 0;
-}
-
-int nm_cond_register(nm_waiter_t *w, const char *name, size_t name_len,
-                     unsigned int lease_ms)
-{
-    long long ignored;
-    memset(w, 0, sizeof *w);
-    int err = waiter_build(w, name, name_len, lease_ms);
-    if (!err) {
-        w->lease.sent_at = nm_now_ms();
-        err = waiter_run(w, "w", &ignored, NULL);
-    }
-    if (err)
-        waiter_free(w);
+        nm_cond_waiter_free(w);
     return err;
 }
 
-int nm_cond_block(nm_waiter_t *w, int64_t until)
+int nm_cond_may_ride(nm_waiter_t *w)
 {
-    nm_config_t *cfg = w->lease.cfg;
-    int64_t now = nm_now_ms(), ms = until - now - NM_BLOCK_EARLY_MS;
-    if (ms < 1) { /* too short to block for: leaving tells */
-        nm_sleep_ms(until - now);
+    /* In a cluster a rider runs by itself first, NOSCRIPT handled. */
+    return in_cluster(w->cfg) ||
+           (script_known_on != 0 && script_known_on == nm_conn_serial(w->cfg, 0));
+}
+
+void nm_cond_request(nm_waiter_t *w, nm_cond_op_t op, nm_script_call_t *call)
+{
+    w->op[0] = (char)op;
+    w->op[1] = '\0';
+    int n = build(w->cfg, w->keys, w->lens, NM_CKEY_COUNT, w->op, w->ttl, sizeof w->ttl,
+                  w->lease_ms, w->argv, w->alens);
+    snprintf(w->lease, sizeof w->lease, "%u", w->lease_ms);
+    w->argv[n] = w->token;
+    w->alens[n] = NM_TOKEN_LEN;
+    w->argv[n + 1] = w->lease;
+    w->alens[n + 1] = strlen(w->lease);
+    *call = (nm_script_call_t){ NM_SCRIPT_COND, NM_CKEY_COUNT, n + 2, w->argv, w->alens,
+                                0, 0, NULL };
+}
+
+int nm_cond_rode(nm_waiter_t *w, nm_script_call_t *call, long long *result)
+{
+    return take(w->cfg, w->keys, w->lens, call, result);
+}
+
+/* Runs CALL by itself, once more after a broken connection: the cached
+ * one may be stale (a restarted server, CLIENT KILL).  Every operation may
+ * run twice: a waiter registered twice is registered once, one that left
+ * twice left, and a signal sent twice is a spurious wake-up at worst.
+ * Returns whether the first attempt broke off unanswered after it went
+ * out, so that it may have been applied. */
+static int run_twice(nm_config_t *cfg, nm_script_call_t *call)
+{
+    if (run_call(cfg, call) != NM_ECONN)
+        return 0;
+    int sent = call->sent;
+    run_call(cfg, call);
+    return sent;
+}
+
+int nm_cond_run(nm_waiter_t *w, nm_cond_op_t op, long long *result)
+{
+    nm_script_call_t call;
+    nm_cond_request(w, op, &call);
+    int retried = run_twice(w->cfg, &call);
+    int err = take(w->cfg, w->keys, w->lens, &call, result);
+    /* A first leave whose answer was lost may have taken the signal: the
+     * second then finds none.  Counted as signalled: a spurious wake-up,
+     * never a signal that vanishes. */
+    if (!err && retried && (op == NM_COND_LEAVE || op == NM_COND_LEAVE_PASS))
+        *result = 1;
+    return err;
+}
+
+int nm_cond_block_request(nm_waiter_t *w, int64_t until, nm_trailer_t *t)
+{
+    int64_t ms = until - nm_now_ms() - NM_BLOCK_EARLY_MS;
+    if (ms < 1)
         return ETIMEDOUT;
-    }
-    char timeout[24];
-    snprintf(timeout, sizeof timeout, "%.3f", (double)ms / 1000);
-    const char *argv[3] = { "BLPOP", nm_keys_cond_get(w->keys, w->lens, NM_CKEY_GRANT), timeout };
-    size_t lens[3] = { 5, w->lens[NM_CKEY_GRANT], strlen(timeout) };
-    int64_t reply_by = until + cfg->io_timeout_ms;
-    redisContext *c;
-    redisReply *r;
-    int on, sent;
-    int err = nm_cluster_mode(cfg, reply_by, &on);
-    if (!err && on)
-        err = nm_cluster_command(cfg, argv[1], lens[1], 3, argv, lens, until, reply_by, &r,
-                                 &sent);
-    else if (!err && (err = nm_conn_get(cfg, 0, reply_by, &c)) == 0)
-        err = nm_call_blocking(c, 3, argv, lens, until, reply_by, &r);
+    snprintf(w->timeout, sizeof w->timeout, "%.3f", (double)ms / 1000);
+    w->bargv[0] = "BLPOP";
+    w->bargv[1] = nm_keys_cond_get(w->keys, w->lens, NM_CKEY_GRANT);
+    w->bargv[2] = w->timeout;
+    w->blens[0] = 5;
+    w->blens[1] = w->lens[NM_CKEY_GRANT];
+    w->blens[2] = strlen(w->timeout);
+    *t = (nm_trailer_t){ 3, w->bargv, w->blens, 0 };
+    return 0;
+}
+
+/* The BLPOP's reply R (or ERR): 0 when a signal came, ETIMEDOUT, or an
+ * error.  Frees R. */
+static int blocked(nm_config_t *cfg, int err, redisReply *r)
+{
     err = note(cfg, err);
     if (err)
         return err;
@@ -190,21 +288,73 @@ int nm_cond_block(nm_waiter_t *w, int64_t until)
     return err;
 }
 
-int nm_cond_look(nm_waiter_t *w)
+int nm_cond_await(nm_waiter_t *w, int64_t until)
 {
-    long long ignored;
-    return waiter_run(w, "c", &ignored, NULL);
+    nm_config_t *cfg = w->cfg;
+    redisContext *c = nm_conn_peek(cfg, 0);
+    redisReply *r = NULL;
+    if (!c)
+        return NM_ECONN; /* dropped meanwhile: so was the BLPOP */
+    int err = nm_await_blocking(c, until, until + cfg->io_timeout_ms, &r);
+    return blocked(cfg, err, r);
 }
 
-int nm_cond_leave(nm_waiter_t *w, int pass, int *signalled)
+void nm_cond_abandon(nm_waiter_t *w)
 {
-    long long v = 0;
-    int retried, err = waiter_run(w, pass ? "p" : "l", &v, &retried);
-    /* A first attempt whose answer was lost may have taken the signal: the
-     * second then finds none.  Counted as signalled: a spurious wake-up,
-     * never a signal that vanishes. */
-    *signalled = !err && (v == 1 || retried);
-    waiter_free(w);
+    /* A blocked command cannot be taken back: the connection goes. */
+    (void)w;
+    nm_conn_drop(0);
+}
+
+int nm_cond_block(nm_waiter_t *w, int64_t until)
+{
+    nm_config_t *cfg = w->cfg;
+    nm_trailer_t t;
+    int64_t now = nm_now_ms();
+    if (nm_cond_block_request(w, until, &t) != 0) {
+        /* too short to block for: the look or the leave tells */
+        nm_sleep_ms(until - now);
+        return ETIMEDOUT;
+    }
+    int64_t reply_by = until + cfg->io_timeout_ms;
+    redisContext *c;
+    redisReply *r = NULL;
+    int on, sent;
+    int err = nm_cluster_mode(cfg, reply_by, &on);
+    if (!err && on) {
+        err = nm_cluster_command(cfg, t.argv[1], t.lens[1], 3, t.argv, t.lens, until, reply_by,
+                                 &r, &sent);
+    } else if (!err && (err = nm_conn_get(cfg, 0, reply_by, &c)) == 0) {
+        /* Dialing looked at the sentinels' answer: the connection is
+         * fine, only W may be stale. */
+        if (nm_sentinel_master_gen(&cfg->servers[0]) != w->gen)
+            return NM_ECONN;
+        err = nm_call_blocking(c, 3, t.argv, t.lens, until, reply_by, &r);
+    }
+    return blocked(cfg, err, r);
+}
+
+/* ---- signals --------------------------------------------------------------- */
+
+/* Sends CALL, a signal, on this thread's connection to server 0 without
+ * waiting for its reply: the server runs it as it comes, before anything
+ * this thread sends after it, and the next read drops its reply
+ * (nm_reply_owe).  Only where cond.lua is known to be there (a NOSCRIPT
+ * would go unseen) and not in a cluster (its wake-ups are pushed by the
+ * caller).  0 once sent, else an error (nothing sent, or the connection
+ * dropped): the caller sends it as usual. */
+static int send_only(nm_config_t *cfg, nm_script_call_t *call)
+{
+    int64_t deadline = nm_now_ms() + cfg->io_timeout_ms;
+    redisContext *c;
+    if (nm_cluster_on(cfg) || script_known_on == 0 || nm_conn_get(cfg, 0, deadline, &c) != 0 ||
+        script_known_on != nm_conn_serial(cfg, 0) || nm_reply_owe(c) != 0)
+        return EAGAIN;
+    int err = nm_script_append(c, call->id, call->nkeys, call->nargs, call->argv, call->lens);
+    if (!err)
+        err = nm_send(c, deadline);
+    if (err)
+        note(cfg, NM_ECONN); /* half a request may be on it: dropped */
     return err;
 }
 
@@ -213,17 +363,25 @@ int nm_cond_signal(const char *name, size_t name_len, int all, long long *woken)
     nm_config_t *cfg;
     char *keys = NULL, ttl[24];
     size_t lens[NM_CKEY_COUNT];
+    const char *argv[NM_CKEY_COUNT + NM_COND_ARGS];
+    size_t alens[NM_CKEY_COUNT + NM_COND_ARGS];
     int err = nm_config_current(&cfg);
     if (err)
         return err;
-    snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)cfg->lease_ms * LIST_LEASES);
-    const char *args[2] = { all ? "b" : "s", ttl };
     if (quorum(cfg))
         err = ENOTSUP;
     else
         err = nm_keys_cond(cfg, name, name_len, NULL, &keys, lens);
-    if (!err)
-        err = run_twice(cfg, keys, lens, NM_CKEY_WAITER, args, 2, woken, NULL);
+    if (!err) {
+        int n = build(cfg, keys, lens, NM_CKEY_GRANT, all ? "b" : "s", ttl, sizeof ttl,
+                      cfg->lease_ms, argv, alens);
+        nm_script_call_t call = { NM_SCRIPT_COND, NM_CKEY_GRANT, n, argv, alens, 0, 0, NULL };
+        *woken = -1;
+        if (send_only(cfg, &call) != 0) {
+            run_twice(cfg, &call);
+            err = take(cfg, keys, lens, &call, woken);
+        }
+    }
     free(keys);
     nm_config_unref(cfg);
     return err == NM_ECONN ? EAGAIN : err;

@@ -1,12 +1,15 @@
 /*
- * condvar.h -- one condition variable on the server: a waiter's registration,
- * its wait for a signal, its leaving, and the signals (cond.lua).
+ * condvar.h -- one condition variable on the server: a waiter's
+ * registration, its wait for a signal, its looks and its leaving, and the
+ * signals (cond.lua).
  *
- * A waiter is a lease of its own: its key CK holds its token, so the
- * renewal job (renew.h) keeps it alive while the waiter lives, and a dead
- * waiter's CK expires, which lets the server pass a signal chosen for it
- * on to a live waiter.  The process-local side (the mutex, the deadline,
- * the renewal) is src/api/cond.c's.
+ * A waiter is an entry of the condition's hash CH that expires by the
+ * server's clock a lease after the waiter's registration or latest look;
+ * a live waiter looks every third of its lease, so a dead or paused one
+ * expires, which lets the server pass a signal chosen for it on to a live
+ * waiter.  Its registration and its leaving may ride with the mutex's
+ * release and acquisition (lease.h): the process-local side (the mutex,
+ * the deadline) is src/api/cond.c's.
  */
 #ifndef NM_CONDVAR_H
 #define NM_CONDVAR_H
@@ -15,38 +18,85 @@
 #include <stdint.h>
 
 #include "keys.h"
-#include "lease.h"
+#include "script.h"
+#include "settings.h"
+#include "token.h"
+
+/* The operations of a waiter (cond.lua's letters). */
+typedef enum nm_cond_op {
+    NM_COND_REGISTER = 'w',
+    NM_COND_LOOK = 'c',
+    NM_COND_LEAVE = 'l',
+    NM_COND_LEAVE_PASS = 'p'  /* leave, passing a signal it got on */
+} nm_cond_op_t;
+
+#define NM_COND_ARGS 5
 
 typedef struct nm_waiter {
-    nm_lease_t lease;          /* CK: cfg, token, key (a copy), lease_ms,
-                                  sent_at; what nm_renew_track needs */
+    nm_config_t *cfg;          /* reference */
+    char token[NM_TOKEN_LEN + 1];
+    unsigned int lease_ms;
+    uint64_t gen;              /* the master the sentinels named when it
+                                  registered (sentinel.h), or 0 */
     char *keys;                /* nm_keys_cond()'s */
     size_t lens[NM_CKEY_COUNT];
+    /* The request being made (nm_cond_request): the call's words. */
+    const char *argv[NM_CKEY_COUNT + NM_COND_ARGS];
+    size_t alens[NM_CKEY_COUNT + NM_COND_ARGS];
+    char op[2], ttl[24], lease[16];
+    /* Its BLPOP (nm_cond_block_request). */
+    const char *bargv[3];
+    size_t blens[3];
+    char timeout[24];
 } nm_waiter_t;
 
-/* Registers a new waiter of condition NAME in *W, its CK living LEASE_MS
- * (0: the configured lease).  The caller still holds the mutex: a signal
- * sent after the caller's unlock finds it.  0, ENOTSUP (quorum mode: the
- * servers' separate queues would need a quorum protocol of their own to
- * agree on who was signalled), NM_ECONN, EACCES, EPROTO, ENOMEM.  On
- * error nothing is left in *W. */
-int nm_cond_register(nm_waiter_t *w, const char *name, size_t name_len,
-                     unsigned int lease_ms);
+/* Makes *W a new waiter of condition NAME (its token and keys), whose
+ * entry lives LEASE_MS (0: the configured lease) past each look.  Nothing
+ * is sent.  0, ENOTSUP (quorum mode: the servers' separate lists would
+ * need a quorum protocol of their own to agree on who was signalled),
+ * ENOMEM.  On error nothing is left in *W. */
+int nm_cond_waiter(nm_waiter_t *w, const char *name, size_t name_len, unsigned int lease_ms);
 
-/* Blocks on W's signal list until UNTIL (monotonic ms).  0 when a signal
- * came, ETIMEDOUT when none did, NM_ECONN (the connection was dropped). */
+/* Frees what *W owns (a waiter that did not leave expires with its
+ * lease). */
+void nm_cond_waiter_free(nm_waiter_t *w);
+
+/* Whether a registration of W may ride with the mutex's release
+ * (lease.h): where it would go in one write with it, the server must be
+ * known to have cond.lua (this thread's connection ran it), since the
+ * release runs even when the registration is refused (NOSCRIPT). */
+int nm_cond_may_ride(nm_waiter_t *w);
+
+/* Fills *CALL with W's operation OP, to ride with a request of the mutex
+ * (lease.h); nm_cond_rode() takes its outcome once it went. */
+void nm_cond_request(nm_waiter_t *w, nm_cond_op_t op, nm_script_call_t *call);
+
+/* The outcome of CALL, filled by nm_cond_request() and sent: its result
+ * in *RESULT (cond.lua's for OP), the waiters it signalled woken.  0 or
+ * its error (NM_ECONN, EACCES, EPROTO, ...; ENOENT: the server did not
+ * have the script).  Frees the reply. */
+int nm_cond_rode(nm_waiter_t *w, nm_script_call_t *call, long long *result);
+
+/* Runs W's operation OP by itself: its result in *RESULT (for a leave, 1
+ * also when the answer to a first attempt was lost, as it may have taken
+ * the signal).  0 or an error: NM_ECONN (unreachable), NM_EUNDIALED,
+ * NM_ETRYAGAIN, EACCES, EPROTO, ENOMEM. */
+int nm_cond_run(nm_waiter_t *w, nm_cond_op_t op, long long *result);
+
+/* Fills *T with W's BLPOP until UNTIL (monotonic ms), to go last with
+ * the registration's write (lease.h, trailers): 0, or ETIMEDOUT when
+ * UNTIL is too close to block for.  Once it went (T->pending), its answer
+ * is read with nm_cond_await, or given up with nm_cond_abandon. */
+int nm_cond_block_request(nm_waiter_t *w, int64_t until, nm_trailer_t *t);
+int nm_cond_await(nm_waiter_t *w, int64_t until);
+void nm_cond_abandon(nm_waiter_t *w);
+
+/* Blocks on W's list until UNTIL (monotonic ms).  0 when a signal came,
+ * ETIMEDOUT when none did, NM_ECONN (the connection was dropped, or the
+ * sentinels name another master than the one W registered with: the new
+ * one may lack a signal the old one had, so W wakes rather than block
+ * there). */
 int nm_cond_block(nm_waiter_t *w, int64_t until);
-
-/* A waiter's periodic look (cond.lua 'c'): passes on the signals of dead
- * waiters and keeps the lists alive.  0 or an error. */
-int nm_cond_look(nm_waiter_t *w);
-
-/* W leaves: *SIGNALLED 1 if it had been signalled, or may have been (the
- * answer to a first attempt was lost).  PASS: a signal it got goes on to
- * the next waiter.  Frees what *W owns, whatever happens (a
- * waiter that could not be removed expires with its lease).  0 or an
- * error. */
-int nm_cond_leave(nm_waiter_t *w, int pass, int *signalled);
 
 /* Signals one waiter of NAME (ALL 0) or all of them: *WOKEN how many.
  * 0, ENOTSUP (quorum mode), EAGAIN (unreachable), EACCES, EPROTO, ENOMEM. */

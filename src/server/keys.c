@@ -191,15 +191,15 @@ int nm_keys_name_of(const nm_config_t *cfg, const char *key, size_t len, const c
 
 /* ---- conditions ---- */
 
-static const char *const cond_suffix[NM_CKEY_COUNT] = { ":cw", ":cs", ":ck:", ":cg:" };
+static const char *const cond_suffix[NM_CKEY_COUNT] = { ":cw", ":cs", ":ch", ":cg:" };
 
 int nm_keys_cond(const nm_config_t *cfg, const char *name, size_t name_len,
                  const char *token, char **keys, size_t lens[NM_CKEY_COUNT])
 {
     size_t base = cfg->prefix_len + NM_KEY_TAG_LEN + 3 + name_len, total = 0;
-    int n = token ? NM_CKEY_COUNT : NM_CKEY_WAITER;
+    int n = token ? NM_CKEY_COUNT : NM_CKEY_GRANT;
     for (int i = 0; i < NM_CKEY_COUNT; i++) {
-        lens[i] = i < n ? base + strlen(cond_suffix[i]) + (i >= NM_CKEY_WAITER ? NM_TOKEN_LEN : 0)
+        lens[i] = i < n ? base + strlen(cond_suffix[i]) + (i == NM_CKEY_GRANT ? NM_TOKEN_LEN : 0)
                         : 0;
         total += lens[i] + 1;
     }
@@ -214,7 +214,7 @@ int nm_keys_cond(const nm_config_t *cfg, const char *name, size_t name_len,
         w[base - name_len - 1] = '}';
         memcpy(w + base - name_len, name, name_len);
         memcpy(w + base, cond_suffix[i], strlen(cond_suffix[i]));
-        if (i >= NM_CKEY_WAITER)
+        if (i == NM_CKEY_GRANT)
             memcpy(w + base + strlen(cond_suffix[i]), token, NM_TOKEN_LEN);
         w += lens[i] + 1;
     }
@@ -228,4 +228,23 @@ const char *nm_keys_cond_get(const char *keys, const size_t lens[NM_CKEY_COUNT],
     for (int i = 0; i < (int)which; i++)
         keys += lens[i] + 1;
     return keys;
+}
+
+char *nm_keys_cond_grant_for(const char *keys, const size_t lens[NM_CKEY_COUNT],
+                             const char *token, size_t token_len, size_t *len)
+{
+    /* CW is <base>:cw, CG <base>:cg:<token>. */
+    size_t base = lens[NM_CKEY_WAITERS] - strlen(cond_suffix[NM_CKEY_WAITERS]);
+    size_t tail = strlen(cond_suffix[NM_CKEY_GRANT]);
+    if (token_len != NM_TOKEN_LEN)
+        return NULL;
+    char *g = malloc(base + tail + NM_TOKEN_LEN + 1);
+    if (!g)
+        return NULL;
+    memcpy(g, keys, base);
+    memcpy(g + base, cond_suffix[NM_CKEY_GRANT], tail);
+    memcpy(g + base + tail, token, NM_TOKEN_LEN);
+    g[base + tail + NM_TOKEN_LEN] = '\0';
+    *len = base + tail + NM_TOKEN_LEN;
+    return g;
 }

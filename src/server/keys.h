@@ -82,26 +82,32 @@ char *nm_keys_grant_for(const char *key, size_t len, const char *token, size_t *
 
 /* ---- a condition variable's keys (lib.lua, "Keys of one condition") ---- */
 
-/* The order of cond.lua's KEYS: CW and CS for everybody, the waiter's own
- * CK and CG for its calls. */
+/* The order of cond.lua's KEYS: CW, CS and CH for everybody, the waiter's
+ * own CG for its calls. */
 typedef enum nm_ckey {
     NM_CKEY_WAITERS,  /* CW */
     NM_CKEY_SIGNALLED,/* CS */
-    NM_CKEY_WAITER,   /* CK: the waiter's lease key */
-    NM_CKEY_GRANT,    /* CG: the list it blocks on */
+    NM_CKEY_ENTRIES,  /* CH: every waiter's state and expiry */
+    NM_CKEY_GRANT,    /* CG: the list the waiter blocks on */
     NM_CKEY_COUNT
 } nm_ckey_t;
 
 /* The keys of condition NAME under CFG's prefix, <prefix>{c<tag>}<name>
- * then ":cw", ":cs", ":ck:<TOKEN>", ":cg:<TOKEN>" (the last two only with
- * a TOKEN), each NUL-terminated, in one allocation *KEYS (malloc'ed), the
- * lengths in LENS.  The tag is 'c' and nm_keys_tag()'s digest: one slot
- * per condition, and never a mutex's key.  0 or ENOMEM. */
+ * then ":cw", ":cs", ":ch", ":cg:<TOKEN>" (the last only with a TOKEN),
+ * each NUL-terminated, in one allocation *KEYS (malloc'ed), the lengths in
+ * LENS.  The tag is 'c' and nm_keys_tag()'s digest: one slot per
+ * condition, and never a mutex's key.  0 or ENOMEM. */
 int nm_keys_cond(const nm_config_t *cfg, const char *name, size_t name_len,
                  const char *token, char **keys, size_t lens[NM_CKEY_COUNT]);
 
 /* Key WHICH of KEYS as nm_keys_cond() built them. */
 const char *nm_keys_cond_get(const char *keys, const size_t lens[NM_CKEY_COUNT],
                              nm_ckey_t which);
+
+/* The CG of waiter TOKEN (TOKEN_LEN bytes) of the condition whose CW is
+ * KEYS' first key, malloc'ed, with its length in *LEN; NULL when out of
+ * memory or TOKEN is not a token's length. */
+char *nm_keys_cond_grant_for(const char *keys, const size_t lens[NM_CKEY_COUNT],
+                             const char *token, size_t token_len, size_t *len);
 
 #endif /* NM_KEYS_H */

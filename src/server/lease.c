@@ -254,39 +254,74 @@ static int call(nm_lease_t *l, int argc, const char **argv, const size_t *lens, 
     return note_result(l, err);
 }
 
-/* Runs script ID with ARGC words ARGV (NKEYS keys of L's slot first) on
- * the calling thread's connection, as call() does. */
-static int run_argv(nm_lease_t *l, nm_script_t id, int nkeys, int argc, const char **argv,
-                    const size_t *lens, int64_t deadline, redisReply **out, int *sent)
+/* A rider (lease.h) that goes to a cluster node of its own slot: run
+ * there by itself, before the request it rides with. */
+static void ride_alone(nm_lease_t *l, nm_script_call_t *rider, int64_t deadline)
 {
+    rider->reply = NULL;
+    rider->err = nm_cluster_script(l->cfg, rider->argv[0], rider->lens[0], rider->id,
+                                   rider->nkeys, rider->nargs, rider->argv, rider->lens,
+                                   deadline, &rider->reply, &rider->sent);
+}
+
+/* Runs script ID with ARGC words ARGV (NKEYS keys of L's slot first) on
+ * the calling thread's connection, as call() does.  RIDE's (when RIDE is
+ * not NULL) go with it, and are then taken off RIDE, so that a request
+ * sent again does not take them twice: its rider first, in the same write
+ * on one server, by itself in a cluster; its trailer last, on one server
+ * only. */
+static int run_argv(nm_lease_t *l, nm_ride_t *ride, nm_script_t id, int nkeys, int argc,
+                    const char **argv, const size_t *lens, int64_t deadline, redisReply **out,
+                    int *sent)
+{
+    nm_script_call_t *first = ride ? ride->rider : NULL;
+    nm_trailer_t *last = ride ? ride->trailer : NULL;
     redisContext *c;
     *sent = 0;
     deadline = nm_request_deadline(l->cfg->io_timeout_ms, deadline);
     int on, err = nm_cluster_mode(l->cfg, deadline, &on);
-    if (!err && on) /* cluster.h: to the node of the key's slot */
+    if (!err && on) { /* cluster.h: to the node of the key's slot */
+        if (first) {
+            ride_alone(l, first, deadline);
+            *ride = (nm_ride_t){ NULL, NULL };
+        }
         return note_result(l, nm_cluster_script(l->cfg, l->key, l->key_len, id, nkeys, argc,
                                                 argv, lens, deadline, out, sent));
+    }
     if (!err)
         err = nm_conn_get(l->cfg, 0, deadline, &c);
     if (err)
         return err;
     *sent = 1;
-    err = nm_script_run(c, id, nkeys, argc, argv, lens, deadline, out);
-    return note_result(l, err);
+    if (!first)
+        return note_result(l, nm_script_run(c, id, nkeys, argc, argv, lens, deadline, out));
+    nm_script_call_t own = { id, nkeys, argc, argv, lens, 0, 0, NULL };
+    *ride = (nm_ride_t){ NULL, NULL };
+    err = nm_script_run_pair(c, first, &own, last, deadline);
+    *out = own.reply;
+    return note_result(l, err ? err : own.err);
 }
 
 /* Runs script ID of L (NKEYS of its keys, then ARGS) on the calling
- * thread's connection, as call() does. */
-static int run(nm_lease_t *l, nm_script_t id, int nkeys, int nargs, const char **args,
-               const size_t *arg_lens, int64_t deadline, redisReply **out, int *sent)
+ * thread's connection, as run_argv() does, with RIDE's if any. */
+static int run_riding(nm_lease_t *l, nm_ride_t *ride, nm_script_t id, int nkeys, int nargs,
+                      const char **args, const size_t *arg_lens, int64_t deadline,
+                      redisReply **out, int *sent)
 {
     script_argv_t a;
     *sent = 0;
     if (fill_argv(l, nkeys, nargs, args, arg_lens, &a) != 0)
         return ENOMEM;
-    int err = run_argv(l, id, nkeys, nkeys + nargs, a.argv, a.lens, deadline, out, sent);
+    int err = run_argv(l, ride, id, nkeys, nkeys + nargs, a.argv, a.lens, deadline, out, sent);
     free(a.full);
     return err;
+}
+
+/* run_riding() without a rider. */
+static int run(nm_lease_t *l, nm_script_t id, int nkeys, int nargs, const char **args,
+               const size_t *arg_lens, int64_t deadline, redisReply **out, int *sent)
+{
+    return run_riding(l, NULL, id, nkeys, nargs, args, arg_lens, deadline, out, sent);
 }
 
 /* Pushes the grant to queued waiter TOKEN, for whom a script of ours
@@ -307,7 +342,7 @@ static void push_grant(nm_lease_t *l, const char *token, size_t token_len, long 
     snprintf(ms, sizeof ms, "%lld", claim);
     const char *argv[2] = { grant, ms };
     size_t lens[2] = { glen, strlen(ms) };
-    if (run_argv(l, NM_SCRIPT_GRANT, 1, 2, argv, lens, deadline, &r, &sent) == 0)
+    if (run_argv(l, NULL, NM_SCRIPT_GRANT, 1, 2, argv, lens, deadline, &r, &sent) == 0)
         freeReplyObject(r);
     free(grant);
 }
@@ -394,8 +429,8 @@ static int acquire_all(nm_lease_t *l, const char **args, const size_t *lens,
     return err;
 }
 
-static int release_once(nm_lease_t *l, int unrecoverable, int64_t deadline,
-                        long long *result, int *sent);
+static int release_once(nm_lease_t *l, nm_ride_t *ride, int unrecoverable,
+                        int64_t deadline, long long *result, int *sent);
 
 /* Replica acknowledgement (replicas.h): a grant counts once enough
  * replicas have it; otherwise it is given back at once (NM_ECONN: the
@@ -405,7 +440,7 @@ static int replicated(nm_lease_t *l, int64_t deadline)
     long long ignored;
     int sent, err = nm_replicas_confirm(l->cfg, deadline);
     if (err)
-        release_once(l, 0, NM_MAX(deadline, nm_now_ms() + CLEANUP_MS), &ignored, &sent);
+        release_once(l, NULL, 0, NM_MAX(deadline, nm_now_ms() + CLEANUP_MS), &ignored, &sent);
     return err;
 }
 
@@ -445,8 +480,8 @@ static int take_triple(nm_lease_t *l, redisReply *r, long long *pttl, int64_t de
  * 0 (QUEUED: we are in it already): 0 (ours), EBUSY with the holder's
  * *PTTL, or an error.  On success l->sent_at is when the request left;
  * l->tried_at always is. */
-static int acquire_once(nm_lease_t *l, unsigned int queue_ttl, int queued, int trylock,
-                        int64_t deadline, long long *pttl, int *sent)
+static int acquire_once(nm_lease_t *l, nm_ride_t *ride, unsigned int queue_ttl,
+                        int queued, int trylock, int64_t deadline, long long *pttl, int *sent)
 {
     char lease[16], ttl[16], holder[NETMUTEX_HOLDER_MAX], mode[8];
     size_t holder_len = holder_text(l->cfg, holder, sizeof holder);
@@ -462,9 +497,12 @@ static int acquire_once(nm_lease_t *l, unsigned int queue_ttl, int queued, int t
         *sent = 0; /* acquire_all cleans up after itself */
         return acquire_all(l, args, lens, deadline, pttl);
     }
-    /* The fast path (acquire.lua) needs the lock key alone. */
-    int nkeys = queued || l->robust ? KEYS_ACQUIRE : KEYS_LOCK_FLOOR;
-    int err = run(l, NM_SCRIPT_ACQUIRE, nkeys, 5, args, lens, deadline, &r, sent);
+    /* The fast path (acquire.lua) needs the lock key alone.  A request
+     * with a rider is a woken condition waiter's, which often finds the
+     * lock taken: every key at once saves it a round trip then. */
+    int nkeys = queued || l->robust || (ride && ride->rider) ? KEYS_ACQUIRE : KEYS_LOCK_FLOOR;
+    int err = run_riding(l, ride, NM_SCRIPT_ACQUIRE, nkeys, 5, args, lens, deadline, &r,
+                         sent);
     if (!err)
         err = take_triple(l, r, pttl, deadline);
     if (err == NM_EKEYS) {
@@ -526,18 +564,21 @@ static int take_release(nm_lease_t *l, redisReply *r, int64_t deadline, long lon
 /* Runs the release script once: its result in *RESULT.  The fast path
  * (mode '') is given the lock key alone unless waiters were seen; it asks
  * for every key when it finds some queued. */
-static int release_send(nm_lease_t *l, int unrecoverable, int64_t deadline, long long *result,
-                        int *sent)
+static int release_send(nm_lease_t *l, nm_ride_t *ride, int unrecoverable,
+                        int64_t deadline, long long *result, int *sent)
 {
     char mode[8];
     release_mode(l, unrecoverable, 0, mode);
     const char *args[2] = { l->token, mode };
     size_t lens[2] = { NM_TOKEN_LEN, strlen(mode) };
     redisReply *r;
-    int nkeys = *mode || l->waited ? KEYS_RELEASE : KEYS_LOCK_ONLY;
+    /* A rider's release is a condition waiter's, whose signaller may be
+     * queued for the lock already: every key at once, as for waiters. */
+    int nkeys = *mode || l->waited || (ride && ride->rider) ? KEYS_RELEASE : KEYS_LOCK_ONLY;
 
     for (;;) {
-        int err = run(l, NM_SCRIPT_RELEASE, nkeys, 2, args, lens, deadline, &r, sent);
+        int err = run_riding(l, ride, NM_SCRIPT_RELEASE, nkeys, 2, args, lens, deadline, &r,
+                             sent);
         if (!err)
             err = take_release(l, r, deadline, result);
         if (err || *result != 2)
@@ -553,13 +594,13 @@ static int release_send(nm_lease_t *l, int unrecoverable, int64_t deadline, long
  * before they name a new master may land on the old one and never reach
  * the new.  Noted whatever the answer, even none: the new master may hold
  * the key with our token whatever the old one said. */
-static int release_once(nm_lease_t *l, int unrecoverable, int64_t deadline, long long *result,
-                        int *sent)
+static int release_once(nm_lease_t *l, nm_ride_t *ride, int unrecoverable,
+                        int64_t deadline, long long *result, int *sent)
 {
     const nm_server_t *srv = &l->cfg->servers[0];
     /* Read before sending: a master published meanwhile is newer. */
     uint64_t gen = nm_sentinel_master_gen(srv);
-    int err = release_send(l, unrecoverable, deadline, result, sent);
+    int err = release_send(l, ride, unrecoverable, deadline, result, sent);
     if (*sent && srv->sentinel)
         nm_journal_note(l->cfg, gen, l->key, l->key_len, nm_keys_size(l->key, l->key_len),
                         l->lease_ms, l->token, l->robust, unrecoverable);
@@ -573,7 +614,7 @@ int nm_lease_resend(nm_config_t *cfg, const nm_journal_entry_t *e, int64_t deadl
     int sent;
     memcpy(l.token, e->token, sizeof l.token);
     /* Not noted again: the entry is the journal's already. */
-    return release_send(&l, e->unrecoverable, deadline, &ignored, &sent);
+    return release_send(&l, NULL, e->unrecoverable, deadline, &ignored, &sent);
 }
 
 void nm_lease_forget(nm_lease_t *l)
@@ -651,7 +692,7 @@ static void leave_queues_at_exit(void)
         int sent;
         memcpy(l.token, w->token, sizeof l.token);
         if (cancel_once(&l, deadline) == 0)
-            release_once(&l, 0, deadline, &ignored, &sent);
+            release_once(&l, NULL, 0, deadline, &ignored, &sent);
         q->left = 1;
     }
     pthread_mutex_unlock(&queued_lock);
@@ -815,6 +856,7 @@ static int wait_grant(nm_lease_t *l, int64_t pause, int64_t deadline)
 }
 
 typedef struct attempt_state {
+    nm_ride_t ride;     /* goes with the first request (lease.h) */
     nm_chan_t *ch;      /* quorum mode: the release channel */
     int queued;         /* an attempt may have put us in the queue */
     int maybe_applied;  /* a request whose answer was lost may have won */
@@ -861,7 +903,7 @@ static int acquire_loop(nm_lease_t *l, nm_wait_t wait, int64_t deadline, attempt
         unsigned int ttl = !quorum_mode(l) && queued_begin(&st->entry, l) ? QUEUE_TTL_MS : 0;
         long long pttl = -1;
         int sent;
-        err = acquire_once(l, ttl, st->queued, trylock, deadline, &pttl, &sent);
+        err = acquire_once(l, &st->ride, ttl, st->queued, trylock, deadline, &pttl, &sent);
         if (ttl > 0)
             st->queued = queued_end(&st->entry, st->queued ||
                                                     (sent && (!trylock || err == NM_EASKED)));
@@ -904,7 +946,7 @@ static int give_up(nm_lease_t *l, const attempt_state_t *st, int err)
     if ((st->queued || st->maybe_applied) && cancel_once(l, deadline) == 0)
         return 0;
     if (st->maybe_applied)
-        release_once(l, 0, deadline, &ignored, &sent);
+        release_once(l, NULL, 0, deadline, &ignored, &sent);
     return err;
 }
 
@@ -921,7 +963,14 @@ int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
                      unsigned int lease_ms, unsigned int flags, nm_wait_t wait,
                      int64_t deadline)
 {
-    attempt_state_t st = { 0 };
+    return nm_lease_acquire_riding(l, name, name_len, lease_ms, flags, wait, deadline, NULL);
+}
+
+int nm_lease_acquire_riding(nm_lease_t *l, const char *name, size_t name_len,
+                            unsigned int lease_ms, unsigned int flags, nm_wait_t wait,
+                            int64_t deadline, nm_script_call_t *rider)
+{
+    attempt_state_t st = { .ride = { rider, NULL } };
     int err;
 
     memset(l, 0, sizeof *l);
@@ -957,6 +1006,13 @@ int nm_lease_release(nm_lease_t *l, int unrecoverable)
 
 int nm_lease_release_by(nm_lease_t *l, int unrecoverable, int64_t deadline)
 {
+    return nm_lease_release_riding(l, unrecoverable, deadline, NULL, NULL);
+}
+
+int nm_lease_release_riding(nm_lease_t *l, int unrecoverable, int64_t deadline,
+                            nm_script_call_t *rider, nm_trailer_t *trailer)
+{
+    nm_ride_t ride = { rider, rider ? trailer : NULL };
     int sent, err = NM_ECONN;
     long long result = 0;
 
@@ -972,7 +1028,7 @@ int nm_lease_release_by(nm_lease_t *l, int unrecoverable, int64_t deadline)
      * is kept on the server to tell them apart, so the answer is the one
      * that cannot hide a lost lease, ENOLCK. */
     for (int i = 0; i < 2 && err == NM_ECONN && nm_remaining_ms(deadline) > 0; i++)
-        err = release_once(l, unrecoverable, deadline, &result, &sent);
+        err = release_once(l, &ride, unrecoverable, deadline, &result, &sent);
     nm_lease_forget(l);
     if (err)
         return EIO;

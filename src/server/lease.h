@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "journal.h"
+#include "script.h"
 #include "settings.h"
 #include "token.h"
 
@@ -59,6 +60,27 @@ typedef enum nm_wait {
 int nm_lease_acquire(nm_lease_t *l, const char *name, size_t name_len,
                      unsigned int lease_ms, unsigned int flags, nm_wait_t wait,
                      int64_t deadline);
+
+/* Riders.  Another layer's script call (condvar.c's) may ride with the
+ * first request of an acquisition or a release: on one server it goes
+ * first in the same write (nm_script_run_pair), so both cost one round
+ * trip and the server runs it just before; in a cluster, where it may
+ * belong to another node, it runs by itself just before.  Its outcome is
+ * in its fields (RIDER->sent 0: it never went, the caller may send it).
+ * A release's rider may have a TRAILER, a blocking command sent last in
+ * the same write, on one server only (TRAILER->pending says whether it
+ * went: its reply is then the caller's to read before anything else on
+ * the calling thread's connection to server 0).  Not in quorum mode. */
+typedef struct nm_ride {
+    nm_script_call_t *rider;
+    nm_trailer_t *trailer;
+} nm_ride_t;
+
+int nm_lease_acquire_riding(nm_lease_t *l, const char *name, size_t name_len,
+                            unsigned int lease_ms, unsigned int flags, nm_wait_t wait,
+                            int64_t deadline, nm_script_call_t *rider);
+int nm_lease_release_riding(nm_lease_t *l, int unrecoverable, int64_t deadline,
+                            nm_script_call_t *rider, nm_trailer_t *trailer);
 
 /* Gives the lease back and frees what *L owns.  UNRECOVERABLE marks the
  * mutex ENOTRECOVERABLE (a robust holder unlocked without repairing).

@@ -23,7 +23,11 @@
 typedef struct conn_slot {
     redisContext *ctx;
     int64_t down_until; /* quorum mode: do not dial before this */
+    unsigned long serial; /* ctx's dial (nm_conn_serial) */
 } conn_slot_t;
+
+/* The last serial a dial got: every connection has its own. */
+static unsigned long last_serial; /* atomic */
 
 /* Cluster mode: a node by its address. */
 typedef struct node_conn {
@@ -208,6 +212,7 @@ int nm_conn_get_why(nm_config_t *cfg, size_t i, int64_t deadline, redisContext *
         err = dial_reported(cfg, &cfg->servers[i], deadline, &slot->ctx, cause, size);
         if (err)
             return err;
+        slot->serial = __atomic_add_fetch(&last_serial, 1, __ATOMIC_RELAXED);
     }
     *out = slot->ctx;
     return 0;
@@ -311,6 +316,11 @@ void nm_conn_drop(size_t i)
 redisContext *nm_conn_peek(const nm_config_t *cfg, size_t i)
 {
     return nm_conn_cached(cfg, i) ? thread_cache(0)->slots[i].ctx : NULL;
+}
+
+unsigned long nm_conn_serial(const nm_config_t *cfg, size_t i)
+{
+    return nm_conn_cached(cfg, i) ? thread_cache(0)->slots[i].serial : 0;
 }
 
 int nm_conn_cached(const nm_config_t *cfg, size_t i)

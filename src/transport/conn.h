@@ -52,6 +52,12 @@ int nm_conn_cached(const nm_config_t *cfg, size_t i);
  * dialing or any check: the one the thread's last request used, or NULL. */
 redisContext *nm_conn_peek(const nm_config_t *cfg, size_t i);
 
+/* The serial number of the calling thread's connection to server I of CFG
+ * as it is (0: none): every dial of the process gets a new one, so a layer
+ * above can tell the session it learnt something on (a script it ran, say)
+ * from a later one, to another server perhaps. */
+unsigned long nm_conn_serial(const nm_config_t *cfg, size_t i);
+
 /* Quorum mode: closes the calling thread's connection to server I, which
  * failed, and has nm_conn_get answer NM_ECONN at once until UNTIL
  * (monotonic ms): a dead server costs the next calls no time. */

@@ -219,13 +219,41 @@ int nm_receive(redisContext *c)
     return c->reader->len > NM_READER_MAX ? NM_ECONN : 0;
 }
 
+/* The replies owed to nobody (nm_reply_owe): the calling thread's, on one
+ * connection of its own at a time. */
+static __thread redisContext *owed_on;
+static __thread unsigned int owed;
+
+int nm_reply_owe(redisContext *c)
+{
+    if (owed > 0 && owed_on != c)
+        return EBUSY;
+    owed_on = c;
+    owed++;
+    return 0;
+}
+
+void nm_reply_forget(const redisContext *c)
+{
+    if (owed_on == c) {
+        owed_on = NULL;
+        owed = 0;
+    }
+}
+
 int nm_take_reply(redisContext *c, redisReply **out)
 {
-    void *raw = NULL;
     *out = NULL;
-    if (redisGetReplyFromReader(c, &raw) != REDIS_OK)
-        return c->err == REDIS_ERR_OOM ? ENOMEM : NM_ECONN;
-    return raw ? check_reply(raw, out) : 0;
+    for (;;) {
+        void *raw = NULL;
+        if (redisGetReplyFromReader(c, &raw) != REDIS_OK)
+            return c->err == REDIS_ERR_OOM ? ENOMEM : NM_ECONN;
+        if (!raw || owed == 0 || owed_on != c)
+            return raw ? check_reply(raw, out) : 0;
+        /* Whatever it says (an error too): nobody waits for it. */
+        freeReplyObject(raw);
+        owed--;
+    }
 }
 
 int nm_get_reply(redisContext *c, int64_t deadline, redisReply **out)
@@ -304,13 +332,18 @@ static int get_blocked_reply(redisContext *c, int64_t until, int64_t deadline,
 int nm_call_blocking(redisContext *c, int argc, const char **argv, const size_t *lens,
                      int64_t until, int64_t deadline, redisReply **out)
 {
-    int nudges = 0;
     *out = NULL;
     if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK)
         return c->err == REDIS_ERR_OOM ? ENOMEM : NM_ECONN;
     int err = nm_send(c, deadline);
-    if (!err)
-        err = get_blocked_reply(c, until, deadline, out, &nudges);
+    return err ? err : nm_await_blocking(c, until, deadline, out);
+}
+
+int nm_await_blocking(redisContext *c, int64_t until, int64_t deadline, redisReply **out)
+{
+    int nudges = 0;
+    *out = NULL;
+    int err = get_blocked_reply(c, until, deadline, out, &nudges);
     if (err != NM_ECONN && err != ENOMEM && drop_replies(c, nudges, deadline) != 0) {
         if (*out)
             freeReplyObject(*out);

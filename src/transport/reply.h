@@ -70,6 +70,10 @@ int nm_call(redisContext *c, int argc, const char **argv, const size_t *lens,
 int nm_call_blocking(redisContext *c, int argc, const char **argv, const size_t *lens,
                      int64_t until, int64_t deadline, redisReply **out);
 
+/* The reply of a blocking command sent already (a pipeline's last, see
+ * script.h's trailers), as nm_call_blocking() waits for it. */
+int nm_await_blocking(redisContext *c, int64_t until, int64_t deadline, redisReply **out);
+
 /* Reads the next reply of a pipeline, checked as nm_call() does. */
 int nm_get_reply(redisContext *c, int64_t deadline, redisReply **out);
 
@@ -87,6 +91,17 @@ int nm_receive(redisContext *c);
  * 0 with *OUT set, or NULL when no reply is complete yet; an error reply's
  * errno (the reply is consumed); NM_ECONN, ENOMEM. */
 int nm_take_reply(redisContext *c, redisReply **out);
+
+/* ---- requests nobody waits for ---- */
+
+/* One more request was sent on C, the calling thread's own connection,
+ * without waiting for its reply: the next read on C drops that reply,
+ * whatever it says, before it takes its own.  0, or EBUSY when the thread
+ * owes replies on another connection (then wait for this one's). */
+int nm_reply_owe(redisContext *c);
+
+/* C is closed: nothing is owed on it any more (nm_dial_close). */
+void nm_reply_forget(const redisContext *c);
 
 /* The reply is the status SERVER_STATUS ("OK"). */
 int nm_reply_expect_status(const redisReply *r, const char *status);
