@@ -299,7 +299,8 @@ static int handle_entry(netmutex_t *m, nm_entry_t **out)
         if (m->nm_init == NM_STATE_LIVE || !valid_name(m->nm_name, &len))
             return EINVAL;
         library_init();
-        nm_entry_t *fresh = nm_registry_get(m->nm_name, len), *expected = NULL;
+        nm_entry_t *expected = NULL;
+        nm_entry_t *fresh = nm_registry_get(NM_FAMILY_MUTEX, m->nm_name, len);
         if (!fresh)
             return ENOMEM;
         if (__atomic_compare_exchange_n((nm_entry_t **)&NM_M_HANDLE(m), &expected, fresh,
@@ -320,7 +321,7 @@ int netmutex_init(netmutex_t *m, const char *name, const netmutex_attr_t *attr)
     if (!m || !valid_name(name, &len) || (attr && !attr_ok(attr)))
         return EINVAL;
     library_init();
-    nm_entry_t *e = nm_registry_get(name, len);
+    nm_entry_t *e = nm_registry_get(NM_FAMILY_MUTEX, name, len);
     if (!e)
         return ENOMEM;
     memset(m, 0, sizeof *m); /* m->nm_name NULL: the entry keeps the name */
