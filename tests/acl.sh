@@ -11,7 +11,7 @@ NETMUTEX_TEST_ACL=1; export NETMUTEX_TEST_ACL
 # touch), nor the tests of credentials themselves (test_auth,
 # cli/secret.sh, cli/messages.sh).  NM_ACL_PROGS and NM_ACL_CLI choose
 # others.
-PROGS=${NM_ACL_PROGS-"test_api test_wait test_robust test_cache test_quorum"}
+PROGS=${NM_ACL_PROGS-"test_api test_wait test_robust test_cache test_quorum test_rwlock"}
 CLI=${NM_ACL_CLI-"run exclusion admin quorum flock names interrupt usage"}
 
 log=$(mktemp "${TMPDIR:-/tmp}/netmutex-acl.XXXXXX") || exit 99

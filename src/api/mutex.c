@@ -131,17 +131,17 @@ static void library_init(void)
     pthread_once(&once, install_fork_handlers);
 }
 
+void nm_library_init(void)
+{
+    library_init();
+}
+
 /* ---- attributes ------------------------------------------------------- */
 
 static int valid_type(int type)
 {
     return type == NETMUTEX_NORMAL || type == NETMUTEX_ERRORCHECK ||
            type == NETMUTEX_RECURSIVE;
-}
-
-static int valid_lease(unsigned int ms)
-{
-    return ms == 0 || (ms >= NETMUTEX_LEASE_MIN_MS && ms <= NETMUTEX_LEASE_MAX_MS);
 }
 
 static int attr_ok(const netmutex_attr_t *attr)
@@ -185,7 +185,7 @@ int netmutex_attr_gettype(const netmutex_attr_t *attr, int *type)
 
 int netmutex_attr_setlease(netmutex_attr_t *attr, unsigned int ms)
 {
-    if (!attr_ok(attr) || !valid_lease(ms))
+    if (!attr_ok(attr) || !nm_lease_ms_valid(ms))
         return EINVAL;
     NM_A_LEASE_MS(attr) = ms;
     return 0;

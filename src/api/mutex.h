@@ -1,7 +1,8 @@
 /*
  * mutex.h -- what mutex.c offers the other files of its layer: a
  * condition's wait (cond.c) checks the mutex it is given through here, as
- * the opaque netmutex_t's slots are mutex.c's alone (opaque.h).
+ * the opaque netmutex_t's slots are mutex.c's alone (opaque.h), and a
+ * rwlock (rwlock.c) sets the library up through here.
  */
 #ifndef NM_API_MUTEX_H
 #define NM_API_MUTEX_H
@@ -13,5 +14,10 @@
  * M or a recursive mutex locked more than once (a wait would unlock it
  * once and sleep holding it). */
 int nm_mutex_wait_check(netmutex_t *m, unsigned int *lease_ms);
+
+/* The library's set-up, once per process, before a call uses the registry
+ * or the background thread: its jobs registered, its fork handlers
+ * installed (rwlock.c's calls come through here as mutex.c's do). */
+void nm_library_init(void);
 
 #endif /* NM_API_MUTEX_H */
