@@ -841,7 +841,7 @@ static void test_killed_holder(gconstpointer data)
     netmutex_rwlock_t rw;
     Shared *sh = shared_new();
     char *name = nm_test_name("rw");
-    Proc pr = { .sh = sh, .name = name, .lease_ms = nm_ms(600), .op = op };
+    Proc pr = { .sh = sh, .name = name, .lease_ms = nm_ms(2000), .op = op };
     quiesce();
     pid_t pid = nm_fork_run(proc_hold, &pr);
     g_assert_true(wait_ready(sh));
@@ -957,7 +957,7 @@ static void test_holds_renewed(void)
 {
     netmutex_rwlock_t rw;
     netmutex_config_t cfg = { 0 };
-    char *name = rw_init(&rw, "rw", NETMUTEX_RWLOCK_DEFAULT, nm_ms(800));
+    char *name = rw_init(&rw, "rw", NETMUTEX_RWLOCK_DEFAULT, nm_ms(1200));
     char *s = rw_key(name, ":s"), *k = rw_key(name, "");
     Locker r = { .rw = &rw, .op = 'r' };
 
@@ -965,18 +965,18 @@ static void test_holds_renewed(void)
     g_assert_true(wait_got(&r));
     nm_assert_rc(netmutex_rwlock_rdlock(&rw), 0);
     nm_assert_rc(netmutex_configure(&cfg), EBUSY);
-    nmt_sleep_ms(nm_ms(2000));
+    nmt_sleep_ms(nm_ms(3000));
     g_assert_cmpint(zcard(s), ==, 2);
     long long pttl = nm_redis_pttl(redis, s);
     g_assert_cmpint(pttl, >, 0);
-    g_assert_cmpint(pttl, <=, nm_ms(800));
+    g_assert_cmpint(pttl, <=, nm_ms(1200));
     nm_assert_rc(netmutex_rwlock_unlock(&rw), 0);
     g_atomic_int_set(&r.release, 1);
     nm_assert_rc(nm_call_wait(c, PROMPT_MS), 0);
     g_assert_cmpint(zcard(s), ==, 0); /* the set went with its last share */
 
     nm_assert_rc(netmutex_rwlock_wrlock(&rw), 0);
-    nmt_sleep_ms(nm_ms(2000));
+    nmt_sleep_ms(nm_ms(3000));
     char *token = nm_redis_get(redis, 0, k, strlen(k));
     g_assert_nonnull(token);
     g_assert_true(nm_is_token(token));
