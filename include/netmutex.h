@@ -333,6 +333,129 @@ NETMUTEX_API int netmutex_cond_clockwait(netmutex_cond_t *c, netmutex_t *m, cloc
 NETMUTEX_API int netmutex_cond_signal(netmutex_cond_t *c);
 NETMUTEX_API int netmutex_cond_broadcast(netmutex_cond_t *c);
 
+/* ---- read-write locks --------------------------------------------------- */
+
+/* A read-write lock across processes and hosts, as pthread_rwlock_t is
+ * across threads: many readers at once, or one writer.  Every hold is a
+ * lease of its own in Redis (a read share, or the write lock), renewed by
+ * the background thread and reported lost as a mutex's is, so a holder
+ * that dies holds nothing for longer than its lease.  A thread may take
+ * the read lock again while it holds it (each one unlocked once), never
+ * the write lock while it holds either.  Waiters queue in Redis: writers
+ * in arrival order, and, by default, a waiting writer keeps new readers
+ * out so that writers are not starved (netmutex_rwlockattr_setkind).  A
+ * rwlock and a mutex of the same name are two locks.  Not in quorum mode:
+ * every call that needs the server returns ENOTSUP there.
+ *
+ * netmutex_rwlockattr_t: opaque, like pthread_rwlockattr_t; its size is
+ * fixed for good (64 bytes on LP64) and leaves room for new attributes. */
+typedef struct netmutex_rwlockattr {
+    unsigned int nm_magic;     /* private: set by netmutex_rwlockattr_init */
+    unsigned int nm_opaque_u[7];
+    void *nm_opaque_p[4];
+} netmutex_rwlockattr_t;
+
+/* Who goes first, as glibc's pthread_rwlockattr_setkind_np(3):
+ * NETMUTEX_RWLOCK_PREFER_WRITER (default): a writer waiting keeps new
+ *   readers out, so a stream of readers cannot starve the writers;
+ * NETMUTEX_RWLOCK_PREFER_READER: a reader waits only for a writer that
+ *   holds the lock, and one that waits for it gets it before the writers
+ *   waiting (writers may starve).
+ * The choice is each handle's: it decides how its own readers wait. */
+enum {
+    NETMUTEX_RWLOCK_PREFER_WRITER = 0,
+    NETMUTEX_RWLOCK_PREFER_READER = 1,
+    NETMUTEX_RWLOCK_DEFAULT = NETMUTEX_RWLOCK_PREFER_WRITER
+};
+
+NETMUTEX_API int netmutex_rwlockattr_init(netmutex_rwlockattr_t *attr);
+NETMUTEX_API int netmutex_rwlockattr_destroy(netmutex_rwlockattr_t *attr);
+/* EINVAL for another kind. */
+NETMUTEX_API int netmutex_rwlockattr_setkind(netmutex_rwlockattr_t *attr, int kind);
+NETMUTEX_API int netmutex_rwlockattr_getkind(const netmutex_rwlockattr_t *attr, int *kind);
+/* The lease of each hold, as netmutex_attr_setlease (0: the configured
+ * lease; EINVAL outside [NETMUTEX_LEASE_MIN_MS, NETMUTEX_LEASE_MAX_MS]). */
+NETMUTEX_API int netmutex_rwlockattr_setlease(netmutex_rwlockattr_t *attr, unsigned int ms);
+NETMUTEX_API int netmutex_rwlockattr_getlease(const netmutex_rwlockattr_t *attr,
+                                              unsigned int *ms);
+/* The callback for a lost hold, as netmutex_attr_setlostfn (FN NULL: the
+ * global one of netmutex_config_t). */
+NETMUTEX_API int netmutex_rwlockattr_setlostfn(netmutex_rwlockattr_t *attr,
+                                               netmutex_lost_fn fn, void *arg);
+
+/* Opaque, like pthread_rwlock_t; its size is fixed for good (96 bytes on
+ * LP64).  As with netmutex_t, only its first two members are public, for
+ * NETMUTEX_RWLOCK_INITIALIZER, and keep their place in every 1.x version. */
+typedef struct netmutex_rwlock {
+    const char *nm_name;  /* NETMUTEX_RWLOCK_INITIALIZER's name, NULL once inited */
+    unsigned int nm_init; /* lifecycle marker */
+    unsigned int nm_opaque_u[5];
+    void *nm_opaque_p[8];
+} netmutex_rwlock_t;
+
+/* Static initializer (the default attributes): the process-local state
+ * behind it is created by the first call that uses it.  NAME must stay
+ * valid while the lock is used. */
+#define NETMUTEX_RWLOCK_STATIC_MARK_ 0x6e6d7273u /* "nmrs" */
+#define NETMUTEX_RWLOCK_INITIALIZER(name) \
+    { (name), NETMUTEX_RWLOCK_STATIC_MARK_, { 0 }, { 0 } }
+
+/* NAME is copied (the limits of a mutex's name); ATTR may be NULL.
+ * Handles of one name in one process share its holds: a thread's hold
+ * through one is its hold through the other.  EINVAL, ENOMEM. */
+NETMUTEX_API int netmutex_rwlock_init(netmutex_rwlock_t *rw, const char *name,
+                                      const netmutex_rwlockattr_t *attr);
+/* EBUSY while a thread of this process holds the lock through RW; EINVAL. */
+NETMUTEX_API int netmutex_rwlock_destroy(netmutex_rwlock_t *rw);
+
+/* The read lock: blocks while a writer holds RW (and, preferring writers,
+ * while one waits).  A thread that holds it takes it again at once.
+ * EDEADLK: the calling thread holds the write lock.
+ * EAGAIN:  the calling thread's read locks would overflow (UINT_MAX).
+ * ENOTSUP: quorum mode.  EINVAL, EACCES, EPROTO, ENOMEM as netmutex_lock;
+ * while Redis is unreachable it keeps trying. */
+NETMUTEX_API int netmutex_rwlock_rdlock(netmutex_rwlock_t *rw);
+/* Never waits.  EBUSY: a writer holds RW or, preferring writers, waits;
+ * also when the calling thread holds the write lock.  EAGAIN: Redis could
+ * not be reached, or the read locks would overflow. */
+NETMUTEX_API int netmutex_rwlock_tryrdlock(netmutex_rwlock_t *rw);
+/* Until ABSTIME on CLOCK_REALTIME: ETIMEDOUT; EINVAL for a NULL ABSTIME or
+ * a tv_nsec outside [0, 1e9). */
+NETMUTEX_API int netmutex_rwlock_timedrdlock(netmutex_rwlock_t *rw,
+                                             const struct timespec *abstime);
+/* The same on CLOCKID, CLOCK_REALTIME or CLOCK_MONOTONIC (EINVAL). */
+NETMUTEX_API int netmutex_rwlock_clockrdlock(netmutex_rwlock_t *rw, clockid_t clockid,
+                                             const struct timespec *abstime);
+
+/* The write lock: blocks while anybody holds RW; writers get it in the
+ * order they asked for it.  EDEADLK: the calling thread holds RW (read or
+ * write).  ENOTSUP, EINVAL, EACCES, EPROTO, ENOMEM as rdlock. */
+NETMUTEX_API int netmutex_rwlock_wrlock(netmutex_rwlock_t *rw);
+/* Never waits.  EBUSY: anybody holds RW, the calling thread included, or
+ * a writer waits before it.  EAGAIN: Redis could not be reached. */
+NETMUTEX_API int netmutex_rwlock_trywrlock(netmutex_rwlock_t *rw);
+NETMUTEX_API int netmutex_rwlock_timedwrlock(netmutex_rwlock_t *rw,
+                                             const struct timespec *abstime);
+NETMUTEX_API int netmutex_rwlock_clockwrlock(netmutex_rwlock_t *rw, clockid_t clockid,
+                                             const struct timespec *abstime);
+
+/* Releases the calling thread's hold: the write lock, or one of its read
+ * locks (the share goes back with the last).  EPERM: the calling thread
+ * holds neither.  ENOLCK: the hold's lease was lost (the lost-hold
+ * callback has run or is about to).  EIO: released here, but the server
+ * could not be told: the hold runs out by itself. */
+NETMUTEX_API int netmutex_rwlock_unlock(netmutex_rwlock_t *rw);
+
+/* The fencing token of the calling thread's hold of RW.  A writer's is
+ * strictly greater than every earlier writer's (and reader's) fence of the
+ * name, as a mutex's.  A reader's is drawn while its share keeps writers
+ * out: greater than the fence of every writer before it, smaller than the
+ * fence of every writer after it -- the writer fence it reads under.  A
+ * resource that remembers the greatest writer fence it accepted rejects a
+ * reader's whose fence is smaller: a writer came after that reader's share
+ * ended.  EPERM: the calling thread does not hold RW. */
+NETMUTEX_API int netmutex_rwlock_fence(netmutex_rwlock_t *rw, uint64_t *token);
+
 /* ---- inspection ---------------------------------------------------------- */
 
 /* What the servers know about NAME, for people and tools (netmutex(1)

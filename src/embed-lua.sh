@@ -8,7 +8,10 @@
 # "-- @nolib" uses none of them and goes without (building them costs
 # more than many a script's own work).  Comment lines (--) and blank
 # lines are dropped so the scripts sent to Redis stay small; everything
-# else is kept verbatim.
+# else is kept verbatim.  A line "-- @use NAME" is replaced by the helper
+# src/lua/NAME.lua (functions some scripts share and others do not need:
+# shares.lua, a share set), so only the scripts that use a helper pay for
+# building its functions at every call.
 #
 # The SHA1 is computed here, at build time, because it is the name EVALSHA
 # calls a script by: the library never takes a server's word for it (a
@@ -19,16 +22,30 @@ shift
 strip() {
     sed -e '/^[[:space:]]*--/d' -e '/^[[:space:]]*$/d' "$1"
 }
-# The script's text with the prelude in place.
+# SCRIPT with each "-- @use NAME" line replaced by the helper NAME.lua of
+# its folder; a helper that is not there stops the build.
+expand() {
+    awk -v dir="$(dirname "$1")" '
+        /^-- @use [a-z_]+$/ {
+            f = dir "/" $3 ".lua"; n = 0
+            while ((r = (getline line < f)) > 0) { print line; n++ }
+            close(f)
+            if (r < 0 || n == 0) { print "embed-lua.sh: no helper " f > "/dev/stderr"; exit 1 }
+            next
+        }
+        { print }' "$1"
+}
+# The script's text with the prelude and its helpers in place.
 assemble() {
-    if grep -q '^-- @nolib$' "$1"; then
-        strip "$1"
-    elif grep -q '^-- @lib$' "$1"; then
-        sed -n '1,/^-- @lib$/p' "$1" | sed '$d' > "$tmp/head"
-        sed -n '/^-- @lib$/,$p' "$1" | sed '1d' > "$tmp/tail"
+    expand "$1" > "$tmp/src"
+    if grep -q '^-- @nolib$' "$tmp/src"; then
+        strip "$tmp/src"
+    elif grep -q '^-- @lib$' "$tmp/src"; then
+        sed -n '1,/^-- @lib$/p' "$tmp/src" | sed '$d' > "$tmp/head"
+        sed -n '/^-- @lib$/,$p' "$tmp/src" | sed '1d' > "$tmp/tail"
         strip "$tmp/head"; strip "$prelude"; strip "$tmp/tail"
     else
-        strip "$prelude"; strip "$1"
+        strip "$prelude"; strip "$tmp/src"
     fi
 }
 to_c() {

@@ -537,6 +537,8 @@ static void test_abi_sizes(void)
     g_assert_cmpuint(sizeof(netmutex_attr_t), ==, 64);
     g_assert_cmpuint(sizeof(netmutex_cond_t), ==, 96);
     g_assert_cmpuint(sizeof(netmutex_condattr_t), ==, 64);
+    g_assert_cmpuint(sizeof(netmutex_rwlock_t), ==, 96);
+    g_assert_cmpuint(sizeof(netmutex_rwlockattr_t), ==, 64);
     /* A static initializer sets the two public members and nothing else. */
     static netmutex_t m = NETMUTEX_INITIALIZER("x");
     netmutex_t zero;

@@ -573,8 +573,8 @@ static void test_configure_unreachable_accepted(void)
 #define ACL_COMMANDS                                                          \
     "-@all +ping +info +select +evalsha +script|load +get +set +del "        \
     "+pexpire +pttl +time +rpush +lpop +lrem +llen +hget +hset +hdel +hlen " \
-    "+lrange +hexists "                                                      \
-    "+publish +spublish +cluster|keyslot +blpop +subscribe +unsubscribe "    \
+    "+lrange +hexists +publish +spublish +cluster|keyslot +zadd +zscore "    \
+    "+zrem +zrange +zremrangebyscore +zcard +blpop +subscribe +unsubscribe " \
     "+ssubscribe +sunsubscribe +wait +role +scan +cluster|slots +asking"
 
 static char *acl_patterns(const char *keys, const char *channels)

@@ -11,7 +11,8 @@
  * per-name increasing fences; a manual failover while processes lock; a
  * slot migrated while a lock is held (ASK, then MOVED); a condition on
  * another node than its mutex, and its slot migrated while processes wait
- * on it and signal it.
+ * on it and signal it; a read-write lock whose keys share one slot, its
+ * grants pushed and its holds renewed on the node.
  */
 #include "ac_config.h"
 
@@ -1210,6 +1211,131 @@ static void test_cond_migration(void)
     g_free(ping_mutex);
 }
 
+/* ---- read-write locks ------------------------------------------------------ */
+
+/* The key <prefix>{r<tag>}NAME SUFFIX of rwlock NAME (lib.lua). */
+static char *rw_key(const char *name, const char *suffix)
+{
+    char tag[NM_TEST_TAG_LEN + 1];
+    nm_test_key_tag(name, strlen(name), tag);
+    return g_strdup_printf("netmutex:{r%s}%s%s", tag, name, suffix);
+}
+
+static long long rw_len(NmRedis *node, const char *cmd, const char *key)
+{
+    redisReply *r = nm_redis_cmd(node, "%s %s", cmd, key);
+    long long n = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    freeReplyObject(r);
+    return n;
+}
+
+/* Polls until NODE's KEY (a list or sorted set, CMD its length) holds N. */
+static bool rw_wait_len(NmRedis *node, const char *cmd, const char *key, long long n)
+{
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    while (rw_len(node, cmd, key) != n && nmt_now_ms() < until)
+        nmt_sleep_ms(2);
+    return rw_len(node, cmd, key) == n;
+}
+
+typedef struct RwHold {
+    netmutex_rwlock_t *rw;
+    int write;
+    int got, release; /* atomic */
+} RwHold;
+
+static int rw_hold_run(void *p)
+{
+    RwHold *h = p;
+    int err = h->write ? netmutex_rwlock_wrlock(h->rw) : netmutex_rwlock_rdlock(h->rw);
+    if (err)
+        return err;
+    g_atomic_int_set(&h->got, 1);
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    while (!g_atomic_int_get(&h->release) && nmt_now_ms() < until)
+        nmt_sleep_ms(1);
+    return netmutex_rwlock_unlock(h->rw);
+}
+
+static bool rw_wait_got(RwHold *h)
+{
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    while (!g_atomic_int_get(&h->got) && nmt_now_ms() < until)
+        nmt_sleep_ms(1);
+    return g_atomic_int_get(&h->got);
+}
+
+/* Read-write locks on the cluster: every key of one in one slot (its
+ * fence floor's too), whatever its name's braces; the readers queued behind
+ * a writer get in together at its unlock (each grant pushed to its list on
+ * the node by the releaser), a writer queued behind them after them; the
+ * holds renewed there past their leases; nothing left on the node. */
+static void test_rwlock_cluster(void)
+{
+    static const char *const brace[] = { "}x", "{a}b", "plain" };
+    static const char *const suffixes[] = { ":q", ":w", ":s",
+                                            ":g:0123456789abcdef0123456789abcdef" };
+    configure_cluster(nm_ms(600));
+    for (gsize n = 0; n < G_N_ELEMENTS(brace); n++) {
+        char *name = nm_test_name(brace[n]);
+        char *k = rw_key(name, ""), *q = rw_key(name, ":q"), *sh = rw_key(name, ":s");
+        long long slot = nm_topo_keyslot(topo, k, strlen(k));
+        char *floor = g_strdup_printf("netmutex:{%s}fence", nm_slot_tag((unsigned int)slot));
+        g_assert_cmpint(nm_topo_keyslot(topo, floor, strlen(floor)), ==, slot);
+        for (gsize i = 0; i < G_N_ELEMENTS(suffixes); i++) {
+            char *key = rw_key(name, suffixes[i]);
+            g_assert_cmpint(nm_topo_keyslot(topo, key, strlen(key)), ==, slot);
+            g_free(key);
+        }
+        NmRedis *node = nm_topo_master_of(topo, slot);
+        netmutex_rwlock_t rw;
+        nm_assert_rc(netmutex_rwlock_init(&rw, name, NULL), 0);
+        RwHold w1 = { .rw = &rw, .write = 1 }, r1 = { .rw = &rw }, r2 = { .rw = &rw };
+        RwHold w2 = { .rw = &rw, .write = 1 };
+        NmCall *cw1 = nm_call_start(rw_hold_run, &w1);
+        g_assert_true(rw_wait_got(&w1));
+        NmCall *cr1 = nm_call_start(rw_hold_run, &r1);
+        NmCall *cr2 = nm_call_start(rw_hold_run, &r2);
+        g_assert_true(rw_wait_len(node, "LLEN", q, 2));
+        nmt_sleep_ms(nm_ms(1300)); /* two leases: the writer is renewed there */
+        g_assert_false(g_atomic_int_get(&r1.got) || g_atomic_int_get(&r2.got));
+        g_atomic_int_set(&w1.release, 1);
+        nm_assert_rc(nm_call_wait(cw1, PROMPT_MS), 0);
+        g_assert_true(rw_wait_got(&r1) && rw_wait_got(&r2));
+        g_assert_cmpint(rw_len(node, "ZCARD", sh), ==, 2);
+        NmCall *cw2 = nm_call_start(rw_hold_run, &w2);
+        g_assert_true(rw_wait_len(node, "LLEN", q, 1));
+        nmt_sleep_ms(nm_ms(1300)); /* the shares are renewed there */
+        g_assert_cmpint(rw_len(node, "ZCARD", sh), ==, 2);
+        g_assert_false(g_atomic_int_get(&w2.got));
+        g_atomic_int_set(&r1.release, 1);
+        g_atomic_int_set(&r2.release, 1);
+        nm_assert_rc(nm_call_wait(cr1, PROMPT_MS), 0);
+        nm_assert_rc(nm_call_wait(cr2, PROMPT_MS), 0);
+        g_assert_true(rw_wait_got(&w2));
+        g_atomic_int_set(&w2.release, 1);
+        nm_assert_rc(nm_call_wait(cw2, PROMPT_MS), 0);
+        nm_assert_rc(netmutex_rwlock_destroy(&rw), 0);
+        gint64 until = nmt_now_ms() + PROMPT_MS;
+        redisReply *left;
+        do {
+            left = nm_redis_cmd(node, "KEYS netmutex:{r*");
+            if (left->elements == 0 || nmt_now_ms() > until)
+                break;
+            freeReplyObject(left);
+            nmt_sleep_ms(20);
+        } while (1);
+        g_assert_cmpint(left->elements, ==, 0);
+        freeReplyObject(left);
+        g_free(floor);
+        g_free(k);
+        g_free(q);
+        g_free(sh);
+        g_free(name);
+    }
+    nm_assert_rc(netmutex_shutdown(), 0);
+}
+
 int main(int argc, char **argv)
 {
     int rc;
@@ -1242,6 +1368,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cluster/cli/list-status-break", test_cli);
     g_test_add_func("/cluster/cond/other-node-than-mutex", test_cond_other_node);
     g_test_add_func("/cluster/cond/migration-waiters-signallers", test_cond_migration);
+    g_test_add_func("/cluster/rwlock/readers-writers-one-slot", test_rwlock_cluster);
 
     rc = g_test_run();
     nm_topo_free(topo);

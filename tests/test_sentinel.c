@@ -3,6 +3,7 @@
  * against a real master, replicas and three sentinels (topo_sentinel.h).
  *
  * Covered: locking through the sentinel URL (the key lives on the master);
+ * a read-write lock there, its holds acknowledged by the replica;
  * malformed URLs refused with EINVAL and a line that says why, passwords
  * masked; a stopped or silent (SIGSTOP) sentinel skipped within trylock's
  * bound, and EAGAIN when none answers; WAIT met with a live replica (the
@@ -22,6 +23,7 @@
  */
 #include "ac_config.h"
 
+#include "keytag.h"
 #include "topo_sentinel.h"
 
 #include <pthread.h>
@@ -206,6 +208,54 @@ static void test_silent_sentinel(void)
     nm_redis_resume(t->sentinel[2]);
     nm_assert_rc(netmutex_destroy(&m), 0);
     nm_assert_rc(netmutex_shutdown(), 0);
+    g_free(name);
+    nm_topo_free(t);
+}
+
+/* ---- a read-write lock through the sentinels ------------------------------ */
+
+static int wrlock_unlock(void *rw)
+{
+    int rc = netmutex_rwlock_wrlock(rw);
+    return rc ? rc : netmutex_rwlock_unlock(rw);
+}
+
+/* A read-write lock on the master the sentinels name, its holds
+ * acknowledged by the replica: a read share there, a writer that waits
+ * for it and gets the lock at its unlock, nothing left on the master. */
+static void test_rwlock(void)
+{
+    NmTopo *t = nm_topo_start(1);
+    netmutex_rwlock_t rw;
+    char *name = nm_test_name("rw");
+    char tag[NM_TEST_TAG_LEN + 1];
+    nm_test_key_tag(name, strlen(name), tag);
+    char *shares = g_strdup_printf("netmutex:{r%s}%s:s", tag, name);
+
+    configure(t, 0, 1, nm_ms(5000));
+    nm_assert_rc(netmutex_rwlock_init(&rw, name, NULL), 0);
+    nm_assert_rc(netmutex_rwlock_rdlock(&rw), 0);
+    for (int node = 0; node < 2; node++) { /* the master, and the replica (WAIT) */
+        redisReply *r = nm_redis_cmd(t->node[node], "ZCARD %s", shares);
+        g_assert_cmpint(r->integer, ==, 1);
+        freeReplyObject(r);
+    }
+    NmCall *w = nm_call_start(wrlock_unlock, &rw);
+    nmt_sleep_ms(nm_ms(100));
+    g_assert_false(nm_call_done(w));
+    nm_assert_rc(netmutex_rwlock_unlock(&rw), 0);
+    nm_assert_rc(nm_call_wait(w, nm_ms(30000)), 0);
+    gint64 until = nmt_now_ms() + nm_ms(30000);
+    long long left;
+    do {
+        redisReply *r = nm_redis_cmd(t->node[0], "KEYS netmutex:{r*");
+        left = (long long)r->elements;
+        freeReplyObject(r);
+    } while (left && nmt_now_ms() < until && (nmt_sleep_ms(20), 1));
+    g_assert_cmpint(left, ==, 0);
+    nm_assert_rc(netmutex_rwlock_destroy(&rw), 0);
+    nm_assert_rc(netmutex_shutdown(), 0);
+    g_free(shares);
     g_free(name);
     nm_topo_free(t);
 }
@@ -687,6 +737,7 @@ int main(int argc, char **argv)
     nm_test_init(&argc, &argv);
     g_test_add_func("/sentinel/bad-urls", test_bad_urls);
     g_test_add_func("/sentinel/lock", test_lock);
+    g_test_add_func("/sentinel/rwlock", test_rwlock);
     g_test_add_func("/sentinel/silent-sentinel", test_silent_sentinel);
     g_test_add_func("/sentinel/readonly", test_readonly);
     g_test_add_func("/sentinel/replicas/config", test_replicas_config);

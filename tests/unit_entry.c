@@ -153,6 +153,58 @@ static void test_reset_in_child(void)
     entry_free(e);
 }
 
+/* Holds of several threads (a rwlock's): each thread finds its own; the
+ * list counts as held; the child forgets them, freeing their leases. */
+typedef struct hold_arg {
+    nm_entry_t *e;
+    nm_hold_node_t *node;
+    nm_hold_node_t *found;
+} hold_arg_t;
+
+static void *add_other(void *p)
+{
+    hold_arg_t *a = p;
+    pthread_mutex_lock(&a->e->mu);
+    nm_entry_hold_add(a->e, a->node, &handle, NM_HOLD_SHARE);
+    a->found = nm_entry_hold_mine(a->e);
+    pthread_mutex_unlock(&a->e->mu);
+    return NULL;
+}
+
+static void test_holds(void)
+{
+    nm_entry_t *e = entry_new();
+    nm_hold_node_t mine = { 0 }, *other = calloc(1, sizeof *other);
+    int other_handle;
+    hold_arg_t a = { e, other, NULL };
+    pthread_t t;
+    g_assert_null(nm_entry_hold_mine(e));
+    nm_entry_hold_add(e, &mine, &other_handle, NM_HOLD_WRITE);
+    g_assert_true(nm_entry_hold_mine(e) == &mine);
+    g_assert_cmpuint(mine.hold.depth, ==, 1);
+    g_assert_cmpuint(mine.hold.kind, ==, NM_HOLD_WRITE);
+    g_assert_true(nm_entry_any_held());
+    g_assert_cmpint(pthread_create(&t, NULL, add_other, &a), ==, 0);
+    g_assert_cmpint(pthread_join(t, NULL), ==, 0);
+    g_assert_true(a.found == other);
+    g_assert_true(nm_entry_hold_mine(e) == &mine); /* not the other's */
+    g_assert_true(nm_entry_hold_through(e, &handle));
+    g_assert_true(nm_entry_hold_through(e, &other_handle));
+    nm_entry_hold_remove(e, &mine);
+    g_assert_null(nm_entry_hold_mine(e));
+    g_assert_false(nm_entry_hold_through(e, &other_handle));
+    g_assert_cmpint(e->state, ==, NM_FREE); /* no state moved */
+    g_assert_true(nm_entry_any_held());
+    /* The child forgets the other thread's hold, lease and all. */
+    other->hold.lease = lease_of("s");
+    nm_config_ref(&cfg);
+    nm_entry_reset_in_child(e);
+    nm_entry_after_fork_child();
+    g_assert_null(e->holds);
+    g_assert_false(nm_entry_any_held());
+    entry_free(e);
+}
+
 static void test_names(void)
 {
     g_assert_cmpstr(nm_entry_state_name(NM_FREE), ==, "free");
@@ -181,8 +233,14 @@ static void wrong_acquire_held(nm_entry_t *e)
     nm_entry_acquiring(e); /* a second lock of a held name */
 }
 
+static void wrong_hold_remove(nm_entry_t *e)
+{
+    nm_hold_node_t n = { 0 };
+    nm_entry_hold_remove(e, &n); /* never added */
+}
+
 static void (*const wrong[])(nm_entry_t *) = {
-    wrong_release, wrong_grant, wrong_take, wrong_free, wrong_acquire_held,
+    wrong_release, wrong_grant, wrong_take, wrong_free, wrong_acquire_held, wrong_hold_remove,
 };
 
 static void test_wrong_move_aborts(void)
@@ -208,6 +266,7 @@ int main(int argc, char **argv)
     g_test_add_func("/entry/moves/not-granted", test_not_granted);
     g_test_add_func("/entry/moves/kept-leases", test_kept_leases);
     g_test_add_func("/entry/moves/reset-in-child", test_reset_in_child);
+    g_test_add_func("/entry/holds/threads", test_holds);
     g_test_add_func("/entry/names", test_names);
     g_test_add_func("/entry/moves/wrong-aborts", test_wrong_move_aborts);
     return g_test_run();

@@ -133,17 +133,17 @@ static void library_init(void)
     pthread_once(&once, install_fork_handlers);
 }
 
+void nm_library_init(void)
+{
+    library_init();
+}
+
 /* ---- attributes ------------------------------------------------------- */
 
 static int valid_type(int type)
 {
     return type == NETMUTEX_NORMAL || type == NETMUTEX_ERRORCHECK ||
            type == NETMUTEX_RECURSIVE;
-}
-
-static int valid_lease(unsigned int ms)
-{
-    return ms == 0 || (ms >= NETMUTEX_LEASE_MIN_MS && ms <= NETMUTEX_LEASE_MAX_MS);
 }
 
 static int attr_ok(const netmutex_attr_t *attr)
@@ -187,7 +187,7 @@ int netmutex_attr_gettype(const netmutex_attr_t *attr, int *type)
 
 int netmutex_attr_setlease(netmutex_attr_t *attr, unsigned int ms)
 {
-    if (!attr_ok(attr) || !valid_lease(ms))
+    if (!attr_ok(attr) || !nm_lease_ms_valid(ms))
         return EINVAL;
     NM_A_LEASE_MS(attr) = ms;
     return 0;
@@ -301,7 +301,8 @@ static int handle_entry(netmutex_t *m, nm_entry_t **out)
         if (m->nm_init == NM_STATE_LIVE || !valid_name(m->nm_name, &len))
             return EINVAL;
         library_init();
-        nm_entry_t *fresh = nm_registry_get(m->nm_name, len), *expected = NULL;
+        nm_entry_t *expected = NULL;
+        nm_entry_t *fresh = nm_registry_get(NM_FAMILY_MUTEX, m->nm_name, len);
         if (!fresh)
             return ENOMEM;
         if (__atomic_compare_exchange_n((nm_entry_t **)&NM_M_HANDLE(m), &expected, fresh,
@@ -322,7 +323,7 @@ int netmutex_init(netmutex_t *m, const char *name, const netmutex_attr_t *attr)
     if (!m || !valid_name(name, &len) || (attr && !attr_ok(attr)))
         return EINVAL;
     library_init();
-    nm_entry_t *e = nm_registry_get(name, len);
+    nm_entry_t *e = nm_registry_get(NM_FAMILY_MUTEX, name, len);
     if (!e)
         return ENOMEM;
     memset(m, 0, sizeof *m); /* m->nm_name NULL: the entry keeps the name */

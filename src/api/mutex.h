@@ -1,7 +1,8 @@
 /*
  * mutex.h -- what mutex.c offers the other files of its layer: a
  * condition's wait (cond.c) checks the mutex it is given through here, as
- * the opaque netmutex_t's slots are mutex.c's alone (opaque.h).
+ * the opaque netmutex_t's slots are mutex.c's alone (opaque.h), and a
+ * rwlock (rwlock.c) sets the library up through here.
  */
 #ifndef NM_API_MUTEX_H
 #define NM_API_MUTEX_H
@@ -35,5 +36,10 @@ int nm_mutex_wait_check(netmutex_t *m, unsigned int *lease_ms);
 int nm_mutex_unlock_riding(netmutex_t *m, nm_script_call_t *rider, nm_trailer_t *trailer,
                            int *rode);
 int nm_mutex_lock_riding(netmutex_t *m, nm_script_call_t *rider, int *rode);
+
+/* The library's set-up, once per process, before a call uses the registry
+ * or the background thread: its jobs registered, its fork handlers
+ * installed (rwlock.c's calls come through here as mutex.c's do). */
+void nm_library_init(void);
 
 #endif /* NM_API_MUTEX_H */

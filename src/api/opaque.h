@@ -47,6 +47,28 @@
 #define NM_C_HANDLE(c) ((c)->nm_opaque_p[0]) /* cond.c's record, atomic */
 #define NM_CA_CLOCK(a) ((a)->nm_opaque_u[0]) /* clockid_t */
 
+/* netmutex_rwlock_t.nm_init: NM_RWLOCK_LIVE after netmutex_rwlock_init,
+ * NETMUTEX_RWLOCK_STATIC_MARK_ from NETMUTEX_RWLOCK_INITIALIZER, anything
+ * else (0 after destroy) is not a rwlock.  rwlock.c alone reaches these. */
+#define NM_RWLOCK_LIVE 0x6e6d7277u     /* "nmrw" */
+#define NM_RWLOCKATTR_MAGIC 0x6e6d7261u /* "nmra" */
+#define NM_RW_KIND(r) ((r)->nm_opaque_u[0])     /* NETMUTEX_RWLOCK_PREFER_* */
+#define NM_RW_LEASE_MS(r) ((r)->nm_opaque_u[1]) /* 0: the configured default */
+#define NM_RW_HANDLE(r) ((r)->nm_opaque_p[0])   /* nm_entry_t *, atomic */
+#define NM_RW_LOST(r) ((r)->nm_opaque_p[1])     /* netmutex_lost_fn */
+#define NM_RW_LOST_ARG(r) ((r)->nm_opaque_p[2])
+#define NM_RA_KIND(a) ((a)->nm_opaque_u[0])
+#define NM_RA_LEASE_MS(a) ((a)->nm_opaque_u[1])
+#define NM_RA_LOST(a) ((a)->nm_opaque_p[0])
+#define NM_RA_LOST_ARG(a) ((a)->nm_opaque_p[1])
+
+/* Whether MS is a lease an attribute may name: 0 (the configured one) or
+ * within [NETMUTEX_LEASE_MIN_MS, NETMUTEX_LEASE_MAX_MS]. */
+static inline int nm_lease_ms_valid(unsigned int ms)
+{
+    return ms == 0 || (ms >= NETMUTEX_LEASE_MIN_MS && ms <= NETMUTEX_LEASE_MAX_MS);
+}
+
 /* A callback in a pointer slot.  POSIX makes function and object pointers
  * the same size (dlsym needs it); memcpy says so without a cast ISO C
  * frowns on. */

@@ -8,7 +8,7 @@
 #include "entry.h"
 #include "log.h"
 
-static int held_total; /* atomic: names HELD, HANDOFF or RELEASING */
+static int held_total; /* atomic: names HELD, HANDOFF or RELEASING, and list holds */
 
 static const char *const state_names[] = {
     [NM_FREE] = "free",         [NM_ACQUIRING] = "acquiring", [NM_HELD] = "held",
@@ -134,8 +134,59 @@ void nm_entry_freed(nm_entry_t *e)
     }
 }
 
+void nm_entry_hold_add(nm_entry_t *e, nm_hold_node_t *node, const void *handle,
+                       nm_hold_kind_t kind)
+{
+    node->hold.kind = (unsigned char)kind;
+    node->hold.owner = pthread_self();
+    node->hold.handle = handle;
+    node->hold.depth = 1;
+    node->next = e->holds;
+    e->holds = node;
+    note_held(1);
+}
+
+void nm_entry_hold_remove(nm_entry_t *e, nm_hold_node_t *node)
+{
+    nm_hold_node_t **p = &e->holds;
+    while (*p && *p != node)
+        p = &(*p)->next;
+    if (!*p) {
+        netmutex_log(NETMUTEX_LOG_ERROR, "internal error: a hold of \"%s\" not on its list",
+                     e->name);
+        abort();
+    }
+    *p = node->next;
+    node->next = NULL;
+    note_held(-1);
+}
+
+nm_hold_node_t *nm_entry_hold_mine(const nm_entry_t *e)
+{
+    nm_hold_node_t *n = e->holds;
+    while (n && !pthread_equal(n->hold.owner, pthread_self()))
+        n = n->next;
+    return n;
+}
+
+int nm_entry_hold_through(const nm_entry_t *e, const void *handle)
+{
+    for (const nm_hold_node_t *n = e->holds; n; n = n->next)
+        if (n->hold.handle == handle)
+            return 1;
+    return 0;
+}
+
 void nm_entry_reset_in_child(nm_entry_t *e)
 {
+    /* The holds on the list are the parent's threads': their leases stay
+     * the parent's, as the one below does. */
+    while (e->holds) {
+        nm_hold_node_t *n = e->holds;
+        e->holds = n->next;
+        nm_lease_forget(&n->hold.lease);
+        free(n);
+    }
     if (e->hold.lease.key)
         nm_lease_forget(&e->hold.lease);
     memset(&e->hold, 0, sizeof e->hold);

@@ -43,11 +43,30 @@
  * from a state its event does not start from is a bug: it aborts.
  *
  * A hold is what a thread has while the name is HELD: the lease and who
- * holds it how.  Its kind says what the lease stands for at the server;
- * the mutex's is the one kind so far.  Another primitive (a read share, a
- * semaphore permit, a condition's waiter) is another kind of hold: a lease
- * of its own, renewed, lost-reported and released through the same moves,
- * never a copy of them.
+ * holds it how.  Its kind says what the lease stands for at the server.
+ * Another primitive (a read share, a semaphore permit, a condition's
+ * waiter) is another kind of hold: a lease of its own, renewed,
+ * lost-reported and released through the same moves, never a copy of
+ * them.
+ *
+ * Holds many threads have at once.  A read-write lock's name has an entry
+ * of its own (family NM_FAMILY_RWLOCK: a mutex and a rwlock of one name
+ * are two locks, as their keys are), and several of its threads may hold
+ * it together, each its own read share.  One entry cannot hold them in its
+ * one e->hold, and a shared lease would make one thread's unlock or lost
+ * renewal end another's share.  So every thread that holds a rwlock has a
+ * hold of its own, with its own lease and token at the server, on the
+ * entry's list of holds (e->holds): a read share (NM_HOLD_SHARE) or the
+ * write lock (NM_HOLD_WRITE).  The renewal job renews each as it renews a
+ * mutex's lease, and reports each one lost by itself.  The list's moves,
+ * hold_add and hold_remove, change no state: the server orders the
+ * holders (its queue serves readers and writers in turn), and a thread
+ * goes to it for a hold of its own without waiting for another local one.
+ * What the list knows locally is who holds what: a thread's second read
+ * lock counts in its hold (depth), a write lock asked by a holder is
+ * EDEADLK rather than a wait for itself, and an unlock finds the caller's
+ * hold.  A rwlock entry stays FREE; its e->hold is unused.  (A cached
+ * share, later, is a hold on the list that no thread holds.)
  */
 #ifndef NM_ENTRY_H
 #define NM_ENTRY_H
@@ -70,8 +89,17 @@ typedef enum nm_state {
 } nm_state_t;
 
 typedef enum nm_hold_kind {
-    NM_HOLD_MUTEX = 0   /* exclusive, one thread (recursively, by type) */
+    NM_HOLD_MUTEX = 0,  /* exclusive, one thread (recursively, by type) */
+    NM_HOLD_SHARE,      /* a rwlock's read share: one thread's, others may
+                           hold theirs (recursively: depth) */
+    NM_HOLD_WRITE       /* a rwlock's write lock: one thread's, alone */
 } nm_hold_kind_t;
+
+/* What a name's entry is for: the registry keeps one per family and name. */
+typedef enum nm_entry_family {
+    NM_FAMILY_MUTEX = 0,
+    NM_FAMILY_RWLOCK
+} nm_entry_family_t;
 
 typedef struct nm_hold {
     nm_lease_t lease;         /* the server-side acquisition: HELD, HANDOFF,
@@ -82,6 +110,12 @@ typedef struct nm_hold {
     unsigned char kind;       /* nm_hold_kind_t */
     unsigned char inconsistent; /* robust: EOWNERDEAD given, not repaired */
 } nm_hold_t;
+
+/* A hold on an entry's list of holds (see the top): one thread's. */
+typedef struct nm_hold_node {
+    struct nm_hold_node *next; /* e->mu */
+    nm_hold_t hold;
+} nm_hold_node_t;
 
 /* cache.c's bookkeeping of a name, beside the state: whether the lease may
  * be kept, and whether requests for it reach us. */
@@ -115,11 +149,13 @@ typedef struct nm_entry {
                                  a waiting thread go on */
     unsigned char state;      /* nm_state_t */
     unsigned char reserved;   /* fair: the next turn is for a waiting thread */
+    unsigned char family;     /* nm_entry_family_t, fixed */
     unsigned int waiters;     /* local threads waiting for their turn */
     unsigned int cohort_turns;/* hand-offs since the lease was acquired */
     int64_t cohort_start;     /* when the lease was acquired (monotonic ms) */
     int64_t returning_until;  /* RETURNING: trylock waits for it until then */
     nm_hold_t hold;
+    nm_hold_node_t *holds;    /* the holds of several threads at once */
     nm_entry_cache_t cache;
     char name[];              /* NUL-terminated copy, in the entry's own
                                  allocation */
@@ -170,6 +206,21 @@ void nm_entry_unkeep(nm_entry_t *e, nm_state_t to, nm_lease_t *out);
 /* RELEASING or RETURNING -> FREE: the lease went back (or expired). */
 void nm_entry_freed(nm_entry_t *e);
 
+/* The calling thread got the lease in NODE's hold, a hold of KIND of its
+ * own, through HANDLE: NODE goes on E's list of holds, held once. */
+void nm_entry_hold_add(nm_entry_t *e, nm_hold_node_t *node, const void *handle,
+                       nm_hold_kind_t kind);
+
+/* NODE leaves E's list: its lease is the caller's to give back, NODE the
+ * caller's to free. */
+void nm_entry_hold_remove(nm_entry_t *e, nm_hold_node_t *node);
+
+/* The calling thread's hold on E's list, or NULL. */
+nm_hold_node_t *nm_entry_hold_mine(const nm_entry_t *e);
+
+/* Whether a hold on E's list was taken through HANDLE. */
+int nm_entry_hold_through(const nm_entry_t *e, const void *handle);
+
 /* In a child after fork: whatever the parent did, E is FREE and nobody
  * waits (the only thread left is the one that forked). */
 void nm_entry_reset_in_child(nm_entry_t *e);
@@ -177,7 +228,8 @@ void nm_entry_reset_in_child(nm_entry_t *e);
 /* The state's name, for messages. */
 const char *nm_entry_state_name(nm_state_t s);
 
-/* How many names are held (HELD, HANDOFF, RELEASING) in this process:
+/* How many names are held (HELD, HANDOFF, RELEASING, or a hold on a list)
+ * in this process:
  * netmutex_configure and netmutex_shutdown refuse to pull the
  * configuration from under a held lock. */
 int nm_entry_any_held(void);

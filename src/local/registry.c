@@ -45,7 +45,7 @@ static void grow(void)
     nbuckets = n;
 }
 
-static nm_entry_t *entry_new(const char *name, size_t len)
+static nm_entry_t *entry_new(nm_entry_family_t family, const char *name, size_t len)
 {
     /* One allocation for the entry and its name: a held lock costs one
      * malloc chunk here, not two. */
@@ -55,6 +55,7 @@ static nm_entry_t *entry_new(const char *name, size_t len)
     memcpy(e->name, name, len);
     e->name[len] = '\0';
     e->name_len = (unsigned int)len;
+    e->family = (unsigned char)family;
     pthread_mutex_init(&e->mu, NULL);
     nm_cond_init_monotonic(&e->cv);
     return e;
@@ -67,25 +68,26 @@ static void entry_free(nm_entry_t *e)
     free(e);
 }
 
-static nm_entry_t **find_slot(const char *name, size_t len)
+static nm_entry_t **find_slot(nm_entry_family_t family, const char *name, size_t len)
 {
     nm_entry_t **p = &buckets[hash_name(name, len) & (nbuckets - 1)];
     for (; *p; p = &(*p)->next)
-        if ((*p)->name_len == len && memcmp((*p)->name, name, len) == 0)
+        if ((*p)->family == family && (*p)->name_len == len &&
+            memcmp((*p)->name, name, len) == 0)
             break;
     return p;
 }
 
-nm_entry_t *nm_registry_get(const char *name, size_t len)
+nm_entry_t *nm_registry_get(nm_entry_family_t family, const char *name, size_t len)
 {
     nm_entry_t *e = NULL;
     pthread_mutex_lock(&registry_lock);
     if (nentries >= nbuckets)
         grow();
     if (nbuckets) {
-        nm_entry_t **slot = find_slot(name, len);
+        nm_entry_t **slot = find_slot(family, name, len);
         e = *slot;
-        if (!e && (e = entry_new(name, len)) != NULL) {
+        if (!e && (e = entry_new(family, name, len)) != NULL) {
             *slot = e;
             nentries++;
         }
@@ -100,7 +102,7 @@ void nm_registry_with(const char *name, size_t len, void (*fn)(nm_entry_t *))
 {
     nm_entry_t *e = NULL;
     pthread_mutex_lock(&registry_lock);
-    if (nbuckets && (e = *find_slot(name, len)) != NULL)
+    if (nbuckets && (e = *find_slot(NM_FAMILY_MUTEX, name, len)) != NULL)
         e->refs++;
     pthread_mutex_unlock(&registry_lock);
     if (e) {
@@ -120,7 +122,7 @@ void nm_registry_put(nm_entry_t *e)
 {
     pthread_mutex_lock(&registry_lock);
     if (--e->refs == 0) {
-        nm_entry_t **slot = find_slot(e->name, e->name_len);
+        nm_entry_t **slot = find_slot((nm_entry_family_t)e->family, e->name, e->name_len);
         *slot = e->next;
         nentries--;
     } else {

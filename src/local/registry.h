@@ -11,11 +11,13 @@
 #include "entry.h"
 
 
-/* The entry for NAME, created if needed, with one more reference; NULL when
- * out of memory. */
-nm_entry_t *nm_registry_get(const char *name, size_t len);
+/* The entry of FAMILY (entry.h) for NAME, created if needed, with one more
+ * reference; NULL when out of memory.  A mutex and a rwlock of one name
+ * have an entry each. */
+nm_entry_t *nm_registry_get(nm_entry_family_t family, const char *name, size_t len);
 
-/* Calls FN with NAME's entry if it exists (no lock held during the call). */
+/* Calls FN with the mutex entry of NAME if it exists (no lock held during
+ * the call). */
 void nm_registry_with(const char *name, size_t len, void (*fn)(nm_entry_t *));
 
 /* One more reference to E, which the caller already has one of. */

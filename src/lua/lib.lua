@@ -90,6 +90,34 @@
 -- script pushes itself (cond.lua 'h'); in a Redis Cluster it returns the
 -- tokens, and its caller pushes with grant.lua, which declares each CG (a
 -- hint either way: the choice is made, atomically, in CS and CH).
+--
+-- Keys of one read-write lock (netmutex_rwlock_t, rwlock.lua).  They share
+-- the hash tag {r<tag>}, 'r' then the 16 hex digits of the FNV-1a digest
+-- of the name: one slot for the lock, and a tag neither a mutex's key nor
+-- a condition's has.  Declared in this order: K, P, Q, W, S, G.  Nothing
+-- is left once the last holder and waiter left (the fence floor P is the
+-- slot's):
+--   K  <prefix>{r<tag>}<name>         the write lock: a lock key as a
+--                                     mutex's K (its 'q' is always '-'),
+--                                     'c' while it is a grant not yet
+--                                     confirmed; set only while S holds no
+--                                     live share
+--   P  <prefix>{<s>}fence             the fence floor of K's slot, as above:
+--                                     writers and readers draw their
+--                                     fences from it
+--   Q  <prefix>{r<tag>}<name>:q       list: tokens of queued waiters, in
+--                                     arrival order
+--   W  <prefix>{r<tag>}<name>:w       hash: token ->
+--                                     "<refreshed_ms>:<lease_ms>:<k>:<holder>",
+--                                     k 'w' writer, 'r' reader, 'p' reader
+--                                     that prefers readers
+--   S  <prefix>{r<tag>}<name>:s       sorted set: the read shares, token ->
+--                                     when it runs out (server ms), a grant
+--                                     not confirmed yet included; its PX is
+--                                     its latest share's end (shares.lua)
+--   G  <prefix>{r<tag>}<name>:g:<t>   list: the grant to queued waiter t
+--                                     (a share or the write lock), as a
+--                                     mutex's
 
 -- Fences.  A fence is this server's clock in microseconds when the lock was
 -- taken, raised above the slot's floor P if the clock is not past it, and

@@ -22,6 +22,8 @@ static const char *const commands[] = {
     "+rpush", "+lpop", "+lrem", "+llen",
     "+hget", "+hset", "+hdel", "+hlen", "+lrange", "+hexists",
     "+publish", "+spublish", "+cluster|keyslot",
+    /* ... and what a read-write lock's queue and shares need besides */
+    "+zadd", "+zscore", "+zrem", "+zrange", "+zremrangebyscore", "+zcard",
     /* a queued waiter's grant (lease.c) */
     "+blpop",
     /* wake-on-release and lease caching (wake.c) */

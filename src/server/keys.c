@@ -1,4 +1,5 @@
-/* keys.c -- building the keys of a mutex, and of a condition variable. */
+/* keys.c -- building the keys of a mutex, a condition variable and a
+ * read-write lock. */
 #include "nm.h"
 
 #include <errno.h>
@@ -247,4 +248,56 @@ char *nm_keys_cond_grant_for(const char *keys, const size_t lens[NM_CKEY_COUNT],
     g[base + tail + NM_TOKEN_LEN] = '\0';
     *len = base + tail + NM_TOKEN_LEN;
     return g;
+}
+
+/* ---- read-write locks ---- */
+
+static const char *const rw_suffix[NM_RKEY_COUNT] = {
+    [NM_RKEY_QUEUE] = ":q", [NM_RKEY_WAITERS] = ":w", [NM_RKEY_SHARES] = ":s",
+    [NM_RKEY_GRANT] = GRANT_SUFFIX,
+};
+
+int nm_keys_rwlock(const nm_config_t *cfg, const char *name, size_t name_len,
+                   const char *token, char **keys, size_t lens[NM_RKEY_COUNT])
+{
+    size_t klen = cfg->prefix_len + NM_KEY_TAG_LEN + 3 + name_len;
+    size_t total = klen + 1 + cfg->prefix_len + NM_SLOT_TAG_MAX + 3 + strlen(FLOOR_NAME) + 1;
+    int n = token ? NM_RKEY_COUNT : NM_RKEY_GRANT;
+    for (int i = NM_RKEY_QUEUE; i < NM_RKEY_COUNT; i++)
+        total += klen + strlen(rw_suffix[i]) + (i == NM_RKEY_GRANT ? NM_TOKEN_LEN : 0) + 1;
+    char *k = calloc(total, 1), *w = k;
+    if (!k)
+        return ENOMEM;
+    memcpy(w, cfg->prefix, cfg->prefix_len);
+    w[cfg->prefix_len] = '{';
+    w[cfg->prefix_len + 1] = 'r';
+    nm_keys_tag(name, name_len, w + cfg->prefix_len + 2);
+    w[klen - name_len - 1] = '}';
+    memcpy(w + klen - name_len, name, name_len);
+    lens[NM_RKEY_LOCK] = klen;
+    w += klen + 1;
+    lens[NM_RKEY_FLOOR] = write_floor(w, cfg, k, klen);
+    w += lens[NM_RKEY_FLOOR] + 1;
+    for (int i = NM_RKEY_QUEUE; i < NM_RKEY_COUNT; i++) {
+        lens[i] = 0;
+        if (i >= n)
+            continue;
+        size_t sl = strlen(rw_suffix[i]);
+        memcpy(w, k, klen);
+        memcpy(w + klen, rw_suffix[i], sl);
+        if (i == NM_RKEY_GRANT)
+            memcpy(w + klen + sl, token, NM_TOKEN_LEN);
+        lens[i] = klen + sl + (i == NM_RKEY_GRANT ? NM_TOKEN_LEN : 0);
+        w += lens[i] + 1;
+    }
+    *keys = k;
+    return 0;
+}
+
+const char *nm_keys_rwlock_get(const char *keys, const size_t lens[NM_RKEY_COUNT],
+                               nm_rkey_t which)
+{
+    for (int i = 0; i < (int)which; i++)
+        keys += lens[i] + 1;
+    return keys;
 }

@@ -110,4 +110,30 @@ const char *nm_keys_cond_get(const char *keys, const size_t lens[NM_CKEY_COUNT],
 char *nm_keys_cond_grant_for(const char *keys, const size_t lens[NM_CKEY_COUNT],
                              const char *token, size_t token_len, size_t *len);
 
+/* ---- a read-write lock's keys (lib.lua, "Keys of one read-write lock") ---- */
+
+/* The order of rwlock.lua's KEYS. */
+typedef enum nm_rkey {
+    NM_RKEY_LOCK,    /* K: the write lock */
+    NM_RKEY_FLOOR,   /* P: the fence floor of K's slot */
+    NM_RKEY_QUEUE,   /* Q */
+    NM_RKEY_WAITERS, /* W */
+    NM_RKEY_SHARES,  /* S: the read shares (a share set) */
+    NM_RKEY_GRANT,   /* G: the caller's own grant list */
+    NM_RKEY_COUNT
+} nm_rkey_t;
+
+/* The keys of read-write lock NAME under CFG's prefix: K
+ * <prefix>{r<tag>}<name>, the floor of its slot, then K's ":q", ":w", ":s"
+ * and ":g:<TOKEN>" (G only with a TOKEN), each NUL-terminated, in one
+ * allocation *KEYS (malloc'ed), the lengths in LENS.  The tag is 'r' and
+ * nm_keys_tag()'s digest: one slot per lock, and never a mutex's or a
+ * condition's key.  0 or ENOMEM. */
+int nm_keys_rwlock(const nm_config_t *cfg, const char *name, size_t name_len,
+                   const char *token, char **keys, size_t lens[NM_RKEY_COUNT]);
+
+/* Key WHICH of KEYS as nm_keys_rwlock() built them. */
+const char *nm_keys_rwlock_get(const char *keys, const size_t lens[NM_RKEY_COUNT],
+                               nm_rkey_t which);
+
 #endif /* NM_KEYS_H */

@@ -67,8 +67,8 @@
  * just before it died holds it for the claim (lib.lua: 500 ms and 150 ms).
  * With both, the next live waiter has the lock well within a second of the
  * release.  The queue's keys expire QUEUE_TTL_MS after the last refresh. */
-#define QUEUE_REFRESH_MS 250
-#define QUEUE_TTL_MS (3 * QUEUE_REFRESH_MS)
+#define QUEUE_REFRESH_MS NM_QUEUE_REFRESH_MS
+#define QUEUE_TTL_MS NM_QUEUE_TTL_MS
 /* How long leaving the queue (or undoing an acquisition whose reply was
  * lost) may take after the caller's deadline passed. */
 #define CLEANUP_MS 50
@@ -641,13 +641,7 @@ void nm_lease_forget(nm_lease_t *l)
  * connection, could otherwise reach the server first, and the request that
  * queues would come after it. */
 
-typedef struct queued {
-    struct queued *next;
-    const nm_lease_t *lease; /* the waiter's: cfg, token, key (fixed) */
-    int listed;              /* queued_lock: in the list */
-    int in_flight;           /* queued_lock: a request that may queue is out */
-    int left;                /* queued_lock: the exit handler cancelled it */
-} queued_t;
+typedef nm_queued_t queued_t;
 
 static pthread_mutex_t queued_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t queued_cv;   /* an in_flight went 0; set up once */
@@ -691,7 +685,9 @@ static void leave_queues_at_exit(void)
         long long ignored;
         int sent;
         memcpy(l.token, w->token, sizeof l.token);
-        if (cancel_once(&l, deadline) == 0)
+        if (q->leave)
+            q->leave(&l, q->leave_arg, deadline);
+        else if (cancel_once(&l, deadline) == 0)
             release_once(&l, NULL, 0, deadline, &ignored, &sent);
         q->left = 1;
     }
@@ -709,12 +705,19 @@ static void install_exit_handler(void)
  * request must not queue then. */
 static int queued_begin(queued_t *q, const nm_lease_t *l)
 {
+    return nm_lease_queued_begin(q, l, NULL, NULL);
+}
+
+int nm_lease_queued_begin(nm_queued_t *q, const nm_lease_t *l, nm_leave_fn leave, void *arg)
+{
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, install_exit_handler);
     pthread_mutex_lock(&queued_lock);
     int ok = !exiting();
     if (ok && !q->listed) {
         q->lease = l;
+        q->leave = leave;
+        q->leave_arg = arg;
         q->left = 0;
         q->next = queued_head;
         queued_head = q;
@@ -738,6 +741,11 @@ static void unlist(queued_t *q)
 /* After that request: Q stays listed if the waiter is QUEUED (returned). */
 static int queued_end(queued_t *q, int queued)
 {
+    return nm_lease_queued_end(q, queued);
+}
+
+int nm_lease_queued_end(nm_queued_t *q, int queued)
+{
     pthread_mutex_lock(&queued_lock);
     q->in_flight = 0;
     pthread_cond_broadcast(&queued_cv);
@@ -749,6 +757,11 @@ static int queued_end(queued_t *q, int queued)
 
 /* Only the waiter's own thread changes q->listed (under the lock). */
 static void queued_remove(queued_t *q)
+{
+    nm_lease_queued_remove(q);
+}
+
+void nm_lease_queued_remove(nm_queued_t *q)
 {
     if (!q->listed)
         return;
@@ -1150,4 +1163,28 @@ int nm_lease_break(const char *name, size_t name_len)
     if (err)
         return err == NM_ECONN ? EAGAIN : err;
     return held ? 0 : ENOENT;
+}
+
+/* ---- for the other kinds of lease (lease.h) -------------------------------- */
+
+int nm_lease_script(nm_lease_t *l, nm_script_t id, int nkeys, int argc, const char **argv,
+                    const size_t *lens, int64_t deadline, redisReply **out, int *sent)
+{
+    return run_argv(l, NULL, id, nkeys, argc, argv, lens, deadline, out, sent);
+}
+
+int nm_lease_wait_grant(nm_lease_t *l, int64_t pause, int64_t deadline)
+{
+    return wait_grant(l, pause, deadline);
+}
+
+void nm_lease_push_grant(nm_lease_t *l, const char *token, size_t token_len, long long claim,
+                         int64_t deadline)
+{
+    push_grant(l, token, token_len, claim, deadline);
+}
+
+size_t nm_lease_holder(const nm_config_t *cfg, char *buf, size_t size)
+{
+    return holder_text(cfg, buf, size);
 }

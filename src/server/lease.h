@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <hiredis/hiredis.h>
+
 #include "journal.h"
 #include "script.h"
 #include "settings.h"
@@ -122,6 +124,63 @@ int nm_lease_break(const char *name, size_t name_len);
 /* Frees what *L owns without telling the server: after fork(), in the
  * child, which must leave the parent's lock alone. */
 void nm_lease_forget(nm_lease_t *l);
+
+/* ---- what the other kinds of lease share with this one ---------------------
+ * A read-write lock's holds (shares.c) are leases too, on keys of their
+ * own, queued and granted as a mutex's are: these are the mutex's own
+ * steps, for them. */
+
+/* A queued waiter refreshes its queue entry this often (lib.lua passes
+ * over one that missed two refreshes), and the entry lives this long. */
+#define NM_QUEUE_REFRESH_MS 250
+#define NM_QUEUE_TTL_MS (3 * NM_QUEUE_REFRESH_MS)
+
+/* Runs script ID with ARGC words ARGV (its NKEYS keys first, all in the
+ * slot of L's key) for L, on the calling thread's connection or the node
+ * of that slot, the reply by DEADLINE (and the I/O timeout): 0 with *OUT,
+ * or an error (a broken connection is dropped and reported).  *SENT tells
+ * whether a failed call may have reached the server. */
+int nm_lease_script(nm_lease_t *l, nm_script_t id, int nkeys, int argc, const char **argv,
+                    const size_t *lens, int64_t deadline, redisReply **out, int *sent);
+
+/* A queued waiter of L's key blocks on its grant list <key>:g:<token> for
+ * up to PAUSE ms (never past DEADLINE): 0 when a grant came (the next
+ * attempt confirms it), EBUSY when none did, NM_EHELD, NM_ECONN. */
+int nm_lease_wait_grant(nm_lease_t *l, int64_t pause, int64_t deadline);
+
+/* Pushes the grant a script reserved for queued waiter TOKEN of L's key,
+ * for CLAIM ms (lib.lua, Grants): a hint, so failures are not reported. */
+void nm_lease_push_grant(nm_lease_t *l, const char *token, size_t token_len, long long claim,
+                         int64_t deadline);
+
+/* "host:pid:tid" of the calling thread (or CFG's holder:tid) in BUF, for
+ * people and tools: its length. */
+size_t nm_lease_holder(const nm_config_t *cfg, char *buf, size_t size);
+
+/* A waiter in a queue, listed so that an exiting process takes it out
+ * (lease.c, "leaving the queue at exit").  LEAVE, when not NULL, is how
+ * (else a mutex's cancel): it is given a copy of the lease's fixed fields
+ * (cfg, token, key, lease_ms), ARG and the exit's deadline, runs on the
+ * exiting thread, and gives back a grant it finds. */
+typedef void (*nm_leave_fn)(nm_lease_t *l, void *arg, int64_t deadline);
+typedef struct nm_queued {
+    struct nm_queued *next;
+    const nm_lease_t *lease; /* the waiter's: cfg, token, key (fixed) */
+    nm_leave_fn leave;
+    void *leave_arg;
+    int listed;              /* the list's lock: in the list */
+    int in_flight;           /* the list's lock: a request that may queue is out */
+    int left;                /* the list's lock: the exit handler took it out */
+} nm_queued_t;
+
+/* Before a request that may queue the waiter of L (Q its entry, zeroed
+ * before its first use): lists it, in flight.  0, listing nothing, once
+ * the process is exiting: the request must not queue then. */
+int nm_lease_queued_begin(nm_queued_t *q, const nm_lease_t *l, nm_leave_fn leave, void *arg);
+/* After that request: Q stays listed if QUEUED, which is returned. */
+int nm_lease_queued_end(nm_queued_t *q, int queued);
+/* Off the list (the waiter's own thread, once it is done waiting). */
+void nm_lease_queued_remove(nm_queued_t *q);
 
 /* pthread_atfork hooks for the list of queued waiters (see lease.c). */
 void nm_lease_before_fork(void);

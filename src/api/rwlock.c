@@ -1,0 +1,361 @@
+/*
+ * rwlock.c -- the public netmutex_rwlock_* and netmutex_rwlockattr_*
+ * calls: argument checks, pthread's answers for a thread that holds the
+ * lock already, and the holds on the name's entry.
+ *
+ * Every handle of a name points at the name's rwlock entry (registry.h),
+ * whose list of holds (entry.h) has one hold per thread that holds the
+ * lock: a read share or the write lock, each a lease of its own from the
+ * server (shares.h), renewed by the background thread (renew.h) from the
+ * moment it is granted until its unlock.  Nothing waits locally: a thread
+ * without a hold goes to the server, whose queue orders readers and
+ * writers of every process alike.  What the list answers locally is what
+ * pthread answers without asking anybody: a second read lock of a reader
+ * (its depth), EDEADLK or EBUSY for a lock its holder cannot get without
+ * waiting for itself, EPERM for an unlock without a hold.
+ *
+ * Every call whose answer comes from the layers below returns it through
+ * nm_errno_public() (nm.h): no internal code reaches the caller.
+ */
+#include "nm.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "entry.h"
+#include "lease.h"
+#include "mutex.h"
+#include "opaque.h"
+#include "registry.h"
+#include "renew.h"
+#include "shares.h"
+
+/* ---- attributes ------------------------------------------------------- */
+
+static int rattr_ok(const netmutex_rwlockattr_t *a)
+{
+    return a && a->nm_magic == NM_RWLOCKATTR_MAGIC;
+}
+
+static int valid_kind(int kind)
+{
+    return kind == NETMUTEX_RWLOCK_PREFER_WRITER || kind == NETMUTEX_RWLOCK_PREFER_READER;
+}
+
+int netmutex_rwlockattr_init(netmutex_rwlockattr_t *attr)
+{
+    if (!attr)
+        return EINVAL;
+    memset(attr, 0, sizeof *attr);
+    attr->nm_magic = NM_RWLOCKATTR_MAGIC;
+    NM_RA_KIND(attr) = NETMUTEX_RWLOCK_DEFAULT;
+    return 0;
+}
+
+int netmutex_rwlockattr_destroy(netmutex_rwlockattr_t *attr)
+{
+    if (!rattr_ok(attr))
+        return EINVAL;
+    attr->nm_magic = 0;
+    return 0;
+}
+
+int netmutex_rwlockattr_setkind(netmutex_rwlockattr_t *attr, int kind)
+{
+    if (!rattr_ok(attr) || !valid_kind(kind))
+        return EINVAL;
+    NM_RA_KIND(attr) = (unsigned int)kind;
+    return 0;
+}
+
+int netmutex_rwlockattr_getkind(const netmutex_rwlockattr_t *attr, int *kind)
+{
+    if (!rattr_ok(attr) || !kind)
+        return EINVAL;
+    *kind = (int)NM_RA_KIND(attr);
+    return 0;
+}
+
+int netmutex_rwlockattr_setlease(netmutex_rwlockattr_t *attr, unsigned int ms)
+{
+    if (!rattr_ok(attr) || !nm_lease_ms_valid(ms))
+        return EINVAL;
+    NM_RA_LEASE_MS(attr) = ms;
+    return 0;
+}
+
+int netmutex_rwlockattr_getlease(const netmutex_rwlockattr_t *attr, unsigned int *ms)
+{
+    if (!rattr_ok(attr) || !ms)
+        return EINVAL;
+    *ms = NM_RA_LEASE_MS(attr);
+    return 0;
+}
+
+int netmutex_rwlockattr_setlostfn(netmutex_rwlockattr_t *attr, netmutex_lost_fn fn, void *arg)
+{
+    if (!rattr_ok(attr))
+        return EINVAL;
+    nm_slot_set_fn(&NM_RA_LOST(attr), fn);
+    NM_RA_LOST_ARG(attr) = arg;
+    return 0;
+}
+
+/* ---- handles ------------------------------------------------------------ */
+
+static int valid_name(const char *name, size_t *len)
+{
+    if (!name)
+        return 0;
+    *len = strnlen(name, NETMUTEX_NAME_MAX + 1);
+    return *len > 0 && *len <= NETMUTEX_NAME_MAX;
+}
+
+/* The entry behind RW, created on first use for a statically initialized
+ * lock (threads racing agree through one compare-and-swap). */
+static int handle_entry(netmutex_rwlock_t *rw, nm_entry_t **out)
+{
+    size_t len;
+    if (!rw || (rw->nm_init != NM_RWLOCK_LIVE && rw->nm_init != NETMUTEX_RWLOCK_STATIC_MARK_))
+        return EINVAL;
+    nm_entry_t *e = __atomic_load_n((nm_entry_t **)&NM_RW_HANDLE(rw), __ATOMIC_ACQUIRE);
+    if (!e) {
+        if (rw->nm_init == NM_RWLOCK_LIVE || !valid_name(rw->nm_name, &len))
+            return EINVAL;
+        nm_library_init();
+        nm_entry_t *expected = NULL;
+        nm_entry_t *fresh = nm_registry_get(NM_FAMILY_RWLOCK, rw->nm_name, len);
+        if (!fresh)
+            return ENOMEM;
+        if (__atomic_compare_exchange_n((nm_entry_t **)&NM_RW_HANDLE(rw), &expected, fresh, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            e = fresh;
+        } else {
+            nm_registry_put(fresh);
+            e = expected;
+        }
+    }
+    *out = e;
+    return 0;
+}
+
+int netmutex_rwlock_init(netmutex_rwlock_t *rw, const char *name,
+                         const netmutex_rwlockattr_t *attr)
+{
+    size_t len;
+    if (!rw || !valid_name(name, &len) || (attr && !rattr_ok(attr)))
+        return EINVAL;
+    nm_library_init();
+    nm_entry_t *e = nm_registry_get(NM_FAMILY_RWLOCK, name, len);
+    if (!e)
+        return ENOMEM;
+    memset(rw, 0, sizeof *rw); /* rw->nm_name NULL: the entry keeps the name */
+    if (attr) {
+        NM_RW_KIND(rw) = NM_RA_KIND(attr);
+        NM_RW_LEASE_MS(rw) = NM_RA_LEASE_MS(attr);
+        NM_RW_LOST(rw) = NM_RA_LOST(attr);
+        NM_RW_LOST_ARG(rw) = NM_RA_LOST_ARG(attr);
+    }
+    NM_RW_HANDLE(rw) = e;
+    rw->nm_init = NM_RWLOCK_LIVE;
+    return 0;
+}
+
+int netmutex_rwlock_destroy(netmutex_rwlock_t *rw)
+{
+    nm_entry_t *e;
+    int err = handle_entry(rw, &e);
+    if (err)
+        return err;
+    pthread_mutex_lock(&e->mu);
+    int held_here = nm_entry_hold_through(e, rw);
+    pthread_mutex_unlock(&e->mu);
+    if (held_here)
+        return EBUSY;
+    nm_registry_put(e);
+    memset(rw, 0, sizeof *rw);
+    return 0;
+}
+
+/* ---- locking ------------------------------------------------------------ */
+
+static nm_share_kind_t share_kind(nm_hold_kind_t kind)
+{
+    return kind == NM_HOLD_WRITE ? NM_SHARE_WRITE : NM_SHARE_READ;
+}
+
+/* Under e->mu: the calling thread already holds the lock (MINE) and asks
+ * for KIND.  A reader reads again at once; any other lock would wait for
+ * the caller itself: EBUSY for a try, EDEADLK otherwise (a lock on a
+ * server must not add a way to hang). */
+static int relock(nm_hold_node_t *mine, nm_hold_kind_t kind, nm_wait_t wait)
+{
+    if (kind == NM_HOLD_SHARE && mine->hold.kind == NM_HOLD_SHARE) {
+        if (mine->hold.depth == UINT_MAX)
+            return EAGAIN;
+        mine->hold.depth++;
+        return 0;
+    }
+    return wait == NM_NOWAIT ? EBUSY : EDEADLK;
+}
+
+/* Hands a fresh hold to the renewal job; if it cannot take it, the hold
+ * goes back rather than be held unwatched. */
+static int start_watching(const netmutex_rwlock_t *rw, const nm_entry_t *e, nm_lease_t *l,
+                          nm_hold_kind_t kind)
+{
+    nm_watch_opts_t opts = {
+        .autorenew = 1,
+        .lost = NM_RW_LOST(rw) ? nm_slot_fn(&NM_RW_LOST(rw)) : l->cfg->on_lost,
+        .lost_arg = NM_RW_LOST(rw) ? NM_RW_LOST_ARG(rw) : l->cfg->on_lost_arg,
+    };
+    int err = nm_renew_track(l, e->name, &opts);
+    if (err)
+        nm_shares_release(l, share_kind(kind), e->name, e->name_len);
+    return err;
+}
+
+static int rw_lock(netmutex_rwlock_t *rw, nm_hold_kind_t kind, nm_wait_t wait,
+                   int64_t deadline)
+{
+    nm_entry_t *e;
+    int err = handle_entry(rw, &e);
+    if (err)
+        return err;
+    pthread_mutex_lock(&e->mu);
+    nm_hold_node_t *mine = nm_entry_hold_mine(e);
+    if (mine)
+        err = relock(mine, kind, wait);
+    pthread_mutex_unlock(&e->mu);
+    if (mine)
+        return err;
+
+    nm_hold_node_t *node = calloc(1, sizeof *node);
+    if (!node)
+        return ENOMEM;
+    unsigned int flags = NM_RW_KIND(rw) == NETMUTEX_RWLOCK_PREFER_READER
+                             ? NM_SHARES_PREFER_READERS
+                             : 0;
+    err = nm_shares_acquire(&node->hold.lease, share_kind(kind), e->name, e->name_len,
+                            NM_RW_LEASE_MS(rw), flags, wait, deadline);
+    if (!err)
+        err = start_watching(rw, e, &node->hold.lease, kind);
+    if (err) {
+        free(node);
+        return err;
+    }
+    pthread_mutex_lock(&e->mu);
+    nm_entry_hold_add(e, node, rw, kind);
+    pthread_mutex_unlock(&e->mu);
+    return 0;
+}
+
+int netmutex_rwlock_rdlock(netmutex_rwlock_t *rw)
+{
+    return nm_errno_public(rw_lock(rw, NM_HOLD_SHARE, NM_WAIT, NM_FOREVER));
+}
+
+int netmutex_rwlock_tryrdlock(netmutex_rwlock_t *rw)
+{
+    return nm_errno_public(rw_lock(rw, NM_HOLD_SHARE, NM_NOWAIT, NM_FOREVER));
+}
+
+int netmutex_rwlock_clockrdlock(netmutex_rwlock_t *rw, clockid_t clockid,
+                                const struct timespec *abstime)
+{
+    int64_t deadline;
+    int err = nm_deadline_from_abstime(clockid, abstime, &deadline);
+    return err ? err : nm_errno_public(rw_lock(rw, NM_HOLD_SHARE, NM_WAIT, deadline));
+}
+
+int netmutex_rwlock_timedrdlock(netmutex_rwlock_t *rw, const struct timespec *abstime)
+{
+    return netmutex_rwlock_clockrdlock(rw, CLOCK_REALTIME, abstime);
+}
+
+int netmutex_rwlock_wrlock(netmutex_rwlock_t *rw)
+{
+    return nm_errno_public(rw_lock(rw, NM_HOLD_WRITE, NM_WAIT, NM_FOREVER));
+}
+
+int netmutex_rwlock_trywrlock(netmutex_rwlock_t *rw)
+{
+    return nm_errno_public(rw_lock(rw, NM_HOLD_WRITE, NM_NOWAIT, NM_FOREVER));
+}
+
+int netmutex_rwlock_clockwrlock(netmutex_rwlock_t *rw, clockid_t clockid,
+                                const struct timespec *abstime)
+{
+    int64_t deadline;
+    int err = nm_deadline_from_abstime(clockid, abstime, &deadline);
+    return err ? err : nm_errno_public(rw_lock(rw, NM_HOLD_WRITE, NM_WAIT, deadline));
+}
+
+int netmutex_rwlock_timedwrlock(netmutex_rwlock_t *rw, const struct timespec *abstime)
+{
+    return netmutex_rwlock_clockwrlock(rw, CLOCK_REALTIME, abstime);
+}
+
+/* Locks E's mutex with the calling thread's hold in *MINE: 0, or EPERM
+ * (unlocked) when it has none. */
+static int lock_own_hold(netmutex_rwlock_t *rw, nm_entry_t **out, nm_hold_node_t **mine)
+{
+    nm_entry_t *e;
+    int err = handle_entry(rw, &e);
+    if (err)
+        return err;
+    pthread_mutex_lock(&e->mu);
+    *mine = nm_entry_hold_mine(e);
+    if (!*mine) {
+        pthread_mutex_unlock(&e->mu);
+        return EPERM;
+    }
+    *out = e;
+    return 0;
+}
+
+int netmutex_rwlock_unlock(netmutex_rwlock_t *rw)
+{
+    nm_entry_t *e;
+    nm_hold_node_t *mine;
+    int err = lock_own_hold(rw, &e, &mine);
+    if (err)
+        return err;
+    if (--mine->hold.depth > 0) {
+        pthread_mutex_unlock(&e->mu);
+        return 0;
+    }
+    nm_entry_hold_remove(e, mine);
+    pthread_mutex_unlock(&e->mu);
+
+    nm_lease_t *l = &mine->hold.lease;
+    int lost = nm_renew_lost(l);
+    nm_renew_untrack(l);
+    /* A hold declared lost by the clock may still be ours at the server
+     * (it was paused, not expired): the owner-checked release removes it
+     * then, and nothing otherwise.  Either way the caller learns ENOLCK. */
+    err = nm_shares_release(l, share_kind((nm_hold_kind_t)mine->hold.kind), e->name,
+                            e->name_len);
+    if (lost && err == 0)
+        err = ENOLCK;
+    free(mine);
+    return nm_errno_public(err);
+}
+
+int netmutex_rwlock_fence(netmutex_rwlock_t *rw, uint64_t *token)
+{
+    nm_entry_t *e;
+    nm_hold_node_t *mine;
+    if (!token)
+        return EINVAL;
+    int err = lock_own_hold(rw, &e, &mine);
+    if (err)
+        return err;
+    *token = (uint64_t)mine->hold.lease.fence;
+    pthread_mutex_unlock(&e->mu);
+    return 0;
+}

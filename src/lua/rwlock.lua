@@ -1,0 +1,279 @@
+-- rwlock.lua: a read-write lock (netmutex_rwlock_t): its read shares, its
+-- writer's lock and one queue of both (lib.lua, "Keys of one read-write
+-- lock"; docs/design.md, 9b, has the rules).
+-- KEYS K, P, Q, W, S, then G (the caller's own grant list) for 'a' and 'c'.
+-- ARGV[1] the operation: 'a' acquire, 'c' cancel (a queued waiter gives
+--   up), 'u' release;
+-- ARGV[2] the caller's token; ARGV[3] what it holds or wants: 'r' a read
+--   share, 'w' the write lock;
+-- ARGV[4] its lease in ms; ARGV[5] how long its queue entry lives, in ms
+--   (0: it does not queue: a try); ARGV[6] 'p' when a reader prefers
+--   readers (it waits for a writer that holds the lock, never for one that
+--   waits), else ''; ARGV[7] its holder "host:pid:tid".
+-- Returns {status, value}, then pairs of a waiter's token and claim:
+--   'a' {1, fence} the caller holds it now; {0, pttl} it does not (queued
+--       if ARGV[5] > 0), pttl ms until the writer's lease or, for a
+--       writer, the first share that keeps it out runs out (-1: nothing
+--       that runs out by itself: a writer waits ahead);
+--   'c' {1, fence} a grant reached the caller before it left: this request
+--       confirms it, and the caller holds it; {0, 0} it left the queue;
+--   'u' {1, 0} released; {0, 0} it was gone (the lease ran out); {-1, 0}
+--       another holds the write lock (the caller's ran out before).
+-- The pairs name the queued waiters this call granted the lock to (a share
+-- or the write lock, reserved for the claim) whose grant lists the caller
+-- pushes with grant.lua: in a Redis Cluster only (lib.lua, Grants).
+--
+-- Who gets in.  The write lock is K, a lock key as a mutex's (its fence and
+-- holder in its value, its lease its expiry), set only while S holds no
+-- live share; a share is set only while K does not exist.  A waiter queues
+-- in Q (arrival order) with its entry in W: "<refreshed>:<lease>:<k>:<holder>",
+-- k 'w' a writer, 'r' a reader, 'p' a reader that prefers readers.  While K
+-- does not exist, serve() hands out, in this order: a share to every
+-- queued 'p' reader; a share to each reader at the head of the queue up to
+-- the first writer; the write lock to that writer, once no share is left.
+-- A newcomer writer takes K only when nobody is queued and no share is
+-- live; a newcomer reader takes a share when K does not exist and, unless
+-- it prefers readers, no writer waits (writers are not starved).  Writers
+-- so follow one another in arrival order.
+-- @use shares
+local op, token, kind = ARGV[1], ARGV[2], ARGV[3]
+local lease, ttl = tonumber(ARGV[4]), tonumber(ARGV[5])
+local prefer_readers, holder = ARGV[6] == 'p', ARGV[7] or ''
+if (op ~= 'a' and op ~= 'c' and op ~= 'u') or (kind ~= 'r' and kind ~= 'w') or
+   not token or #token ~= 32 or not lease or lease < 1 or not ttl or
+   (op ~= 'u' and #KEYS < 6) or #KEYS < 5 then
+  return redis.error_reply('ERR rwlock.lua: bad arguments')
+end
+local S = KEYS[5]
+
+-- Everything read and checked before the first write.
+local cur = redis.call('GET', K)
+if cur and not parse(cur) then
+  return redis.error_reply('ERR rwlock.lua: the write lock is not a lock')
+end
+redis.call('LLEN', Q)
+redis.call('HLEN', W)
+redis.call('ZCARD', S)
+read_floor()
+local now = share_clock()
+local grants = {}
+local writers_waiting = false
+
+-- The reply: STATUS, VALUE, then the grants the caller pushes.
+local function answer(status, value)
+  local out = {status, value}
+  for _, v in ipairs(grants) do
+    out[#out + 1] = v
+  end
+  return out
+end
+
+-- Tells waiter T of its grant, reserved for CLAIM ms (lib.lua, Grants);
+-- not the caller, which confirms its own in this very call.
+local function tell(t, claim)
+  if t ~= token and not push_here(t, claim) then
+    grants[#grants + 1] = t
+    grants[#grants + 1] = claim
+  end
+end
+
+-- The queued waiters whose entries were refreshed lately, in queue order
+-- ({t, k, lease, who} each), and how long Q was.
+local function live_waiters()
+  local out = {}
+  local tokens = redis.call('LRANGE', Q, 0, -1)
+  for _, t in ipairs(tokens) do
+    local e = redis.call('HGET', W, t) or ''
+    local refreshed, wlease, k, who = string.match(e, '^(%d+):(%d+):([rpw]):(.*)$')
+    if refreshed and now - tonumber(refreshed) < WAITER_STALE_MS then
+      out[#out + 1] = {t = t, k = k, lease = tonumber(wlease), who = who}
+    else
+      redis.call('HDEL', W, t)
+    end
+  end
+  return out, #tokens
+end
+
+-- Q becomes the tokens of KEEP, its expiry kept, unless nothing left it
+-- (KEEP is what is left of BEFORE entries, in their order).
+local function requeue(keep, before)
+  if #keep == before then
+    return
+  end
+  local left = redis.call('PTTL', Q)
+  if left < 1 then
+    left = 2 * WAITER_STALE_MS
+  end
+  redis.call('DEL', Q)
+  if #keep > 0 then
+    local tokens = {}
+    for i, w in ipairs(keep) do
+      tokens[i] = w.t
+    end
+    redis.call('RPUSH', Q, unpack(tokens))
+    redis.call('PEXPIRE', Q, left)
+  end
+end
+
+-- Waiter W gets a share, reserved for its claim.
+local function grant_share(w)
+  local claim = math.min(GRANT_CLAIM_MS, w.lease)
+  share_put(S, w.t, now, claim)
+  redis.call('HDEL', W, w.t)
+  tell(w.t, claim)
+end
+
+-- Waiter W gets the write lock, reserved for its claim, with its fence.
+local function grant_write(w)
+  local claim = math.min(GRANT_CLAIM_MS, w.lease)
+  redis.call('SET', K, lock_value(w.t, '-', 'c', next_fence(), w.who), 'PX', claim)
+  redis.call('HDEL', W, w.t)
+  tell(w.t, claim)
+end
+
+-- Serves the queue while K does not exist (see the top), dropping the
+-- waiters that stopped refreshing their entries; sets writers_waiting.
+local function serve()
+  if redis.call('LLEN', Q) == 0 then
+    return
+  end
+  local list, before = live_waiters()
+  local shares = shares_live(S, now)
+  local rest, keep = {}, {}
+  for _, w in ipairs(list) do
+    if w.k == 'p' then
+      grant_share(w)
+      shares = shares + 1
+    else
+      rest[#rest + 1] = w
+    end
+  end
+  local blocked = false
+  for _, w in ipairs(rest) do
+    if blocked then
+      keep[#keep + 1] = w
+    elseif w.k == 'r' then
+      grant_share(w)
+      shares = shares + 1
+    elseif shares == 0 then
+      grant_write(w)
+      blocked = true
+    else
+      keep[#keep + 1] = w
+      blocked = true
+    end
+    writers_waiting = writers_waiting or (w.k == 'w' and keep[#keep] == w)
+  end
+  requeue(keep, before)
+end
+
+-- The caller's own grant (reserved for it by serve(), or taken by an
+-- earlier attempt whose reply was lost) is confirmed by this request, and
+-- its lease runs from now: its fence, or nil when it has none.  A reader's
+-- fence is drawn now, while its share keeps every writer out: greater than
+-- every earlier writer's, smaller than every later one's.
+local function confirm()
+  if kind == 'w' then
+    local c = redis.call('GET', K)
+    if not c or string.sub(c, 1, 32) ~= token then
+      return nil
+    end
+    local _, _, _, fence = parse(c)
+    redis.call('SET', K, lock_value(token, '-', '-', fence, holder), 'PX', lease)
+    return fence
+  end
+  if not share_end(S, token, now) then
+    return nil
+  end
+  share_put(S, token, now, lease)
+  return next_fence()
+end
+
+-- The caller's queue entry and grant list go.
+local function leave()
+  redis.call('LREM', Q, 0, token)
+  redis.call('HDEL', W, token)
+  redis.call('DEL', G)
+end
+
+-- Queues the caller, or refreshes its entry, for ttl ms.
+local function enqueue()
+  local k = kind == 'w' and 'w' or (prefer_readers and 'p' or 'r')
+  local entry = string.format('%.0f', now) .. ':' .. lease .. ':' .. k .. ':' .. holder
+  if redis.call('HSET', W, token, entry) == 1 then
+    redis.call('RPUSH', Q, token)
+  end
+  for _, key in ipairs({Q, W}) do
+    if redis.call('PTTL', key) < ttl then
+      redis.call('PEXPIRE', key, ttl)
+    end
+  end
+end
+
+if op == 'u' then
+  local result = 1
+  if kind == 'w' then
+    if not cur then
+      result = 0
+    elseif string.sub(cur, 1, 32) ~= token then
+      result = -1
+    else
+      redis.call('DEL', K)
+    end
+  else
+    result = share_end(S, token, now) and 1 or 0
+    redis.call('ZREM', S, token)
+  end
+  shares_live(S, now)
+  if not redis.call('GET', K) then
+    serve()
+  end
+  return answer(result, 0)
+end
+
+if op == 'c' then
+  local fence = confirm()
+  if fence then
+    leave()
+    return answer(1, fence)
+  end
+  leave()
+  if not cur then
+    serve()
+  end
+  return answer(0, 0)
+end
+
+-- op == 'a'
+if not cur then
+  serve()
+end
+local fence = confirm()
+if fence then
+  leave()
+  return answer(1, fence)
+end
+if not redis.call('GET', K) then
+  local shares = shares_live(S, now)
+  if kind == 'w' and shares == 0 and redis.call('LLEN', Q) == 0 then
+    fence = next_fence()
+    redis.call('SET', K, lock_value(token, '-', '-', fence, holder), 'PX', lease)
+    leave()
+    return answer(1, fence)
+  end
+  if kind == 'r' and (prefer_readers or not writers_waiting) then
+    share_put(S, token, now, lease)
+    leave()
+    return answer(1, next_fence())
+  end
+end
+if ttl > 0 then
+  enqueue()
+end
+local pttl = -1
+if redis.call('GET', K) then
+  pttl = redis.call('PTTL', K)
+elseif kind == 'w' then
+  pttl = shares_first_end(S, now)
+end
+return answer(0, pttl)

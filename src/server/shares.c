@@ -1,0 +1,311 @@
+/*
+ * shares.c -- a read-write lock's holds on the server (shares.h): every
+ * request is rwlock.lua on the calling thread's connection (in a Redis
+ * Cluster, on the node of the lock's slot: its keys share one hash tag).
+ *
+ * Waiting is a mutex's (lease.c), through the steps lease.h shares: the
+ * first attempt is made without ceremony; one that finds the lock taken
+ * queues with that same request, then blocks on its own grant list until
+ * a grant, the end of what keeps it out (the writer's lease, the first
+ * share), or its queue refresh, whichever comes first, and tries again.
+ * The attempt after a grant confirms it: a grant is a hint, never proof.
+ * Giving up (the deadline, an error) leaves the queue with one request,
+ * which takes a grant that came meanwhile rather than let it lapse.
+ *
+ * While a hold is being acquired its lease's key is every key of the lock,
+ * K first (so lease.h's steps find the lock and the grant list by it);
+ * once granted it is the one key its renewal needs, S or K (renew.lua).
+ */
+#include "nm.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "config.h"
+#include "keys.h"
+#include "lease.h"
+#include "replicas.h"
+#include "reply.h"
+#include "script.h"
+#include "shares.h"
+
+/* As lease.c: a trylock redials once; back-off after a failed request;
+ * what leaving the queue may take after the deadline. */
+#define NOWAIT_CONN_TRIES 2
+#define CONN_BACKOFF_MAX_MS 500
+#define CLEANUP_MS 50
+#define ARGS 7
+
+/* One hold's requests: its lease (key: every key, K first), what it is,
+ * and the keys' lengths. */
+typedef struct hold_req {
+    nm_lease_t *l;
+    nm_share_kind_t kind;
+    unsigned int flags;
+    size_t lens[NM_RKEY_COUNT];
+    int queued;        /* an attempt may have put it in the queue */
+    int maybe_applied; /* a request whose answer was lost may have won */
+    nm_queued_t entry; /* listed for the exit handler while queued */
+} hold_req_t;
+
+/* Runs rwlock.lua's OP for R, queued for TTL ms (0: not), by DEADLINE. */
+static int run_op(hold_req_t *r, char op, unsigned int ttl, int64_t deadline, redisReply **out,
+                  int *sent)
+{
+    char ops[2] = { op, '\0' }, lease[16], ttls[16], holder[NETMUTEX_HOLDER_MAX];
+    const char *argv[NM_RKEY_COUNT + ARGS];
+    size_t lens[NM_RKEY_COUNT + ARGS];
+    int nkeys = op == 'u' ? NM_RKEY_GRANT : NM_RKEY_COUNT;
+    nm_lease_t *l = r->l;
+
+    snprintf(lease, sizeof lease, "%u", l->lease_ms);
+    snprintf(ttls, sizeof ttls, "%u", ttl);
+    size_t holder_len = nm_lease_holder(l->cfg, holder, sizeof holder);
+    for (int i = 0; i < nkeys; i++) {
+        argv[i] = nm_keys_rwlock_get(l->key, r->lens, (nm_rkey_t)i);
+        lens[i] = r->lens[i];
+    }
+    const char *args[ARGS] = { ops, l->token, r->kind == NM_SHARE_WRITE ? "w" : "r", lease, ttls,
+                               r->flags & NM_SHARES_PREFER_READERS ? "p" : "", holder };
+    size_t arg_lens[ARGS] = { 1, NM_TOKEN_LEN, 1, strlen(lease), strlen(ttls), strlen(args[5]),
+                              holder_len };
+    for (int i = 0; i < ARGS; i++) {
+        argv[nkeys + i] = args[i];
+        lens[nkeys + i] = arg_lens[i];
+    }
+    return nm_lease_script(l, NM_SCRIPT_RWLOCK, nkeys, nkeys + ARGS, argv, lens, deadline, out,
+                           sent);
+}
+
+/* rwlock.lua's answer: {status, value} in V; the grants it names are
+ * pushed to their waiters (a Redis Cluster's: lib.lua, Grants). */
+static int take_answer(hold_req_t *r, redisReply *reply, long long v[2], int64_t deadline)
+{
+    const char *token;
+    size_t len;
+    long long claim;
+    int err = nm_reply_integers(reply, v, 2);
+    for (size_t at = 2; !err && nm_reply_grant(reply, at, &token, &len, &claim) == 0; at += 2)
+        nm_lease_push_grant(r->l, token, len, claim, deadline);
+    freeReplyObject(reply);
+    return err;
+}
+
+/* OP for R, answered: 0 with V, or the request's error. */
+static int request(hold_req_t *r, char op, unsigned int ttl, int64_t deadline, long long v[2],
+                   int *sent)
+{
+    redisReply *reply;
+    int err = run_op(r, op, ttl, deadline, &reply, sent);
+    return err ? err : take_answer(r, reply, v, deadline);
+}
+
+/* Gives back what R holds, once, by DEADLINE: V[0] of 'u' in *RESULT. */
+static int release_once(hold_req_t *r, int64_t deadline, long long *result)
+{
+    long long v[2];
+    int sent;
+    int err = request(r, 'u', 0, deadline, v, &sent);
+    if (!err)
+        *result = v[0];
+    return err;
+}
+
+/* Replica acknowledgement (replicas.h): a grant counts once enough
+ * replicas have it; otherwise it goes back at once (NM_ECONN: the caller
+ * tries again as after a broken connection). */
+static int replicated(hold_req_t *r, int64_t deadline)
+{
+    long long ignored;
+    int err = nm_replicas_confirm(r->l->cfg, deadline);
+    if (err)
+        release_once(r, NM_MAX(deadline, nm_now_ms() + CLEANUP_MS), &ignored);
+    return err;
+}
+
+/* One attempt ('a'), queued for TTL ms when not 0: 0 (ours: fence and
+ * sent_at set), EBUSY with *PTTL, or an error. */
+static int attempt(hold_req_t *r, unsigned int ttl, int64_t deadline, long long *pttl, int *sent)
+{
+    long long v[2];
+    r->l->tried_at = nm_now_ms();
+    int err = request(r, 'a', ttl, deadline, v, sent);
+    if (err)
+        return err;
+    if (v[0] != 1) {
+        *pttl = v[1];
+        return EBUSY;
+    }
+    r->l->fence = v[1];
+    err = replicated(r, deadline);
+    if (!err)
+        r->l->sent_at = r->l->tried_at;
+    return err;
+}
+
+/* Leaves the queue by DEADLINE ('c'); a grant that reached R meanwhile is
+ * confirmed by this very request: 0, it is R's.  Else EBUSY, or an error. */
+static int cancel_once(hold_req_t *r, int64_t deadline)
+{
+    long long v[2];
+    int sent;
+    int64_t sent_at = nm_now_ms();
+    int err = request(r, 'c', 0, deadline, v, &sent);
+    if (err)
+        return err;
+    if (v[0] != 1)
+        return EBUSY;
+    r->l->fence = v[1];
+    err = replicated(r, deadline);
+    if (!err)
+        r->l->sent_at = sent_at;
+    return err;
+}
+
+/* The exit handler's way out of the queue for a waiter of a read-write
+ * lock (lease.h): leave, and give back a grant that came meanwhile. */
+static void leave_at_exit(nm_lease_t *l, void *arg, int64_t deadline)
+{
+    const hold_req_t *w = arg;
+    hold_req_t r = { .l = l, .kind = w->kind, .flags = w->flags };
+    long long ignored;
+    memcpy(r.lens, w->lens, sizeof r.lens);
+    if (cancel_once(&r, deadline) == 0)
+        release_once(&r, deadline, &ignored);
+}
+
+/* How long a waiter waits before its next attempt: until what keeps it
+ * out runs out (PTTL), or its queue refresh, whichever comes first. */
+static int64_t queued_pause(long long pttl)
+{
+    return pttl >= 0 ? NM_MIN(pttl + 1, NM_QUEUE_REFRESH_MS) : NM_QUEUE_REFRESH_MS;
+}
+
+/* Attempts until the hold is R's, a final error, or the deadline. */
+static int acquire_loop(hold_req_t *r, nm_wait_t wait, int64_t deadline)
+{
+    int64_t backoff = 1;
+    int conn_failures = 0;
+    for (;;) {
+        unsigned int ttl = wait == NM_WAIT &&
+                                   nm_lease_queued_begin(&r->entry, r->l, leave_at_exit, r)
+                               ? NM_QUEUE_TTL_MS
+                               : 0;
+        long long pttl = -1;
+        int sent;
+        int err = attempt(r, ttl, deadline, &pttl, &sent);
+        if (ttl > 0)
+            r->queued = nm_lease_queued_end(&r->entry, r->queued || sent);
+        if (err == NM_ECONN) {
+            r->maybe_applied |= sent;
+            if (wait == NM_NOWAIT && ++conn_failures >= NOWAIT_CONN_TRIES)
+                return EAGAIN;
+            if (wait == NM_NOWAIT && nm_remaining_ms(deadline) > 0)
+                continue;
+        } else if (err != EBUSY || wait == NM_NOWAIT) {
+            return err;
+        }
+        if (nm_remaining_ms(deadline) == 0)
+            return wait == NM_NOWAIT ? EAGAIN : ETIMEDOUT;
+        if (err == EBUSY && r->queued) {
+            /* A broken connection here is the next attempt's to redial. */
+            nm_lease_wait_grant(r->l, queued_pause(pttl), deadline);
+        } else {
+            nm_sleep_ms(NM_MIN(err == EBUSY ? queued_pause(pttl) : backoff,
+                               nm_remaining_ms(deadline)));
+            backoff = NM_MIN(backoff * 2, CONN_BACKOFF_MAX_MS);
+        }
+    }
+}
+
+/* Giving up: leave the queue, taking a grant that came meanwhile (0: the
+ * hold is R's after all), or undo what a request whose answer was lost
+ * may have taken.  Bounded: the deadline has passed, or the server failed. */
+static int give_up(hold_req_t *r, int err)
+{
+    if ((r->queued || r->maybe_applied) && cancel_once(r, nm_now_ms() + CLEANUP_MS) == 0)
+        return 0;
+    return err;
+}
+
+/* The granted lease keeps the one key its renewal needs. */
+static int keep_renewal_key(hold_req_t *r)
+{
+    nm_rkey_t which = r->kind == NM_SHARE_WRITE ? NM_RKEY_LOCK : NM_RKEY_SHARES;
+    size_t len = r->lens[which];
+    char *key = malloc(len + 1);
+    if (!key)
+        return ENOMEM;
+    memcpy(key, nm_keys_rwlock_get(r->l->key, r->lens, which), len + 1);
+    free(r->l->key);
+    r->l->key = key;
+    r->l->key_len = len;
+    return 0;
+}
+
+int nm_shares_acquire(nm_lease_t *l, nm_share_kind_t kind, const char *name, size_t name_len,
+                      unsigned int lease_ms, unsigned int flags, nm_wait_t wait,
+                      int64_t deadline)
+{
+    hold_req_t r = { .l = l, .kind = kind, .flags = flags };
+    long long ignored;
+
+    memset(l, 0, sizeof *l);
+    int err = nm_config_current(&l->cfg);
+    if (err)
+        return err;
+    /* Quorum mode: each server would keep its own shares and queue, and
+     * agreeing on who holds what needs a quorum protocol of its own. */
+    if (l->cfg->nservers > 1) {
+        nm_lease_forget(l);
+        return ENOTSUP;
+    }
+    l->lease_ms = lease_ms ? lease_ms : l->cfg->lease_ms;
+    if (wait == NM_NOWAIT)
+        deadline = nm_now_ms() + l->cfg->io_timeout_ms;
+    err = nm_token_new(l->token);
+    if (!err)
+        err = nm_keys_rwlock(l->cfg, name, name_len, l->token, &l->key, r.lens);
+    if (!err) {
+        l->key_len = r.lens[NM_RKEY_LOCK];
+        err = acquire_loop(&r, wait, deadline);
+        if (err)
+            err = give_up(&r, err);
+    }
+    nm_lease_queued_remove(&r.entry);
+    if (!err && keep_renewal_key(&r) != 0) {
+        release_once(&r, nm_now_ms() + l->cfg->io_timeout_ms, &ignored);
+        err = ENOMEM;
+    }
+    if (err)
+        nm_lease_forget(l);
+    return err;
+}
+
+int nm_shares_release(nm_lease_t *l, nm_share_kind_t kind, const char *name, size_t name_len)
+{
+    hold_req_t r = { .kind = kind };
+    nm_lease_t via = *l; /* every key, K first, for the requests */
+    long long result = 0;
+    int err = nm_keys_rwlock(l->cfg, name, name_len, l->token, &via.key, r.lens);
+    if (!err) {
+        via.key_len = r.lens[NM_RKEY_LOCK];
+        r.l = &via;
+        /* One redial: the connection may be stale (a restart, CLIENT
+         * KILL); a second failure means the server is not there.  As with
+         * a mutex, a hold the second attempt finds gone may have been
+         * released by the first: the answer that cannot hide a lost hold
+         * is ENOLCK. */
+        err = NM_ECONN;
+        for (int i = 0; i < 2 && err == NM_ECONN; i++)
+            err = release_once(&r, nm_now_ms() + l->cfg->io_timeout_ms, &result);
+        free(via.key);
+    }
+    nm_lease_forget(l);
+    if (err)
+        return EIO;
+    return result == 1 ? 0 : ENOLCK;
+}
