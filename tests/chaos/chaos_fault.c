@@ -439,12 +439,12 @@ bool chaos_inject_forged_grant(ChaosRun *run)
 
 /* Forged wake-ups: KEYS[1] a ring's CW list; ARGV[1] 'head' (its longest
  * waiter) or 'all' (every waiter); ARGV[2] how long a forged push may stay
- * (ms).  Only waiters whose key CK still lives get one (a dead waiter's
- * would stay behind).  Returns the pushes made. */
+ * (ms).  Only waiters still registered in the hash CH get one (a dead
+ * waiter's would stay behind).  Returns the pushes made. */
 static const char cond_forge_script[] =
     "local base, pushed = string.sub(KEYS[1], 1, -4), 0\n"
     "for _, t in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do\n"
-    "  if redis.call('EXISTS', base .. ':ck:' .. t) == 1 then\n"
+    "  if redis.call('HEXISTS', base .. ':ch', t) == 1 then\n"
     "    redis.call('RPUSH', base .. ':cg:' .. t, 'f')\n"
     "    redis.call('PEXPIRE', base .. ':cg:' .. t, ARGV[2])\n"
     "    pushed = pushed + 1\n"
