@@ -172,6 +172,11 @@ char *nm_redis_url(NmRedis *r);
  * with NETMUTEX_TEST_TLS=1. */
 char *nm_redis_tcp_url(NmRedis *r, int db);
 
+/* "redis://[user:pass@]127.0.0.1:PORT": R's credentials (its password, or
+ * the ACL user under NETMUTEX_TEST_ACL=1), to a plain proxy in front of R
+ * listening on PORT. */
+char *nm_redis_proxy_url(NmRedis *r, int port);
+
 /* netmutex_configure() with nm_redis_url() and defaults; asserts 0. */
 void nm_configure(NmRedis *r);
 /* The same with explicit timeouts and default lease (0: library default). */

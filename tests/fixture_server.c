@@ -268,6 +268,15 @@ char *nm_redis_url(NmRedis *r)
     return url;
 }
 
+char *nm_redis_proxy_url(NmRedis *r, int port)
+{
+    char *auth = url_auth(r);
+    char *url = g_strdup_printf("redis://%s127.0.0.1:%d", auth, port);
+
+    g_free(auth);
+    return url;
+}
+
 char *nm_redis_tcp_url(NmRedis *r, int db)
 {
     char *auth = url_auth(r);

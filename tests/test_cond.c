@@ -307,7 +307,7 @@ static void test_signalled_at_timeout_returns_0(void)
 static void test_leave_answer_lost(void)
 {
     NmProxy *px = nm_proxy_start(redis);
-    char *url = nm_proxy_url(px);
+    char *url = nm_redis_proxy_url(redis, nm_proxy_port(px)); /* the ACL user's too */
     netmutex_config_t cfg = { .url = url, .io_timeout_ms = nm_ms(500) };
     netmutex_cond_t c;
     netmutex_t m;
