@@ -143,6 +143,19 @@
  *                      "all_held_p50_ms", "all_held_p99_ms" (target <=
  *                      50), "all_held_max_ms"; "spurious" = wake-ups that
  *                      found no new round.
+ *   rwlock_read_mostly 4 processes x 2 threads (-p, -t) each do operations
+ *                      back to back on one netmutex_rwlock_t, 95 % reads,
+ *                      each holding it --hold-us (2,000) (caching off).
+ *                      The same load on one netmutex_t (every operation
+ *                      exclusive) takes turns with it, 4 slices of -d/4
+ *                      seconds each, ABBA.  "ops_per_s", "mutex_ops_per_s";
+ *                      "ratio_to_mutex" = the first / the second, target
+ *                      >= 2.5; "max_readers_inside" (counted in the board
+ *                      as readers enter), target >= 4; the writers' waits
+ *                      from the call to the lock: "writer_wait_p50_ms",
+ *                      "writer_wait_p99_ms" (target <= 50),
+ *                      "writer_wait_max_ms"; "overlaps" = a writer found
+ *                      inside with anyone else on the same lock, target 0.
  *   timedlock_late     How late a timed wait returns.  1 process, one name
  *                      held by a lock key written by hand (a token of
  *                      nobody's, so only the waiter talks to the server),
@@ -446,6 +459,7 @@ static const scenario_t scenarios[] = {
     { "cluster_names", nmb_sc_cluster_names, { 4, 2, 0, 0, 0, 0, 0 }, NULL, NULL },
     { "cond_pingpong", nmb_sc_cond_pingpong, { 2, 1, 0, 0, 0, 0, 1 }, NULL, NULL },
     { "cond_broadcast16", nmb_sc_cond_broadcast16, { 8, 2, 0, 0, 0, 0, 1 }, NULL, NULL },
+    { "rwlock_read_mostly", nmb_sc_rwlock_read_mostly, { 4, 2, 2000, 0, 0, 0, 0 }, NULL, NULL },
 };
 #define NSCENARIOS (sizeof scenarios / sizeof scenarios[0])
 

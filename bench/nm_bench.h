@@ -287,4 +287,7 @@ int nmb_sc_timedlock_late(const scenario_t *sc);
 int nmb_sc_cond_pingpong(const scenario_t *sc);
 int nmb_sc_cond_broadcast16(const scenario_t *sc);
 
+/* scenarios_rwlock.c */
+int nmb_sc_rwlock_read_mostly(const scenario_t *sc);
+
 #endif
