@@ -42,6 +42,8 @@ struct NmProxy {
     bool blackhole;
     unsigned int delay_ms; /* nm_proxy_delay_new */
     char pattern[PATTERN_MAX + 1]; /* nm_proxy_mute_reply_to's, "" if none */
+    char cut[PATTERN_MAX + 1];     /* nm_proxy_cut_request's, "" if none */
+    unsigned int cuts;
 };
 
 /* Bytes written to wake[1]: REFRESH makes the thread look at the blackhole
@@ -142,9 +144,11 @@ static bool should_drop_reply(NmProxy *p, Pair *pair)
 }
 
 /* A request from PAIR's client (BUF, N bytes) that holds the pattern
- * mutes the pair before it is passed on. */
-static void match_request(NmProxy *p, Pair *pair, const char *buf, size_t n)
+ * mutes the pair before it is passed on; one that holds the cut pattern
+ * ends the pair instead, unrelayed: false. */
+static bool match_request(NmProxy *p, Pair *pair, const char *buf, size_t n)
 {
+    bool cut = false;
     char seen[sizeof pair->tail + 16384];
     size_t len = pair->tail_len + n, plen, keep;
 
@@ -157,10 +161,17 @@ static void match_request(NmProxy *p, Pair *pair, const char *buf, size_t n)
         pair->muted = true;
         p->muted++;
     }
+    plen = strlen(p->cut);
+    if (plen > 0 && memmem(seen, len, p->cut, plen)) {
+        p->cut[0] = '\0';
+        p->cuts++;
+        cut = true;
+    }
     pthread_mutex_unlock(&p->lock);
     keep = MIN(len, sizeof pair->tail);
     memcpy(pair->tail, seen + len - keep, keep);
     pair->tail_len = keep;
+    return !cut;
 }
 
 /* Relays what is readable on one side; false when the pair is finished. */
@@ -175,8 +186,8 @@ static bool relay(NmProxy *p, Pair *pair, bool from_server)
         return false;
     if (from_server && should_drop_reply(p, pair))
         return true;
-    if (!from_server)
-        match_request(p, pair, buf, (size_t)n);
+    if (!from_server && !match_request(p, pair, buf, (size_t)n))
+        return false;
     return send_all(dst, buf, (size_t)n);
 }
 
@@ -307,6 +318,24 @@ void nm_proxy_mute_reply_to(NmProxy *p, const char *pattern)
     pthread_mutex_lock(&p->lock);
     g_strlcpy(p->pattern, pattern, sizeof p->pattern);
     pthread_mutex_unlock(&p->lock);
+}
+
+void nm_proxy_cut_request(NmProxy *p, const char *pattern)
+{
+    g_assert_cmpuint(strlen(pattern), <=, PATTERN_MAX);
+    pthread_mutex_lock(&p->lock);
+    g_strlcpy(p->cut, pattern, sizeof p->cut);
+    pthread_mutex_unlock(&p->lock);
+}
+
+unsigned int nm_proxy_cuts(NmProxy *p)
+{
+    unsigned int n;
+
+    pthread_mutex_lock(&p->lock);
+    n = p->cuts;
+    pthread_mutex_unlock(&p->lock);
+    return n;
 }
 
 unsigned int nm_proxy_muted(NmProxy *p)

@@ -42,6 +42,13 @@ void nm_proxy_mute_next_reply(NmProxy *p);
  * after others it no longer waits for (the reply to be lost is then the
  * next bytes that come back). */
 void nm_proxy_mute_reply_to(NmProxy *p, const char *pattern);
+/* The next request that contains PATTERN (as above) never reaches the
+ * server: its connection is closed, both ways, before it is relayed (what
+ * the same read held besides goes with it), as a connection killed after
+ * the client wrote a request and before the server read it. */
+void nm_proxy_cut_request(NmProxy *p, const char *pattern);
+/* How many requests have been cut so far. */
+unsigned int nm_proxy_cuts(NmProxy *p);
 /* How many connections have been muted so far. */
 unsigned int nm_proxy_muted(NmProxy *p);
 /* Blackhole mode, for a network partition: while ON, nothing is relayed

@@ -299,6 +299,47 @@ static void test_signalled_at_timeout_returns_0(void)
     g_free(name);
 }
 
+/* The signal's request never reaches the server: its connection breaks
+ * after the request was written and before the server read it (a CLIENT
+ * KILL, a dropped link).  The call must not return 0 unless the signal was
+ * given: it waits for the answer and, on the broken connection, sends the
+ * signal again on a new one; the waiter wakes long before its deadline.
+ * (A signal that returned once written lost it silently.) */
+static void test_signal_request_cut(void)
+{
+    NmProxy *px = nm_proxy_start(redis);
+    char *url = nm_redis_proxy_url(redis, nm_proxy_port(px));
+    netmutex_config_t cfg = { .url = url };
+    netmutex_cond_t c;
+    netmutex_t m;
+    char *name = nm_test_name("c");
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    char *mname = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    /* The signalling thread's connection has run the condition's script. */
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    Waiter w = { .c = &c, .m = &m, .timeout_ms = nm_ms(8000) };
+    NmCall *call = nm_call_start(waiter_run, &w);
+    g_assert_true(wait_waiters(name, 1));
+
+    nm_assert_rc(netmutex_lock(&m), 0);
+    /* A signal: the keys CW, CS, CH, then the operation 's'. */
+    nm_proxy_cut_request(px, ":ch\r\n$1\r\ns\r\n");
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    g_assert_cmpuint(nm_proxy_cuts(px), ==, 1);
+    nm_assert_rc(nm_call_wait(call, PROMPT_MS), 0);
+
+    g_assert_true(wait_nothing_left());
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_configure(redis);
+    nm_proxy_free(px);
+    g_free(url);
+    g_free(mname);
+    g_free(name);
+}
+
 /* Signalled as it timed out, and the answer to its leaving lost after the
  * server applied it (which consumed the signal): the request is sent
  * again on a new connection, which finds the signal gone.  The waiter must
@@ -757,6 +798,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cond/timedwait/signalled-at-timeout-returns-0",
                     test_signalled_at_timeout_returns_0);
     g_test_add_func("/cond/timedwait/leave-answer-lost", test_leave_answer_lost);
+    g_test_add_func("/cond/signal/request-cut", test_signal_request_cut);
     g_test_add_func("/cond/look/signalled-without-push-wakes", test_signalled_without_push_wakes);
     g_test_add_func("/cond/processes/broadcast", test_broadcast_processes);
     g_test_add_func("/cond/processes/producer-consumer", test_producer_consumer_no_lost_wakeup);

@@ -336,28 +336,6 @@ int nm_cond_block(nm_waiter_t *w, int64_t until)
 
 /* ---- signals --------------------------------------------------------------- */
 
-/* Sends CALL, a signal, on this thread's connection to server 0 without
- * waiting for its reply: the server runs it as it comes, before anything
- * this thread sends after it, and the next read drops its reply
- * (nm_reply_owe).  Only where cond.lua is known to be there (a NOSCRIPT
- * would go unseen) and not in a cluster (its wake-ups are pushed by the
- * caller).  0 once sent, else an error (nothing sent, or the connection
- * dropped): the caller sends it as usual. */
-static int send_only(nm_config_t *cfg, nm_script_call_t *call)
-{
-    int64_t deadline = nm_now_ms() + cfg->io_timeout_ms;
-    redisContext *c;
-    if (nm_cluster_on(cfg) || script_known_on == 0 || nm_conn_get(cfg, 0, deadline, &c) != 0 ||
-        script_known_on != nm_conn_serial(cfg, 0) || nm_reply_owe(c) != 0)
-        return EAGAIN;
-    int err = nm_script_append(c, call->id, call->nkeys, call->nargs, call->argv, call->lens);
-    if (!err)
-        err = nm_send(c, deadline);
-    if (err)
-        note(cfg, NM_ECONN); /* half a request may be on it: dropped */
-    return err;
-}
-
 int nm_cond_signal(const char *name, size_t name_len, int all, long long *woken)
 {
     nm_config_t *cfg;
@@ -376,11 +354,8 @@ int nm_cond_signal(const char *name, size_t name_len, int all, long long *woken)
         int n = build(cfg, keys, lens, NM_CKEY_GRANT, all ? "b" : "s", ttl, sizeof ttl,
                       cfg->lease_ms, argv, alens);
         nm_script_call_t call = { NM_SCRIPT_COND, NM_CKEY_GRANT, n, argv, alens, 0, 0, NULL };
-        *woken = -1;
-        if (send_only(cfg, &call) != 0) {
-            run_twice(cfg, &call);
-            err = take(cfg, keys, lens, &call, woken);
-        }
+        run_twice(cfg, &call);
+        err = take(cfg, keys, lens, &call, woken);
     }
     free(keys);
     nm_config_unref(cfg);

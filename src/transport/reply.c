@@ -219,41 +219,13 @@ int nm_receive(redisContext *c)
     return c->reader->len > NM_READER_MAX ? NM_ECONN : 0;
 }
 
-/* The replies owed to nobody (nm_reply_owe): the calling thread's, on one
- * connection of its own at a time. */
-static __thread redisContext *owed_on;
-static __thread unsigned int owed;
-
-int nm_reply_owe(redisContext *c)
-{
-    if (owed > 0 && owed_on != c)
-        return EBUSY;
-    owed_on = c;
-    owed++;
-    return 0;
-}
-
-void nm_reply_forget(const redisContext *c)
-{
-    if (owed_on == c) {
-        owed_on = NULL;
-        owed = 0;
-    }
-}
-
 int nm_take_reply(redisContext *c, redisReply **out)
 {
+    void *raw = NULL;
     *out = NULL;
-    for (;;) {
-        void *raw = NULL;
-        if (redisGetReplyFromReader(c, &raw) != REDIS_OK)
-            return c->err == REDIS_ERR_OOM ? ENOMEM : NM_ECONN;
-        if (!raw || owed == 0 || owed_on != c)
-            return raw ? check_reply(raw, out) : 0;
-        /* Whatever it says (an error too): nobody waits for it. */
-        freeReplyObject(raw);
-        owed--;
-    }
+    if (redisGetReplyFromReader(c, &raw) != REDIS_OK)
+        return c->err == REDIS_ERR_OOM ? ENOMEM : NM_ECONN;
+    return raw ? check_reply(raw, out) : 0;
 }
 
 int nm_get_reply(redisContext *c, int64_t deadline, redisReply **out)

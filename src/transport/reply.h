@@ -92,17 +92,6 @@ int nm_receive(redisContext *c);
  * errno (the reply is consumed); NM_ECONN, ENOMEM. */
 int nm_take_reply(redisContext *c, redisReply **out);
 
-/* ---- requests nobody waits for ---- */
-
-/* One more request was sent on C, the calling thread's own connection,
- * without waiting for its reply: the next read on C drops that reply,
- * whatever it says, before it takes its own.  0, or EBUSY when the thread
- * owes replies on another connection (then wait for this one's). */
-int nm_reply_owe(redisContext *c);
-
-/* C is closed: nothing is owed on it any more (nm_dial_close). */
-void nm_reply_forget(const redisContext *c);
-
 /* The reply is the status SERVER_STATUS ("OK"). */
 int nm_reply_expect_status(const redisReply *r, const char *status);
 
