@@ -6,7 +6,8 @@
  * when every permit is held; timedwait's ETIMEDOUT on both clocks;
  * getvalue as the server counts; never more than N holders among several
  * processes, counted in shared memory, and all N used; a holder killed
- * with SIGKILL gives its permit back when its lease runs out; waiters
+ * with SIGKILL gives its permit back when its lease runs out; one stopped
+ * past its lease is told it lost it (the callback, ENOLCK); waiters
  * served in arrival order; processes that disagree on the permits told
  * EINVAL; nothing left on the server once the holders and waiters left;
  * quorum mode's ENOTSUP.
@@ -358,6 +359,8 @@ typedef struct Shared {
     int violations; /* more than the permits inside */
     int rounds;     /* rounds done (atomic) */
     int ready;      /* a child holds its permit */
+    int go;         /* the child may go on */
+    int lost;       /* lost-hold callbacks the child saw */
 } Shared;
 
 static Shared *shared_new(void)
@@ -376,9 +379,17 @@ typedef struct Proc {
     int rounds;
 } Proc;
 
+static void lost_count(const char *name, void *arg)
+{
+    (void)name;
+    Shared *sh = arg;
+    __atomic_add_fetch(&sh->lost, 1, __ATOMIC_SEQ_CST);
+}
+
 static void proc_configure(const Proc *pr)
 {
-    netmutex_config_t cfg = { .lease_ms = pr->lease_ms };
+    netmutex_config_t cfg = { .lease_ms = pr->lease_ms, .on_lost = lost_count,
+                              .on_lost_arg = pr->sh };
     nm_configure_with(redis, cfg);
 }
 
@@ -439,10 +450,14 @@ static void test_cap_processes(void)
     g_free(name);
 }
 
-/* A child that takes a permit, says so, and waits to be killed. */
+/* A child that takes a permit, says so, and waits to be told to go on
+ * (or to be killed or stopped meanwhile); then waits for the lost-hold
+ * callback and posts.  Its exit status: 0, or the post's result plus 100
+ * (ENOLCK expected when its lease ran out while it was stopped). */
 static int proc_hold(void *p)
 {
     const Proc *pr = p;
+    Shared *sh = pr->sh;
     netmutex_sem_t s;
     proc_configure(pr);
     int err = netmutex_sem_init(&s, pr->name, pr->permits, NULL);
@@ -450,9 +465,50 @@ static int proc_hold(void *p)
         err = netmutex_sem_wait(&s);
     if (err)
         return 20 + err;
-    __atomic_store_n(&pr->sh->ready, 1, __ATOMIC_SEQ_CST);
-    for (;;)
-        nmt_sleep_ms(100);
+    __atomic_store_n(&sh->ready, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&sh->go, __ATOMIC_SEQ_CST))
+        nmt_sleep_ms(1);
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    while (!__atomic_load_n(&sh->lost, __ATOMIC_SEQ_CST) && nmt_now_ms() < until)
+        nmt_sleep_ms(1);
+    err = netmutex_sem_post(&s);
+    netmutex_sem_destroy(&s);
+    netmutex_shutdown();
+    return err ? 100 + err : 0;
+}
+
+/* A holder stopped (SIGSTOP) past its lease: its permit comes back to
+ * the others, and the holder, resumed, is told it lost it: the lost-hold
+ * callback, then ENOLCK from its post. */
+static void test_stopped_holder_lost(void)
+{
+    netmutex_sem_t s;
+    Shared *sh = shared_new();
+    char *name = nm_test_name("sem");
+    Proc pr = { .sh = sh, .name = name, .permits = 1, .lease_ms = nm_ms(400) };
+    quiesce();
+    pid_t pid = nm_fork_run(proc_hold, &pr);
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    while (!__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST) && nmt_now_ms() < until)
+        nmt_sleep_ms(1);
+    g_assert_true(__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST));
+    g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+    nm_configure(redis);
+    nm_assert_rc(netmutex_sem_init(&s, name, 1, NULL), 0);
+    nm_assert_rc(netmutex_sem_wait(&s), 0); /* once the stopped one's ran out */
+    __atomic_store_n(&sh->go, 1, __ATOMIC_SEQ_CST);
+    g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+    int status = 0;
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    g_assert_true(WIFEXITED(status));
+    g_assert_cmpint(WEXITSTATUS(status), ==, 100 + ENOLCK);
+    g_assert_cmpint(__atomic_load_n(&sh->lost, __ATOMIC_SEQ_CST), ==, 1);
+    g_assert_cmpint(value_of(&s), ==, 0); /* its post did not free ours */
+    nm_assert_rc(netmutex_sem_post(&s), 0);
+    nm_assert_rc(netmutex_sem_destroy(&s), 0);
+    g_assert_true(wait_nothing_left());
+    munmap(sh, sizeof *sh);
+    g_free(name);
 }
 
 /* A holder killed: its permit comes back when its lease runs out, the
@@ -477,7 +533,9 @@ static void test_killed_holder(void)
     NmCall *c = nm_call_start(taker_run, &w);
     g_assert_true(wait_queued(name, 1));
     g_assert_cmpint(kill(pid, SIGKILL), ==, 0);
-    g_assert_cmpint(waitpid(pid, NULL, 0), ==, pid);
+    int status = 0;
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    g_assert_true(WIFSIGNALED(status));
     g_assert_true(wait_got(&w));
     g_atomic_int_set(&w.release, 1);
     nm_assert_rc(nm_call_wait(c, PROMPT_MS), 0);
@@ -528,6 +586,7 @@ int main(int argc, char **argv)
     g_test_add_func("/sem/args/disagree", test_disagree);
     g_test_add_func("/sem/processes/cap", test_cap_processes);
     g_test_add_func("/sem/processes/killed-holder", test_killed_holder);
+    g_test_add_func("/sem/processes/stopped-holder-lost", test_stopped_holder_lost);
     g_test_add_func("/sem/quorum/enotsup", test_quorum_enotsup);
 
     int rc = nm_test_finish(g_test_run());
