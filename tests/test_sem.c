@@ -322,6 +322,34 @@ static void test_fifo(void)
     g_free(name);
 }
 
+/* The server's bound: "=N" scored -1 in the permits' set while a permit is
+ * held; a set of the wrong type is EPROTO, and nothing is written. */
+static void test_bound_and_wrong_type(void)
+{
+    netmutex_sem_t s;
+    int v;
+    char *name = nm_test_name("sem");
+    char *set = sem_key(name, ":s");
+    nm_assert_rc(netmutex_sem_init(&s, name, 4, NULL), 0);
+    nm_assert_rc(netmutex_sem_wait(&s), 0);
+    redisReply *r = nm_redis_cmd(redis, "ZSCORE %s =4", set);
+    g_assert_cmpint(r->type, ==, REDIS_REPLY_STRING);
+    g_assert_cmpstr(r->str, ==, "-1");
+    freeReplyObject(r);
+    g_assert_cmpint(int_cmd("ZCARD", set), ==, 2);
+    nm_assert_rc(netmutex_sem_post(&s), 0);
+    g_assert_cmpint(int_cmd("EXISTS", set), ==, 0); /* the bound alone: gone */
+
+    freeReplyObject(nm_redis_cmd(redis, "SET %s x", set));
+    nm_assert_rc(netmutex_sem_trywait(&s), EPROTO);
+    nm_assert_rc(netmutex_sem_getvalue(&s, &v), EPROTO);
+    freeReplyObject(nm_redis_cmd(redis, "DEL %s", set));
+    nm_assert_rc(netmutex_sem_destroy(&s), 0);
+    g_assert_true(wait_nothing_left());
+    g_free(set);
+    g_free(name);
+}
+
 /* Two handles of one name with other permits: the second is refused while
  * a permit is held under the first's number, and nothing is mixed. */
 static void test_disagree(void)
@@ -584,6 +612,7 @@ int main(int argc, char **argv)
                          test_timed_out);
     g_test_add_func("/sem/order/fifo", test_fifo);
     g_test_add_func("/sem/args/disagree", test_disagree);
+    g_test_add_func("/sem/args/bound-and-wrong-type", test_bound_and_wrong_type);
     g_test_add_func("/sem/processes/cap", test_cap_processes);
     g_test_add_func("/sem/processes/killed-holder", test_killed_holder);
     g_test_add_func("/sem/processes/stopped-holder-lost", test_stopped_holder_lost);
