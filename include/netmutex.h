@@ -456,6 +456,79 @@ NETMUTEX_API int netmutex_rwlock_unlock(netmutex_rwlock_t *rw);
  * ended.  EPERM: the calling thread does not hold RW. */
 NETMUTEX_API int netmutex_rwlock_fence(netmutex_rwlock_t *rw, uint64_t *token);
 
+/* ---- counting semaphores ------------------------------------------------ */
+
+/* A counting semaphore across processes and hosts: at most PERMITS
+ * threads of the whole cluster hold a permit of a name at once.  Unlike
+ * sem_t's, a permit belongs to the thread that took it: it is a lease of
+ * its own in Redis (a share of the name's bounded set), renewed by the
+ * background thread and reported lost as a mutex's hold is, so a permit
+ * held by a process that dies comes back when its lease runs out.  The
+ * thread gives it back with netmutex_sem_post.  A thread may hold several
+ * permits (each waited for, each posted once).  Waiters queue in Redis and
+ * are served in arrival order, each woken by a push.  Every process must
+ * give a name the same PERMITS: one that gives another number while a
+ * permit of the name is held is refused (EINVAL), never mixed in.  A
+ * semaphore, a rwlock and a mutex of the same name are three locks.  Not
+ * in quorum mode: every call that needs the server returns ENOTSUP there.
+ *
+ * netmutex_semattr_t: opaque; its size is fixed for good (64 bytes on
+ * LP64) and leaves room for attributes to come (there are none yet). */
+typedef struct netmutex_semattr {
+    unsigned int nm_magic;     /* private: set by netmutex_semattr_init */
+    unsigned int nm_opaque_u[7];
+    void *nm_opaque_p[4];
+} netmutex_semattr_t;
+
+NETMUTEX_API int netmutex_semattr_init(netmutex_semattr_t *attr);
+/* EINVAL: ATTR was not initialized. */
+NETMUTEX_API int netmutex_semattr_destroy(netmutex_semattr_t *attr);
+
+/* Opaque; its size is fixed for good (96 bytes on LP64), with room for
+ * what is to come. */
+typedef struct netmutex_sem {
+    unsigned int nm_init;      /* private: lifecycle marker */
+    unsigned int nm_opaque_u[7];
+    void *nm_opaque_p[8];
+} netmutex_sem_t;
+
+/* The most permits a semaphore may have. */
+#define NETMUTEX_SEM_PERMITS_MAX 65536
+
+/* NAME is copied (the limits of a mutex's name); PERMITS in [1,
+ * NETMUTEX_SEM_PERMITS_MAX]; ATTR may be NULL.  Talks to no server.
+ * EINVAL, ENOMEM. */
+NETMUTEX_API int netmutex_sem_init(netmutex_sem_t *s, const char *name, unsigned int permits,
+                                   const netmutex_semattr_t *attr);
+/* EBUSY while a thread of this process holds a permit through S; EINVAL. */
+NETMUTEX_API int netmutex_sem_destroy(netmutex_sem_t *s);
+
+/* Takes a permit, waiting while all are held.  EINVAL: S is not a
+ * semaphore, or the name is in use with another number of permits.
+ * ENOTSUP: quorum mode.  EACCES, EPROTO, ENOMEM as netmutex_lock; while
+ * Redis is unreachable it keeps trying. */
+NETMUTEX_API int netmutex_sem_wait(netmutex_sem_t *s);
+/* Never waits.  EAGAIN: every permit is held (as sem_trywait), or Redis
+ * could not be reached. */
+NETMUTEX_API int netmutex_sem_trywait(netmutex_sem_t *s);
+/* Until ABSTIME on CLOCK_REALTIME: ETIMEDOUT; EINVAL for a NULL ABSTIME or
+ * a tv_nsec outside [0, 1e9). */
+NETMUTEX_API int netmutex_sem_timedwait(netmutex_sem_t *s, const struct timespec *abstime);
+/* The same on CLOCKID, CLOCK_REALTIME or CLOCK_MONOTONIC (EINVAL). */
+NETMUTEX_API int netmutex_sem_clockwait(netmutex_sem_t *s, clockid_t clockid,
+                                        const struct timespec *abstime);
+/* Gives back the calling thread's permit (its latest, if it holds
+ * several).  EPERM: the calling thread holds none through S's name.
+ * ENOLCK: the permit's lease was lost (the lost-hold callback has run or
+ * is about to).  EIO: given back here, but the server could not be told:
+ * the permit comes back when its lease runs out. */
+NETMUTEX_API int netmutex_sem_post(netmutex_sem_t *s);
+/* The permits no thread of the cluster holds, as the server counts them
+ * (a snapshot: it may change at once).  EINVAL (also: the name is in use
+ * with another number of permits), ENOTSUP, EAGAIN (Redis could not be
+ * reached), EACCES, EPROTO, ENOMEM. */
+NETMUTEX_API int netmutex_sem_getvalue(netmutex_sem_t *s, int *value);
+
 /* ---- inspection ---------------------------------------------------------- */
 
 /* What the servers know about NAME, for people and tools (netmutex(1)

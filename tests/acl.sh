@@ -19,7 +19,7 @@ NETMUTEX_TEST_ACL=1; export NETMUTEX_TEST_ACL
 # is a process of its own and a handshake.  NM_ACL_PROGS and NM_ACL_CLI
 # choose others.
 over=
-progs_all="test_api test_wait test_robust test_cache test_quorum test_cond test_rwlock"
+progs_all="test_api test_wait test_robust test_cache test_quorum test_cond test_rwlock test_sem"
 cli_all="run exclusion admin quorum flock names interrupt usage"
 if [ "${NETMUTEX_TEST_TLS:-}" = 1 ]; then
     # Not test_cond, which is not of the TLS set (its proxy speaks plain).

@@ -12,7 +12,7 @@
  * slot migrated while a lock is held (ASK, then MOVED); a condition on
  * another node than its mutex, and its slot migrated while processes wait
  * on it and signal it; a read-write lock whose keys share one slot, its
- * grants pushed and its holds renewed on the node.
+ * grants pushed and its holds renewed on the node; a semaphore the same.
  */
 #include "ac_config.h"
 
@@ -1336,6 +1336,109 @@ static void test_rwlock_cluster(void)
     nm_assert_rc(netmutex_shutdown(), 0);
 }
 
+/* ---- semaphores ------------------------------------------------------------ */
+
+typedef struct SemHold {
+    netmutex_sem_t *s;
+    int got, release; /* atomic */
+} SemHold;
+
+static int sem_hold_run(void *p)
+{
+    SemHold *h = p;
+    int err = netmutex_sem_wait(h->s);
+    if (err)
+        return err;
+    g_atomic_int_set(&h->got, 1);
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    while (!g_atomic_int_get(&h->release) && nmt_now_ms() < until)
+        nmt_sleep_ms(1);
+    return netmutex_sem_post(h->s);
+}
+
+static bool sem_wait_got(SemHold *h)
+{
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    while (!g_atomic_int_get(&h->got) && nmt_now_ms() < until)
+        nmt_sleep_ms(1);
+    return g_atomic_int_get(&h->got);
+}
+
+/* Semaphores on the cluster: every key of one in one slot, whatever its
+ * name's braces; two permits held and renewed there past their leases,
+ * two waiters queued there, each served (its grant pushed to its list on
+ * the node) when a permit comes back; nothing left on the node. */
+static void test_sem_cluster(void)
+{
+    static const char *const brace[] = { "}x", "{a}b", "plain" };
+    static const char *const suffixes[] = { ":q", ":w", ":s",
+                                            ":g:0123456789abcdef0123456789abcdef" };
+    configure_cluster(nm_ms(600));
+    for (gsize n = 0; n < G_N_ELEMENTS(brace); n++) {
+        char tag[NM_TEST_TAG_LEN + 1];
+        char *name = nm_test_name(brace[n]);
+        nm_test_key_tag(name, strlen(name), tag);
+        char *k = g_strdup_printf("netmutex:{s%s}%s", tag, name);
+        char *q = g_strdup_printf("%s:q", k), *sh = g_strdup_printf("%s:s", k);
+        long long slot = nm_topo_keyslot(topo, k, strlen(k));
+        char *floor = g_strdup_printf("netmutex:{%s}fence", nm_slot_tag((unsigned int)slot));
+        g_assert_cmpint(nm_topo_keyslot(topo, floor, strlen(floor)), ==, slot);
+        for (gsize i = 0; i < G_N_ELEMENTS(suffixes); i++) {
+            char *key = g_strdup_printf("%s%s", k, suffixes[i]);
+            g_assert_cmpint(nm_topo_keyslot(topo, key, strlen(key)), ==, slot);
+            g_free(key);
+        }
+        NmRedis *node = nm_topo_master_of(topo, slot);
+        netmutex_sem_t sem;
+        int value = -1;
+        nm_assert_rc(netmutex_sem_init(&sem, name, 2, NULL), 0);
+        SemHold h[4] = { { .s = &sem }, { .s = &sem }, { .s = &sem }, { .s = &sem } };
+        NmCall *c[4];
+        for (int i = 0; i < 2; i++) {
+            c[i] = nm_call_start(sem_hold_run, &h[i]);
+            g_assert_true(sem_wait_got(&h[i]));
+        }
+        for (int i = 2; i < 4; i++) {
+            c[i] = nm_call_start(sem_hold_run, &h[i]);
+            g_assert_true(rw_wait_len(node, "LLEN", q, i - 1));
+        }
+        nmt_sleep_ms(nm_ms(1300)); /* two leases: the permits are renewed there */
+        g_assert_cmpint(rw_len(node, "ZCARD", sh), ==, 3); /* two permits, the bound */
+        g_assert_false(g_atomic_int_get(&h[2].got) || g_atomic_int_get(&h[3].got));
+        nm_assert_rc(netmutex_sem_getvalue(&sem, &value), 0);
+        g_assert_cmpint(value, ==, 0);
+        for (int i = 0; i < 2; i++) {
+            g_atomic_int_set(&h[i].release, 1);
+            nm_assert_rc(nm_call_wait(c[i], PROMPT_MS), 0);
+            g_assert_true(sem_wait_got(&h[i + 2]));
+        }
+        for (int i = 2; i < 4; i++) {
+            g_atomic_int_set(&h[i].release, 1);
+            nm_assert_rc(nm_call_wait(c[i], PROMPT_MS), 0);
+        }
+        nm_assert_rc(netmutex_sem_getvalue(&sem, &value), 0);
+        g_assert_cmpint(value, ==, 2);
+        nm_assert_rc(netmutex_sem_destroy(&sem), 0);
+        gint64 until = nmt_now_ms() + PROMPT_MS;
+        redisReply *left;
+        do {
+            left = nm_redis_cmd(node, "KEYS netmutex:{s*");
+            if (left->elements == 0 || nmt_now_ms() > until)
+                break;
+            freeReplyObject(left);
+            nmt_sleep_ms(20);
+        } while (1);
+        g_assert_cmpint(left->elements, ==, 0);
+        freeReplyObject(left);
+        g_free(floor);
+        g_free(k);
+        g_free(q);
+        g_free(sh);
+        g_free(name);
+    }
+    nm_assert_rc(netmutex_shutdown(), 0);
+}
+
 int main(int argc, char **argv)
 {
     int rc;
@@ -1369,6 +1472,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cluster/cond/other-node-than-mutex", test_cond_other_node);
     g_test_add_func("/cluster/cond/migration-waiters-signallers", test_cond_migration);
     g_test_add_func("/cluster/rwlock/readers-writers-one-slot", test_rwlock_cluster);
+    g_test_add_func("/cluster/sem/permits-one-slot", test_sem_cluster);
 
     rc = g_test_run();
     nm_topo_free(topo);

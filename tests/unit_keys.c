@@ -123,6 +123,32 @@ static void test_rwlock_keys(void)
     g_free(floor);
 }
 
+/* A semaphore's keys: the rwlock's order under the tag 's' and the
+ * digest, all in one slot. */
+static void test_sem_keys(void)
+{
+    const char *k = "netmutex:{s41b90dde29446fdd}jobs";
+    char *floor = g_strdup_printf("netmutex:{%s}fence", nm_slot_tag(nm_slot_of(k, strlen(k))));
+    const char *const want[NM_RKEY_COUNT] = {
+        k, floor, "netmutex:{s41b90dde29446fdd}jobs:q",
+        "netmutex:{s41b90dde29446fdd}jobs:w", "netmutex:{s41b90dde29446fdd}jobs:s",
+        "netmutex:{s41b90dde29446fdd}jobs:g:0123456789abcdef0123456789abcdef",
+    };
+    nm_config_t cfg = config_with_prefix("netmutex:");
+    size_t lens[NM_RKEY_COUNT];
+    char *keys;
+
+    g_assert_cmpint(nm_keys_sem(&cfg, "jobs", 4, token, &keys, lens), ==, 0);
+    for (int i = 0; i < NM_RKEY_COUNT; i++) {
+        const char *key = nm_keys_rwlock_get(keys, lens, (nm_rkey_t)i);
+        g_assert_cmpmem(key, lens[i], want[i], strlen(want[i]));
+        g_assert_cmpint(key[lens[i]], ==, '\0');
+        g_assert_cmpuint(nm_slot_of(key, lens[i]), ==, nm_slot_of(k, strlen(k)));
+    }
+    free(keys);
+    g_free(floor);
+}
+
 /* Without a token the lock key is built all the same, NUL-terminated. */
 static void test_build_without_token(void)
 {
@@ -324,6 +350,7 @@ int main(int argc, char **argv)
     g_test_add_func("/unit/keys/build/binary-one-slot", test_build_binary_one_slot);
     g_test_add_func("/unit/keys/build/long", test_build_long);
     g_test_add_func("/unit/keys/rwlock/declared-order", test_rwlock_keys);
+    g_test_add_func("/unit/keys/sem/declared-order", test_sem_keys);
     g_test_add_func("/unit/keys/grant-for", test_grant_for);
     g_test_add_func("/unit/keys/full-from-kept", test_full_from_kept);
     g_test_add_func("/unit/keys/list/name-of", test_name_of);

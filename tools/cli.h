@@ -6,7 +6,7 @@
  *   say.c       messages and exit codes
  *   config.c    the library's configuration, shared by every command
  *   opts.c      the command line
- *   run.c       netmutex NAME COMMAND
+ *   run.c       netmutex NAME COMMAND (with --permits, under a semaphore)
  *   admin.c     status, break, and acl (the rule a Redis ACL user needs)
  *   list.c      list: the held locks (netmutex_list)
  *   escape.c    names and holders made safe for a terminal and for JSON
@@ -55,6 +55,7 @@ struct cli_opts {
     int conflict_code;
     int verbose;
     unsigned int lease_ms;    /* 0: the configured default */
+    unsigned int permits;     /* --permits: a semaphore of this many; 0: a mutex */
     int lost_sig;             /* 0: --on-lost none */
     const char *url;          /* NULL: NETMUTEX_URL or the default */
     const char *url_file;     /* --url-file: where to read the URL from */
@@ -73,6 +74,10 @@ struct cli_opts {
  * already printed; -h and -V give CLI_EX_DONE). */
 #define CLI_EX_DONE (-1)
 int cli_parse(int argc, char **argv, struct cli_opts *o);
+
+/* run.c: the lost-lease callback, which config.c hands the library for a
+ * semaphore's permits (a mutex's goes through its attribute). */
+void cli_run_on_lost(const char *name, void *arg);
 
 /* url.c: cli_url_scrub overwrites, in place, the password of every URL of
  * the comma-separated list URLS and says whether there was one;

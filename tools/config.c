@@ -131,6 +131,10 @@ int cli_configure(struct cli_opts *o, const char *holder)
         .tls_key = o->tls_key,
         .tls_server_name = o->tls_server_name,
         .tls_verify = o->tls_insecure ? NETMUTEX_TLS_VERIFY_OFF : 0,
+        /* A semaphore's permits take the lease and the lost-lease
+         * callback from the configuration, having no attribute for them. */
+        .lease_ms = o->permits ? o->lease_ms : 0,
+        .on_lost = o->permits ? cli_run_on_lost : NULL,
     };
     netmutex_set_log(NETMUTEX_LOG_DEBUG, hold_line, NULL);
     int err = netmutex_configure(&cfg);

@@ -42,7 +42,8 @@
 
 enum {
     OPT_LEASE = 256, OPT_ON_LOST, OPT_JSON, OPT_URL_FILE,
-    OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_SERVER_NAME, OPT_TLS_INSECURE
+    OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_SERVER_NAME, OPT_TLS_INSECURE,
+    OPT_PERMITS
 };
 
 static const struct option long_opts[] = {
@@ -64,6 +65,7 @@ static const struct option long_opts[] = {
     { "tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME },
     { "tls-insecure", no_argument, NULL, OPT_TLS_INSECURE },
     { "lease", required_argument, NULL, OPT_LEASE },
+    { "permits", required_argument, NULL, OPT_PERMITS },
     { "on-lost", required_argument, NULL, OPT_ON_LOST },
     { "json", no_argument, NULL, OPT_JSON },
     { "help", no_argument, NULL, 'h' },
@@ -98,6 +100,8 @@ static void usage(FILE *f)
           "                            anything of the lock\n"
           "  -E, --conflict-exit-code N  exit code for -n and -w (default 1)\n"
           "      --lease MS            lease length in milliseconds\n"
+          "      --permits N           NAME is a semaphore: at most N commands\n"
+          "                            run at once under it, cluster-wide\n"
           "      --on-lost SIGNAL      signal for COMMAND if the lease is lost\n"
           "                            (default TERM; 'none' to send nothing)\n"
           "  -u, --url URL             Redis URL(s), default $NETMUTEX_URL\n"
@@ -262,6 +266,12 @@ static int take_option(int c, char *arg, struct cli_opts *o)
             return 0;
         }
         return usage_error("bad lease '%s': want milliseconds, 10 to 86400000", arg);
+    case OPT_PERMITS:
+        if (parse_uint(arg, 1, NETMUTEX_SEM_PERMITS_MAX, &n) == 0) {
+            o->permits = (unsigned int)n;
+            return 0;
+        }
+        return usage_error("bad permits '%s': want 1 to 65536", arg);
     case OPT_ON_LOST:
         if (parse_signal(arg, &o->lost_sig) == 0)
             return 0;
@@ -276,7 +286,7 @@ static int take_option(int c, char *arg, struct cli_opts *o)
 static unsigned int option_scope(int c)
 {
     switch (c) {
-    case 'n': case 'w': case 'E': case OPT_LEASE: case OPT_ON_LOST:
+    case 'n': case 'w': case 'E': case OPT_LEASE: case OPT_ON_LOST: case OPT_PERMITS:
     case 'x': case 'e': case 'o':
         return FOR_RUN;
     case 'u': case OPT_URL_FILE: case 'v':

@@ -76,7 +76,7 @@ static void wake(unsigned char byte)
     errno = saved;
 }
 
-static void on_lost(const char *name, void *arg)
+void cli_run_on_lost(const char *name, void *arg)
 {
     wake(LOST_BYTE);
 }
@@ -365,25 +365,50 @@ static int supervise(const struct cli_opts *o, pid_t pid, int *lost)
     return status;
 }
 
-/* 0 or an errno: EBUSY and ETIMEDOUT are the conflicts.  A trylock comes
+/* What the command runs under: NAME's mutex, or with --permits a permit
+ * of NAME's semaphore. */
+struct lock {
+    netmutex_t m;
+    netmutex_sem_t s;
+};
+
+/* A try: 0, EBUSY (held; for a semaphore, every permit), or an error.  A
+ * semaphore's trywait says EAGAIN both when every permit is held and when
+ * the server is unreachable: asking for the free permits tells which. */
+static int try_lock(const struct cli_opts *o, struct lock *l)
+{
+    int value;
+
+    if (!o->permits)
+        return netmutex_trylock(&l->m);
+    int err = netmutex_sem_trywait(&l->s);
+    if (err == EAGAIN && netmutex_sem_getvalue(&l->s, &value) != EAGAIN)
+        err = EBUSY;
+    return err;
+}
+
+/* 0 or an errno: EBUSY and ETIMEDOUT are the conflicts.  A try comes
  * first so an unreachable server is reported (EAGAIN) instead of waited
  * for, which is what netmutex_lock would do. */
-static int acquire(const struct cli_opts *o, netmutex_t *m, const struct timespec *deadline)
+static int acquire(const struct cli_opts *o, struct lock *l, const struct timespec *deadline)
 {
-    int err = netmutex_trylock(m);
+    int err = try_lock(o, l);
 
     if (err != EBUSY || o->nonblock || (o->has_timeout && o->timeout_s <= 0))
         return err;
     if (o->verbose)
         cli_say("waiting for %s", o->shown_name);
+    if (o->permits)
+        return o->has_timeout ? netmutex_sem_clockwait(&l->s, CLOCK_MONOTONIC, deadline)
+                              : netmutex_sem_wait(&l->s);
     if (o->has_timeout)
-        return netmutex_clocklock(m, CLOCK_MONOTONIC, deadline);
-    return netmutex_lock(m);
+        return netmutex_clocklock(&l->m, CLOCK_MONOTONIC, deadline);
+    return netmutex_lock(&l->m);
 }
 
-static void release(const struct cli_opts *o, netmutex_t *m, int *lost)
+static void release(const struct cli_opts *o, struct lock *l, int *lost)
 {
-    int err = netmutex_unlock(m);
+    int err = o->permits ? netmutex_sem_post(&l->s) : netmutex_unlock(&l->m);
 
     if (err == ENOLCK && !*lost)
         cli_say("lease of %s was lost while the command ran", o->shown_name);
@@ -398,15 +423,18 @@ static void release(const struct cli_opts *o, netmutex_t *m, int *lost)
         cli_say("released %s", o->shown_name);
 }
 
-static int init_mutex(const struct cli_opts *o, netmutex_t *m)
+static int init_mutex(const struct cli_opts *o, struct lock *l)
 {
     netmutex_attr_t a;
+    if (o->permits)
+        return netmutex_sem_init(&l->s, o->name, o->permits, NULL);
+    netmutex_t *m = &l->m;
     int err = netmutex_attr_init(&a);
 
     if (err == 0)
         err = netmutex_attr_setlease(&a, o->lease_ms);
     if (err == 0)
-        err = netmutex_attr_setlostfn(&a, on_lost, NULL);
+        err = netmutex_attr_setlostfn(&a, cli_run_on_lost, NULL);
     if (err == 0)
         err = netmutex_init(m, o->name, &a);
     netmutex_attr_destroy(&a);
@@ -417,12 +445,13 @@ static int init_mutex(const struct cli_opts *o, netmutex_t *m)
  * A signal that came once the lock was ours, before the command started,
  * means the command is not wanted any more: it is not started, and we exit
  * as if the signal had found us still waiting. */
-static int run_locked(const struct cli_opts *o, netmutex_t *m, struct command *c, int *lost)
+static int run_locked(const struct cli_opts *o, struct lock *l, struct command *c, int *lost)
 {
-    uint64_t fence = 0;
+    uint64_t fence = 0; /* a permit has none: NETMUTEX_FENCE=0 */
     int err, sig;
 
-    netmutex_fence(m, &fence);
+    if (!o->permits)
+        netmutex_fence(&l->m, &fence);
     if (o->verbose)
         cli_say("acquired %s (fence %" PRIu64 ")", o->shown_name, fence);
     if ((err = catch_sigchld()) != 0) {
@@ -458,7 +487,15 @@ static void deadline_after(double secs, struct timespec *ts)
 }
 
 /* What is set up before the lock is asked for; 0 or an exit code. */
-static int prepare(const struct cli_opts *o, netmutex_t *m)
+static void destroy_lock(const struct cli_opts *o, struct lock *l)
+{
+    if (o->permits)
+        netmutex_sem_destroy(&l->s);
+    else
+        netmutex_destroy(&l->m);
+}
+
+static int prepare(const struct cli_opts *o, struct lock *m)
 {
     int err;
 
@@ -472,7 +509,7 @@ static int prepare(const struct cli_opts *o, netmutex_t *m)
     }
     if ((err = take_signals(o)) != 0) {
         cli_say("cannot set up signal handling: %s", strerror(err));
-        netmutex_destroy(m);
+        destroy_lock(o, m);
         return CLI_EX_OSERR;
     }
     return 0;
@@ -482,7 +519,7 @@ static int prepare(const struct cli_opts *o, netmutex_t *m)
 static int lock_and_run(const struct cli_opts *o, struct command *c)
 {
     struct timespec deadline;
-    netmutex_t m;
+    struct lock m;
     int err, rc, lost = 0;
 
     deadline_after(o->has_timeout ? o->timeout_s : 0, &deadline);
@@ -502,7 +539,7 @@ static int lock_and_run(const struct cli_opts *o, struct command *c)
         rc = run_locked(o, &m, c, &lost);
         release(o, &m, &lost);
     }
-    netmutex_destroy(&m);
+    destroy_lock(o, &m);
     return lost ? CLI_EX_LOST : rc;
 }
 

@@ -93,4 +93,11 @@ static inline int nm_m_type(const netmutex_t *m)
                                        : (int)(m->nm_init ^ NETMUTEX_STATIC_MARK_);
 }
 
+/* netmutex_sem_t.nm_init: NM_SEM_LIVE after netmutex_sem_init, anything
+ * else (0 after destroy) is not a semaphore.  sem.c alone reaches these. */
+#define NM_SEM_LIVE 0x6e6d7365u    /* "nmse" */
+#define NM_SEMATTR_MAGIC 0x6e6d7361u /* "nmsa" */
+#define NM_S_PERMITS(s) ((s)->nm_opaque_u[0]) /* 1..NETMUTEX_SEM_PERMITS_MAX */
+#define NM_S_HANDLE(s) ((s)->nm_opaque_p[0])  /* nm_entry_t * */
+
 #endif /* NM_OPAQUE_H */

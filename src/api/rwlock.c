@@ -215,7 +215,7 @@ static int start_watching(const netmutex_rwlock_t *rw, const nm_entry_t *e, nm_l
     };
     int err = nm_renew_track(l, e->name, &opts);
     if (err)
-        nm_shares_release(l, share_kind(kind), e->name, e->name_len);
+        nm_shares_release(l, share_kind(kind), e->name, e->name_len, 0);
     return err;
 }
 
@@ -241,7 +241,7 @@ static int rw_lock(netmutex_rwlock_t *rw, nm_hold_kind_t kind, nm_wait_t wait,
                              ? NM_SHARES_PREFER_READERS
                              : 0;
     err = nm_shares_acquire(&node->hold.lease, share_kind(kind), e->name, e->name_len,
-                            NM_RW_LEASE_MS(rw), flags, wait, deadline);
+                            NM_RW_LEASE_MS(rw), flags, 0, wait, deadline);
     if (!err)
         err = start_watching(rw, e, &node->hold.lease, kind);
     if (err) {
@@ -339,7 +339,7 @@ int netmutex_rwlock_unlock(netmutex_rwlock_t *rw)
      * (it was paused, not expired): the owner-checked release removes it
      * then, and nothing otherwise.  Either way the caller learns ENOLCK. */
     err = nm_shares_release(l, share_kind((nm_hold_kind_t)mine->hold.kind), e->name,
-                            e->name_len);
+                            e->name_len, 0);
     if (lost && err == 0)
         err = ENOLCK;
     free(mine);

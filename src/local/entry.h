@@ -92,13 +92,16 @@ typedef enum nm_hold_kind {
     NM_HOLD_MUTEX = 0,  /* exclusive, one thread (recursively, by type) */
     NM_HOLD_SHARE,      /* a rwlock's read share: one thread's, others may
                            hold theirs (recursively: depth) */
-    NM_HOLD_WRITE       /* a rwlock's write lock: one thread's, alone */
+    NM_HOLD_WRITE,      /* a rwlock's write lock: one thread's, alone */
+    NM_HOLD_PERMIT      /* a semaphore's permit: one thread's, which may
+                           hold several, each a hold of its own */
 } nm_hold_kind_t;
 
 /* What a name's entry is for: the registry keeps one per family and name. */
 typedef enum nm_entry_family {
     NM_FAMILY_MUTEX = 0,
-    NM_FAMILY_RWLOCK
+    NM_FAMILY_RWLOCK,
+    NM_FAMILY_SEM        /* a semaphore's: its permits on e->holds */
 } nm_entry_family_t;
 
 typedef struct nm_hold {

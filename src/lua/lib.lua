@@ -118,6 +118,14 @@
 --   G  <prefix>{r<tag>}<name>:g:<t>   list: the grant to queued waiter t
 --                                     (a share or the write lock), as a
 --                                     mutex's
+--
+-- Keys of one semaphore (netmutex_sem_t, rwlock.lua with kind 's').  The
+-- hash tag {s<tag>}, 's' then the digest; the order and meaning of a
+-- read-write lock's, with readers only: K (declared, never set), P (read,
+-- never written: permits have no fence), Q, W (k 's'), S, G.  S is bounded:
+-- it also holds "=N", N the permits, scored -1 (shares.lua), and is
+-- deleted once that is all it holds.  Nothing is left once the last
+-- holder and waiter left.
 
 -- Fences.  A fence is this server's clock in microseconds when the lock was
 -- taken, raised above the slot's floor P if the clock is not past it, and

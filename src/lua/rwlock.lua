@@ -1,15 +1,18 @@
 -- rwlock.lua: a read-write lock (netmutex_rwlock_t): its read shares, its
 -- writer's lock and one queue of both (lib.lua, "Keys of one read-write
--- lock"; docs/design.md, 9b, has the rules).
+-- lock"; docs/design.md, 9b, has the rules); and a counting semaphore
+-- (netmutex_sem_t, 9c): a lock with readers only, whose share set is
+-- bounded by its permits (shares.lua), its K never set.
 -- KEYS K, P, Q, W, S, then G (the caller's own grant list) for 'a' and 'c'.
 -- ARGV[1] the operation: 'a' acquire, 'c' cancel (a queued waiter gives
---   up), 'u' release;
+--   up), 'u' release, 'v' a semaphore's free permits;
 -- ARGV[2] the caller's token; ARGV[3] what it holds or wants: 'r' a read
---   share, 'w' the write lock;
+--   share, 'w' the write lock, 's' a semaphore's permit;
 -- ARGV[4] its lease in ms; ARGV[5] how long its queue entry lives, in ms
 --   (0: it does not queue: a try); ARGV[6] 'p' when a reader prefers
 --   readers (it waits for a writer that holds the lock, never for one that
---   waits), else ''; ARGV[7] its holder "host:pid:tid".
+--   waits), else ''; ARGV[7] its holder "host:pid:tid"; ARGV[8] a
+--   semaphore's permits, N (its share set's bound).
 -- Returns {status, value}, then pairs of a waiter's token and claim:
 --   'a' {1, fence} the caller holds it now; {0, pttl} it does not (queued
 --       if ARGV[5] > 0), pttl ms until the writer's lease or, for a
@@ -18,7 +21,10 @@
 --   'c' {1, fence} a grant reached the caller before it left: this request
 --       confirms it, and the caller holds it; {0, 0} it left the queue;
 --   'u' {1, 0} released; {0, 0} it was gone (the lease ran out); {-1, 0}
---       another holds the write lock (the caller's ran out before).
+--       another holds the write lock (the caller's ran out before);
+--   'v' {1, free} the permits not held (live shares and grants counted);
+--   'a', 'v' of a semaphore: {-2, n} the set's bound is n, not ARGV[8]:
+--       its processes disagree on its permits (nothing written).
 -- The pairs name the queued waiters this call granted the lock to (a share
 -- or the write lock, reserved for the claim) whose grant lists the caller
 -- pushes with grant.lua: in a Redis Cluster only (lib.lua, Grants).
@@ -35,13 +41,22 @@
 -- live; a newcomer reader takes a share when K does not exist and, unless
 -- it prefers readers, no writer waits (writers are not starved).  Writers
 -- so follow one another in arrival order.
+-- A semaphore's permit is a read share ('s'): S holds at most N shares, a
+-- grant reserved included, and serve() grants the queue's head a share
+-- while one is free, in arrival order; a newcomer takes one when one is
+-- free after serve(), so never ahead of a live waiter.  N is kept in S as
+-- its bound while a share lives: a caller that names another N is told,
+-- never mixed in.
 -- @use shares
 local op, token, kind = ARGV[1], ARGV[2], ARGV[3]
 local lease, ttl = tonumber(ARGV[4]), tonumber(ARGV[5])
 local prefer_readers, holder = ARGV[6] == 'p', ARGV[7] or ''
-if (op ~= 'a' and op ~= 'c' and op ~= 'u') or (kind ~= 'r' and kind ~= 'w') or
+local sem = kind == 's'
+local cap = sem and tonumber(ARGV[8]) or math.huge
+if (op ~= 'a' and op ~= 'c' and op ~= 'u' and (op ~= 'v' or not sem)) or
+   (kind ~= 'r' and kind ~= 'w' and not sem) or not cap or cap < 1 or
    not token or #token ~= 32 or not lease or lease < 1 or not ttl or
-   (op ~= 'u' and #KEYS < 6) or #KEYS < 5 then
+   ((op == 'a' or op == 'c') and #KEYS < 6) or #KEYS < 5 then
   return redis.error_reply('ERR rwlock.lua: bad arguments')
 end
 local S = KEYS[5]
@@ -56,11 +71,23 @@ redis.call('HLEN', W)
 redis.call('ZCARD', S)
 read_floor()
 local now = share_clock()
+if sem then
+  local bound = shares_bound(S)
+  if bound and bound ~= cap then
+    if op == 'a' or op == 'v' then
+      return {-2, bound}
+    end
+    cap = bound
+  end
+end
 local grants = {}
 local writers_waiting = false
 
 -- The reply: STATUS, VALUE, then the grants the caller pushes.
 local function answer(status, value)
+  if sem then
+    shares_set_bound(S, cap)
+  end
   local out = {status, value}
   for _, v in ipairs(grants) do
     out[#out + 1] = v
@@ -84,7 +111,7 @@ local function live_waiters()
   local tokens = redis.call('LRANGE', Q, 0, -1)
   for _, t in ipairs(tokens) do
     local e = redis.call('HGET', W, t) or ''
-    local refreshed, wlease, k, who = string.match(e, '^(%d+):(%d+):([rpw]):(.*)$')
+    local refreshed, wlease, k, who = string.match(e, '^(%d+):(%d+):([rpsw]):(.*)$')
     if refreshed and now - tonumber(refreshed) < WAITER_STALE_MS then
       out[#out + 1] = {t = t, k = k, lease = tonumber(wlease), who = who}
     else
@@ -152,9 +179,12 @@ local function serve()
   for _, w in ipairs(rest) do
     if blocked then
       keep[#keep + 1] = w
-    elseif w.k == 'r' then
+    elseif (w.k == 'r' or w.k == 's') and shares < cap then
       grant_share(w)
       shares = shares + 1
+    elseif w.k == 's' then
+      keep[#keep + 1] = w
+      blocked = true
     elseif shares == 0 then
       grant_write(w)
       blocked = true
@@ -186,7 +216,7 @@ local function confirm()
     return nil
   end
   share_put(S, token, now, lease)
-  return next_fence()
+  return sem and 0 or next_fence()
 end
 
 -- The caller's queue entry and grant list go.
@@ -198,7 +228,7 @@ end
 
 -- Queues the caller, or refreshes its entry, for ttl ms.
 local function enqueue()
-  local k = kind == 'w' and 'w' or (prefer_readers and 'p' or 'r')
+  local k = (kind == 'w' or sem) and kind or (prefer_readers and 'p' or 'r')
   local entry = string.format('%.0f', now) .. ':' .. lease .. ':' .. k .. ':' .. holder
   if redis.call('HSET', W, token, entry) == 1 then
     redis.call('RPUSH', Q, token)
@@ -208,6 +238,12 @@ local function enqueue()
       redis.call('PEXPIRE', key, ttl)
     end
   end
+end
+
+if op == 'v' then
+  shares_live(S, now)
+  serve()
+  return answer(1, cap - shares_live(S, now))
 end
 
 if op == 'u' then
@@ -266,6 +302,11 @@ if not redis.call('GET', K) then
     leave()
     return answer(1, next_fence())
   end
+  if sem and shares < cap then
+    share_put(S, token, now, lease)
+    leave()
+    return answer(1, 0)
+  end
 end
 if ttl > 0 then
   enqueue()
@@ -273,7 +314,7 @@ end
 local pttl = -1
 if redis.call('GET', K) then
   pttl = redis.call('PTTL', K)
-elseif kind == 'w' then
+elseif kind ~= 'r' then
   pttl = shares_first_end(S, now)
 end
 return answer(0, pttl)

@@ -1,7 +1,7 @@
 -- shares.lua: a share set, the helper of the scripts that use one ("-- @use
 -- shares", embed-lua.sh): rwlock.lua's read shares S, and renew.lua, which
--- renews a share as it renews a lock key.  (A semaphore's permits would be
--- one too: a share set whose size is bounded.)
+-- renews a share as it renews a lock key.  A semaphore's permits are one
+-- too, whose size is bounded (below).
 --
 -- A share set is a sorted set: a member is a share's token, its score the
 -- moment the share runs out, in this server's milliseconds (TIME).  A
@@ -16,6 +16,12 @@
 --     last share is gone.
 -- Scores are server time, as a key's expiry is: a step of the server's
 -- clock moves both alike.
+--
+-- A bounded set (a semaphore's) also holds its bound N as the member
+-- "=N", scored -1: never pruned (pruning starts at 0), not a share, and
+-- gone with the set, which is deleted once it is all that is left.  Every
+-- process that uses the set so reads the bound the set was made with, as
+-- long as a share is live.
 
 -- This server's clock in milliseconds.
 local function share_clock()
@@ -26,13 +32,38 @@ end
 -- Prunes SET of the shares that ran out by NOW, moves its expiry to its
 -- latest share's end, and returns how many shares it holds.
 local function shares_live(set, now)
-  redis.call('ZREMRANGEBYSCORE', set, '-inf', now)
+  redis.call('ZREMRANGEBYSCORE', set, 0, now)
   local last = redis.call('ZRANGE', set, -1, -1, 'WITHSCORES')
   if #last == 0 then
     return 0
   end
+  if tonumber(last[2]) < 0 then
+    redis.call('DEL', set)
+    return 0
+  end
   redis.call('PEXPIRE', set, tonumber(last[2]) - now)
-  return redis.call('ZCARD', set)
+  local n = redis.call('ZCARD', set)
+  local first = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')
+  if tonumber(first[2]) < 0 then
+    n = n - 1
+  end
+  return n
+end
+
+-- The bound of SET ("=N" scored -1), or nil when it has none.
+local function shares_bound(set)
+  local first = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')
+  if #first == 0 or tonumber(first[2]) >= 0 then
+    return nil
+  end
+  return tonumber(string.match(first[1], '^=(%d+)$'))
+end
+
+-- SET, if it holds a share, holds bound N too.
+local function shares_set_bound(set, n)
+  if redis.call('ZCARD', set) > 0 then
+    redis.call('ZADD', set, -1, '=' .. n)
+  end
 end
 
 -- When TOKEN's share of SET runs out (ms), or nil when it has none at NOW.
@@ -56,7 +87,10 @@ end
 -- How long until the first share of SET runs out, in ms from NOW, or -1
 -- when it holds none.
 local function shares_first_end(set, now)
-  local first = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')
+  local first = redis.call('ZRANGE', set, 0, 1, 'WITHSCORES')
+  if #first > 0 and tonumber(first[2]) < 0 then
+    first = {first[3], first[4]}
+  end
   if #first == 0 then
     return -1
   end

@@ -257,8 +257,10 @@ static const char *const rw_suffix[NM_RKEY_COUNT] = {
     [NM_RKEY_GRANT] = GRANT_SUFFIX,
 };
 
-int nm_keys_rwlock(const nm_config_t *cfg, const char *name, size_t name_len,
-                   const char *token, char **keys, size_t lens[NM_RKEY_COUNT])
+/* The keys of a lock with a share set under tag letter KIND ('r' a
+ * read-write lock, 's' a semaphore). */
+static int keys_shares(const nm_config_t *cfg, char kind, const char *name, size_t name_len,
+                       const char *token, char **keys, size_t lens[NM_RKEY_COUNT])
 {
     size_t klen = cfg->prefix_len + NM_KEY_TAG_LEN + 3 + name_len;
     size_t total = klen + 1 + cfg->prefix_len + NM_SLOT_TAG_MAX + 3 + strlen(FLOOR_NAME) + 1;
@@ -270,7 +272,7 @@ int nm_keys_rwlock(const nm_config_t *cfg, const char *name, size_t name_len,
         return ENOMEM;
     memcpy(w, cfg->prefix, cfg->prefix_len);
     w[cfg->prefix_len] = '{';
-    w[cfg->prefix_len + 1] = 'r';
+    w[cfg->prefix_len + 1] = kind;
     nm_keys_tag(name, name_len, w + cfg->prefix_len + 2);
     w[klen - name_len - 1] = '}';
     memcpy(w + klen - name_len, name, name_len);
@@ -292,6 +294,18 @@ int nm_keys_rwlock(const nm_config_t *cfg, const char *name, size_t name_len,
     }
     *keys = k;
     return 0;
+}
+
+int nm_keys_rwlock(const nm_config_t *cfg, const char *name, size_t name_len,
+                   const char *token, char **keys, size_t lens[NM_RKEY_COUNT])
+{
+    return keys_shares(cfg, 'r', name, name_len, token, keys, lens);
+}
+
+int nm_keys_sem(const nm_config_t *cfg, const char *name, size_t name_len, const char *token,
+                char **keys, size_t lens[NM_RKEY_COUNT])
+{
+    return keys_shares(cfg, 's', name, name_len, token, keys, lens);
 }
 
 const char *nm_keys_rwlock_get(const char *keys, const size_t lens[NM_RKEY_COUNT],

@@ -132,7 +132,14 @@ typedef enum nm_rkey {
 int nm_keys_rwlock(const nm_config_t *cfg, const char *name, size_t name_len,
                    const char *token, char **keys, size_t lens[NM_RKEY_COUNT]);
 
-/* Key WHICH of KEYS as nm_keys_rwlock() built them. */
+/* The keys of semaphore NAME (lib.lua, "Keys of one semaphore"): as
+ * nm_keys_rwlock()'s, in the same order, under the tag 's' and the
+ * digest: K <prefix>{s<tag>}<name> (declared, never set), P, ":q", ":w",
+ * ":s" (the permits, a bounded share set), ":g:<TOKEN>".  0 or ENOMEM. */
+int nm_keys_sem(const nm_config_t *cfg, const char *name, size_t name_len, const char *token,
+                char **keys, size_t lens[NM_RKEY_COUNT]);
+
+/* Key WHICH of KEYS as nm_keys_rwlock() or nm_keys_sem() built them. */
 const char *nm_keys_rwlock_get(const char *keys, const size_t lens[NM_RKEY_COUNT],
                                nm_rkey_t which);
 

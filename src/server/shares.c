@@ -2,6 +2,8 @@
  * shares.c -- a read-write lock's holds on the server (shares.h): every
  * request is rwlock.lua on the calling thread's connection (in a Redis
  * Cluster, on the node of the lock's slot: its keys share one hash tag).
+ * A semaphore's permit is one more kind of hold, a share of a bounded set
+ * on the semaphore's keys: the same requests with its permits.
  *
  * Waiting is a mutex's (lease.c), through the steps lease.h shares: the
  * first attempt is made without ceremony; one that finds the lock taken
@@ -37,7 +39,7 @@
 #define NOWAIT_CONN_TRIES 2
 #define CONN_BACKOFF_MAX_MS 500
 #define CLEANUP_MS 50
-#define ARGS 7
+#define ARGS 8
 
 /* One hold's requests: its lease (key: every key, K first), what it is,
  * and the keys' lengths. */
@@ -45,33 +47,51 @@ typedef struct hold_req {
     nm_lease_t *l;
     nm_share_kind_t kind;
     unsigned int flags;
+    unsigned int permits; /* a permit's semaphore's; 0 otherwise */
     size_t lens[NM_RKEY_COUNT];
     int queued;        /* an attempt may have put it in the queue */
     int maybe_applied; /* a request whose answer was lost may have won */
     nm_queued_t entry; /* listed for the exit handler while queued */
 } hold_req_t;
 
+/* The keys of KIND's lock NAME: a semaphore's, or a read-write lock's. */
+static int build_keys(const nm_config_t *cfg, nm_share_kind_t kind, const char *name,
+                      size_t name_len, const char *token, char **keys,
+                      size_t lens[NM_RKEY_COUNT])
+{
+    return kind == NM_SHARE_PERMIT ? nm_keys_sem(cfg, name, name_len, token, keys, lens)
+                                   : nm_keys_rwlock(cfg, name, name_len, token, keys, lens);
+}
+
+/* rwlock.lua's letter for KIND. */
+static const char *kind_arg(nm_share_kind_t kind)
+{
+    return kind == NM_SHARE_WRITE ? "w" : kind == NM_SHARE_PERMIT ? "s" : "r";
+}
+
 /* Runs rwlock.lua's OP for R, queued for TTL ms (0: not), by DEADLINE. */
 static int run_op(hold_req_t *r, char op, unsigned int ttl, int64_t deadline, redisReply **out,
                   int *sent)
 {
-    char ops[2] = { op, '\0' }, lease[16], ttls[16], holder[NETMUTEX_HOLDER_MAX];
+    char ops[2] = { op, '\0' }, lease[16], ttls[16], permits[16], holder[NETMUTEX_HOLDER_MAX];
     const char *argv[NM_RKEY_COUNT + ARGS];
     size_t lens[NM_RKEY_COUNT + ARGS];
-    int nkeys = op == 'u' ? NM_RKEY_GRANT : NM_RKEY_COUNT;
+    int nkeys = op == 'u' || op == 'v' ? NM_RKEY_GRANT : NM_RKEY_COUNT;
     nm_lease_t *l = r->l;
 
     snprintf(lease, sizeof lease, "%u", l->lease_ms);
     snprintf(ttls, sizeof ttls, "%u", ttl);
+    snprintf(permits, sizeof permits, "%u", r->permits);
     size_t holder_len = nm_lease_holder(l->cfg, holder, sizeof holder);
     for (int i = 0; i < nkeys; i++) {
         argv[i] = nm_keys_rwlock_get(l->key, r->lens, (nm_rkey_t)i);
         lens[i] = r->lens[i];
     }
-    const char *args[ARGS] = { ops, l->token, r->kind == NM_SHARE_WRITE ? "w" : "r", lease, ttls,
-                               r->flags & NM_SHARES_PREFER_READERS ? "p" : "", holder };
-    size_t arg_lens[ARGS] = { 1, NM_TOKEN_LEN, 1, strlen(lease), strlen(ttls), strlen(args[5]),
-                              holder_len };
+    const char *args[ARGS] = { ops,  l->token, kind_arg(r->kind),
+                               lease, ttls, r->flags & NM_SHARES_PREFER_READERS ? "p" : "",
+                               holder, permits };
+    size_t arg_lens[ARGS] = { 1,           NM_TOKEN_LEN,    1,          strlen(lease),
+                              strlen(ttls), strlen(args[5]), holder_len, strlen(permits) };
     for (int i = 0; i < ARGS; i++) {
         argv[nkeys + i] = args[i];
         lens[nkeys + i] = arg_lens[i];
@@ -135,6 +155,8 @@ static int attempt(hold_req_t *r, unsigned int ttl, int64_t deadline, long long 
     int err = request(r, 'a', ttl, deadline, v, sent);
     if (err)
         return err;
+    if (v[0] == -2)
+        return EINVAL; /* another number of permits */
     if (v[0] != 1) {
         *pttl = v[1];
         return EBUSY;
@@ -170,7 +192,7 @@ static int cancel_once(hold_req_t *r, int64_t deadline)
 static void leave_at_exit(nm_lease_t *l, void *arg, int64_t deadline)
 {
     const hold_req_t *w = arg;
-    hold_req_t r = { .l = l, .kind = w->kind, .flags = w->flags };
+    hold_req_t r = { .l = l, .kind = w->kind, .flags = w->flags, .permits = w->permits };
     long long ignored;
     memcpy(r.lens, w->lens, sizeof r.lens);
     if (cancel_once(&r, deadline) == 0)
@@ -247,10 +269,10 @@ static int keep_renewal_key(hold_req_t *r)
 }
 
 int nm_shares_acquire(nm_lease_t *l, nm_share_kind_t kind, const char *name, size_t name_len,
-                      unsigned int lease_ms, unsigned int flags, nm_wait_t wait,
-                      int64_t deadline)
+                      unsigned int lease_ms, unsigned int flags, unsigned int permits,
+                      nm_wait_t wait, int64_t deadline)
 {
-    hold_req_t r = { .l = l, .kind = kind, .flags = flags };
+    hold_req_t r = { .l = l, .kind = kind, .flags = flags, .permits = permits };
     long long ignored;
 
     memset(l, 0, sizeof *l);
@@ -268,7 +290,7 @@ int nm_shares_acquire(nm_lease_t *l, nm_share_kind_t kind, const char *name, siz
         deadline = nm_now_ms() + l->cfg->io_timeout_ms;
     err = nm_token_new(l->token);
     if (!err)
-        err = nm_keys_rwlock(l->cfg, name, name_len, l->token, &l->key, r.lens);
+        err = build_keys(l->cfg, kind, name, name_len, l->token, &l->key, r.lens);
     if (!err) {
         l->key_len = r.lens[NM_RKEY_LOCK];
         err = acquire_loop(&r, wait, deadline);
@@ -285,12 +307,13 @@ int nm_shares_acquire(nm_lease_t *l, nm_share_kind_t kind, const char *name, siz
     return err;
 }
 
-int nm_shares_release(nm_lease_t *l, nm_share_kind_t kind, const char *name, size_t name_len)
+int nm_shares_release(nm_lease_t *l, nm_share_kind_t kind, const char *name, size_t name_len,
+                      unsigned int permits)
 {
-    hold_req_t r = { .kind = kind };
+    hold_req_t r = { .kind = kind, .permits = permits };
     nm_lease_t via = *l; /* every key, K first, for the requests */
     long long result = 0;
-    int err = nm_keys_rwlock(l->cfg, name, name_len, l->token, &via.key, r.lens);
+    int err = build_keys(l->cfg, kind, name, name_len, l->token, &via.key, r.lens);
     if (!err) {
         via.key_len = r.lens[NM_RKEY_LOCK];
         r.l = &via;
@@ -308,4 +331,41 @@ int nm_shares_release(nm_lease_t *l, nm_share_kind_t kind, const char *name, siz
     if (err)
         return EIO;
     return result == 1 ? 0 : ENOLCK;
+}
+
+int nm_shares_free(const char *name, size_t name_len, unsigned int permits, unsigned int *free_out)
+{
+    nm_lease_t l;
+    hold_req_t r = { .l = &l, .kind = NM_SHARE_PERMIT, .permits = permits };
+    long long v[2];
+    int sent;
+
+    memset(&l, 0, sizeof l);
+    int err = nm_config_current(&l.cfg);
+    if (err)
+        return err;
+    if (l.cfg->nservers > 1) {
+        nm_lease_forget(&l);
+        return ENOTSUP;
+    }
+    l.lease_ms = l.cfg->lease_ms;
+    err = nm_token_new(l.token); /* a token of nobody's: rwlock.lua wants one */
+    if (!err)
+        err = nm_keys_sem(l.cfg, name, name_len, NULL, &l.key, r.lens);
+    if (!err) {
+        l.key_len = r.lens[NM_RKEY_LOCK];
+        /* One redial, as a release: the connection may be stale. */
+        err = NM_ECONN;
+        for (int i = 0; i < 2 && err == NM_ECONN; i++)
+            err = request(&r, 'v', 0, nm_now_ms() + l.cfg->io_timeout_ms, v, &sent);
+    }
+    nm_lease_forget(&l);
+    if (err == NM_ECONN)
+        return EAGAIN;
+    if (err)
+        return err;
+    if (v[0] == -2)
+        return EINVAL;
+    *free_out = v[1] > 0 ? (unsigned int)v[1] : 0;
+    return 0;
 }

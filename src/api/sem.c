@@ -1,0 +1,215 @@
+/*
+ * sem.c -- the public netmutex_sem_* and netmutex_semattr_* calls:
+ * argument checks, and the permits on the name's entry.
+ *
+ * A semaphore is a read-write lock with readers only and a bound: every
+ * permit is a share of the name's bounded share set (shares.h), a hold of
+ * its own on the entry's list (entry.h, kind NM_HOLD_PERMIT), renewed by
+ * the background thread (renew.h) from the moment it is granted until its
+ * post, and reported lost as a mutex's hold is.  Nothing waits locally: a
+ * thread goes to the server, whose queue serves every process's waiters
+ * in arrival order.  What the list answers locally is who holds what: a
+ * post without a permit is EPERM, a destroy while one is held EBUSY.
+ *
+ * Every call whose answer comes from the layers below returns it through
+ * nm_errno_public() (nm.h): no internal code reaches the caller.
+ */
+#include "nm.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "entry.h"
+#include "lease.h"
+#include "mutex.h"
+#include "opaque.h"
+#include "registry.h"
+#include "renew.h"
+#include "shares.h"
+
+/* ---- attributes ------------------------------------------------------- */
+
+static int sattr_ok(const netmutex_semattr_t *a)
+{
+    return a && a->nm_magic == NM_SEMATTR_MAGIC;
+}
+
+int netmutex_semattr_init(netmutex_semattr_t *attr)
+{
+    if (!attr)
+        return EINVAL;
+    memset(attr, 0, sizeof *attr);
+    attr->nm_magic = NM_SEMATTR_MAGIC;
+    return 0;
+}
+
+int netmutex_semattr_destroy(netmutex_semattr_t *attr)
+{
+    if (!sattr_ok(attr))
+        return EINVAL;
+    attr->nm_magic = 0;
+    return 0;
+}
+
+/* ---- handles ------------------------------------------------------------ */
+
+static int valid_name(const char *name, size_t *len)
+{
+    if (!name)
+        return 0;
+    *len = strnlen(name, NETMUTEX_NAME_MAX + 1);
+    return *len > 0 && *len <= NETMUTEX_NAME_MAX;
+}
+
+/* The entry behind S, which netmutex_sem_init made. */
+static int handle_entry(const netmutex_sem_t *s, nm_entry_t **out)
+{
+    if (!s || s->nm_init != NM_SEM_LIVE || !NM_S_HANDLE(s))
+        return EINVAL;
+    *out = NM_S_HANDLE(s);
+    return 0;
+}
+
+int netmutex_sem_init(netmutex_sem_t *s, const char *name, unsigned int permits,
+                      const netmutex_semattr_t *attr)
+{
+    size_t len;
+    if (!s || !valid_name(name, &len) || permits < 1 || permits > NETMUTEX_SEM_PERMITS_MAX ||
+        (attr && !sattr_ok(attr)))
+        return EINVAL;
+    nm_library_init();
+    nm_entry_t *e = nm_registry_get(NM_FAMILY_SEM, name, len);
+    if (!e)
+        return ENOMEM;
+    memset(s, 0, sizeof *s);
+    NM_S_PERMITS(s) = permits;
+    NM_S_HANDLE(s) = e;
+    s->nm_init = NM_SEM_LIVE;
+    return 0;
+}
+
+int netmutex_sem_destroy(netmutex_sem_t *s)
+{
+    nm_entry_t *e;
+    int err = handle_entry(s, &e);
+    if (err)
+        return err;
+    pthread_mutex_lock(&e->mu);
+    int held_here = nm_entry_hold_through(e, s);
+    pthread_mutex_unlock(&e->mu);
+    if (held_here)
+        return EBUSY;
+    nm_registry_put(e);
+    memset(s, 0, sizeof *s);
+    return 0;
+}
+
+/* ---- waiting ------------------------------------------------------------ */
+
+/* Hands a fresh permit to the renewal job; if it cannot take it, the
+ * permit goes back rather than be held unwatched. */
+static int start_watching(const netmutex_sem_t *s, const nm_entry_t *e, nm_lease_t *l)
+{
+    nm_watch_opts_t opts = {
+        .autorenew = 1,
+        .lost = l->cfg->on_lost,
+        .lost_arg = l->cfg->on_lost_arg,
+    };
+    int err = nm_renew_track(l, e->name, &opts);
+    if (err)
+        nm_shares_release(l, NM_SHARE_PERMIT, e->name, e->name_len, NM_S_PERMITS(s));
+    return err;
+}
+
+static int sem_take(netmutex_sem_t *s, nm_wait_t wait, int64_t deadline)
+{
+    nm_entry_t *e;
+    int err = handle_entry(s, &e);
+    if (err)
+        return err;
+    nm_hold_node_t *node = calloc(1, sizeof *node);
+    if (!node)
+        return ENOMEM;
+    err = nm_shares_acquire(&node->hold.lease, NM_SHARE_PERMIT, e->name, e->name_len, 0, 0,
+                            NM_S_PERMITS(s), wait, deadline);
+    if (!err)
+        err = start_watching(s, e, &node->hold.lease);
+    if (err) {
+        free(node);
+        /* sem_trywait's answer when every permit is held. */
+        return err == EBUSY ? EAGAIN : err;
+    }
+    pthread_mutex_lock(&e->mu);
+    nm_entry_hold_add(e, node, s, NM_HOLD_PERMIT);
+    pthread_mutex_unlock(&e->mu);
+    return 0;
+}
+
+int netmutex_sem_wait(netmutex_sem_t *s)
+{
+    return nm_errno_public(sem_take(s, NM_WAIT, NM_FOREVER));
+}
+
+int netmutex_sem_trywait(netmutex_sem_t *s)
+{
+    return nm_errno_public(sem_take(s, NM_NOWAIT, NM_FOREVER));
+}
+
+int netmutex_sem_clockwait(netmutex_sem_t *s, clockid_t clockid, const struct timespec *abstime)
+{
+    int64_t deadline;
+    int err = nm_deadline_from_abstime(clockid, abstime, &deadline);
+    return err ? err : nm_errno_public(sem_take(s, NM_WAIT, deadline));
+}
+
+int netmutex_sem_timedwait(netmutex_sem_t *s, const struct timespec *abstime)
+{
+    return netmutex_sem_clockwait(s, CLOCK_REALTIME, abstime);
+}
+
+/* ---- giving back, counting ---------------------------------------------- */
+
+int netmutex_sem_post(netmutex_sem_t *s)
+{
+    nm_entry_t *e;
+    int err = handle_entry(s, &e);
+    if (err)
+        return err;
+    pthread_mutex_lock(&e->mu);
+    nm_hold_node_t *mine = nm_entry_hold_mine(e);
+    if (mine)
+        nm_entry_hold_remove(e, mine);
+    pthread_mutex_unlock(&e->mu);
+    if (!mine)
+        return EPERM;
+
+    nm_lease_t *l = &mine->hold.lease;
+    int lost = nm_renew_lost(l);
+    nm_renew_untrack(l);
+    /* As a rwlock's unlock: a permit declared lost by the clock may still
+     * be ours at the server; the owner-checked release removes it then. */
+    err = nm_shares_release(l, NM_SHARE_PERMIT, e->name, e->name_len, NM_S_PERMITS(s));
+    if (lost && err == 0)
+        err = ENOLCK;
+    free(mine);
+    return nm_errno_public(err);
+}
+
+int netmutex_sem_getvalue(netmutex_sem_t *s, int *value)
+{
+    nm_entry_t *e;
+    unsigned int free_permits;
+    if (!value)
+        return EINVAL;
+    int err = handle_entry(s, &e);
+    if (err)
+        return err;
+    err = nm_shares_free(e->name, e->name_len, NM_S_PERMITS(s), &free_permits);
+    if (!err)
+        *value = (int)free_permits;
+    return nm_errno_public(err);
+}
