@@ -17,6 +17,8 @@
  *   - a thread's own holds answer as glibc's: EDEADLK for wrlock and
  *     rdlock over its write lock, EBUSY for trywrlock and tryrdlock over
  *     it, a read lock taken again;
+ *   - a lock destroyed while a thread that exited holds it: 0, as glibc
+ *     (undefined for pthread), the hold kept until the process exits;
  *   - the lock held is on the server, and nothing is left there after;
  *   - an unselected read-write lock stays process-local: no key on the
  *     server, and another process's write lock does not keep it.
@@ -43,6 +45,7 @@
 static pthread_rwlock_t table = PTHREAD_RWLOCK_INITIALIZER;
 pthread_rwlock_t index_lock;                                  /* init'd in main */
 static pthread_rwlock_t plain = PTHREAD_RWLOCK_INITIALIZER;   /* not selected */
+static pthread_rwlock_t gone = PTHREAD_RWLOCK_INITIALIZER;    /* destroyed held */
 
 typedef struct shared {
     long counter;      /* WRITERS * ROUNDS at the end */
@@ -226,10 +229,49 @@ static void check_unselected(void)
     close(down[1]);
 }
 
+static void *read_and_exit(void *arg)
+{
+    *(int *)arg = pthread_rwlock_rdlock(&gone);
+    return NULL;
+}
+
+/* In a child: a thread takes the read lock of gone and exits; destroy
+ * returns 0 as glibc's does, and the hold stays (another trywrlock of
+ * this process's is EBUSY).  Exits with the number of surprises. */
+static int destroy_held(void)
+{
+    pthread_t t;
+    int rc = -1, bad = 0;
+    if (pthread_create(&t, NULL, read_and_exit, &rc) != 0 || pthread_join(t, NULL) != 0)
+        return 100;
+    bad += rc != 0;
+    bad += pthread_rwlock_destroy(&gone) != 0;
+    bad += pthread_rwlock_init(&gone, NULL) != 0;
+    bad += pthread_rwlock_trywrlock(&gone) != EBUSY;
+    bad += conf_count_keys("{r*}rw_gone*") <= 0;
+    return bad;
+}
+
+static void check_destroy_held(void)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(destroy_held());
+    conf_eq(reap(pid), 0, "destroyed while held: 0, the hold kept while the process lives");
+    int left = 1;
+    for (unsigned int i = 0; i < conf_ms(10000) / 10 && left; i++) {
+        if ((left = conf_count_keys("{r*}rw_gone*")) != 0)
+            nap_ms(10);
+    }
+    conf_eq(left, 0, "destroyed while held: the hold ended with its process");
+}
+
 int main(void)
 {
     pthread_rwlockattr_t attr;
-    setenv("NETMUTEX_RWLOCKS", "conf_rwlock.c:table,index_lock=rw_index", 0);
+    setenv("NETMUTEX_RWLOCKS", "conf_rwlock.c:table,index_lock=rw_index,"
+           "conf_rwlock.c:gone=rw_gone", 0);
     conf_setup("", 120);
     shared_t *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                         -1, 0);
@@ -246,6 +288,7 @@ int main(void)
     check_sharing(sh);
     check_unselected();
     check_own(&table, "own holds");
+    check_destroy_held();
     conf_eq(pthread_rwlock_destroy(&index_lock), 0, "destroy index_lock");
     conf_eq(pthread_rwlock_destroy(&table), 0, "destroy table");
     int left = conf_count_keys("{r*");

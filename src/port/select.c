@@ -445,19 +445,58 @@ int nm_select_cond_drop(pthread_cond_t *addr)
     return err;
 }
 
+/* A netmutex read-write lock destroyed while held here, set aside. */
+typedef struct orphan {
+    struct orphan *next;
+    netmutex_rwlock_t *rw;
+} orphan_t;
+
+static orphan_t *orphans;  /* under table_lock */
+
+/* Under table_lock: RW, which a thread of this process holds, set aside
+ * for good; 0, or ENOMEM. */
+static int set_aside(netmutex_rwlock_t *rw)
+{
+    orphan_t *o = malloc(sizeof *o);
+    if (!o)
+        return ENOMEM;
+    *o = (orphan_t){ orphans, rw };
+    orphans = o;
+    return 0;
+}
+
+static void tell_set_aside(const pthread_rwlock_t *addr)
+{
+    static int told;
+    if (__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+        return;
+    int old = nm_port_nocancel();
+    netmutex_log(NETMUTEX_LOG_WARN, "pthread_rwlock_destroy: the selected read-write lock at "
+                 "%p is still held by a thread of this process; its holds stay until that "
+                 "thread unlocks it or the process exits (reported once)", (const void *)addr);
+    nm_port_recancel(old);
+}
+
 int nm_select_rwlock_drop(pthread_rwlock_t *addr)
 {
     ensure_parsed();
     slot_t *s = find(addr);
-    int err = 0;
+    int err = 0, held = 0;
     if (!s)
         return 0;
     __real_pthread_mutex_lock(&table_lock);
-    if (s->rw && (err = netmutex_rwlock_destroy(s->rw)) == 0) {
-        free(s->rw);
-        __atomic_store_n(&s->rw, NULL, __ATOMIC_RELEASE);
+    if (s->rw) {
+        err = netmutex_rwlock_destroy(s->rw);
+        if (err == EBUSY)
+            held = (err = set_aside(s->rw)) == 0;
+        else if (err == 0)
+            free(s->rw);
+        if (err == 0)
+            __atomic_store_n(&s->rw, NULL, __ATOMIC_RELEASE);
     }
     __real_pthread_mutex_unlock(&table_lock);
+    if (held)
+        tell_set_aside(addr);
     return err;
 }
 

@@ -101,8 +101,10 @@ int nm_select_drop(pthread_mutex_t *addr);
  * stays, and the next use makes the condition again. */
 int nm_select_cond_drop(pthread_cond_t *addr);
 /* Destroy of a selected read-write lock: frees its netmutex read-write
- * lock (EBUSY while a thread of this process holds it); the selection
- * stays, and the next use makes the lock again. */
+ * lock; the selection stays, and the next use makes the lock again.  One
+ * that a thread of this process still holds (undefined for pthread, 0 in
+ * glibc) is set aside with its holds, which end at that thread's unlock
+ * or the process's exit, and 0 is returned, once said (netmutex_log). */
 int nm_select_rwlock_drop(pthread_rwlock_t *addr);
 int nm_select_register(pthread_mutex_t *addr, const char *name);
 /* For the source route: the cluster name of a mutex at ADDR initialized
