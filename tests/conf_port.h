@@ -29,8 +29,8 @@ static inline int conf_released_in_redis(NmRedis *r, const char *name)
     return !st.held || st.cached;
 }
 
-/* Every mapped call with a NULL mutex or condition variable: EINVAL, not
- * a crash.  glibc declares the arguments nonnull, and on the link route
+/* Every mapped call with a NULL mutex, condition variable or read-write
+ * lock: EINVAL, not a crash.  glibc declares the arguments nonnull, and on the link route
  * its declarations are what the calls see: so the NULLs go through
  * volatile pointers (the compiler must neither warn nor assume) and
  * UBSan's check of that attribute is off here (these calls are the
@@ -42,6 +42,7 @@ static inline void conf_check_null_calls(void)
     pthread_cond_t c = PTHREAD_COND_INITIALIZER;
     pthread_mutex_t *volatile nullm = NULL;
     pthread_cond_t *volatile nullc = NULL;
+    pthread_rwlock_t *volatile nullrw = NULL;
     struct timespec ts = { 0, 0 };
 
     nm_assert_rc(pthread_mutex_init(nullm, NULL), EINVAL);
@@ -60,6 +61,17 @@ static inline void conf_check_null_calls(void)
     nm_assert_rc(pthread_cond_broadcast(nullc), EINVAL);
     nm_assert_rc(pthread_cond_init(nullc, NULL), EINVAL);
     nm_assert_rc(pthread_cond_destroy(nullc), EINVAL);
+    nm_assert_rc(pthread_rwlock_init(nullrw, NULL), EINVAL);
+    nm_assert_rc(pthread_rwlock_destroy(nullrw), EINVAL);
+    nm_assert_rc(pthread_rwlock_rdlock(nullrw), EINVAL);
+    nm_assert_rc(pthread_rwlock_tryrdlock(nullrw), EINVAL);
+    nm_assert_rc(pthread_rwlock_timedrdlock(nullrw, &ts), EINVAL);
+    nm_assert_rc(pthread_rwlock_clockrdlock(nullrw, CLOCK_MONOTONIC, &ts), EINVAL);
+    nm_assert_rc(pthread_rwlock_wrlock(nullrw), EINVAL);
+    nm_assert_rc(pthread_rwlock_trywrlock(nullrw), EINVAL);
+    nm_assert_rc(pthread_rwlock_timedwrlock(nullrw, &ts), EINVAL);
+    nm_assert_rc(pthread_rwlock_clockwrlock(nullrw, CLOCK_MONOTONIC, &ts), EINVAL);
+    nm_assert_rc(pthread_rwlock_unlock(nullrw), EINVAL);
 }
 
 #endif /* CONF_PORT_H */

@@ -50,6 +50,7 @@ struct cli_opts {
     char **argv;              /* the command to run, NULL-terminated */
     const char *shell_cmd;    /* -c: run through /bin/sh instead */
     int nonblock;
+    int shared;               /* -s: a read share of the read-write lock */
     int has_timeout;
     double timeout_s;
     int conflict_code;

@@ -12,9 +12,10 @@
  * the options; a lock with such a name is reached with "run" or "--" (both
  * make the next word a NAME whatever it is).  Options stop at the first word
  * that is not one, as in flock(1), so the command's own options are never
- * ours.  flock's own spellings are taken too (--nb, --wait, -x, -e, -o),
- * and its options that have no meaning here are refused with the reason
- * (-s, -F); see "DIFFERENCES FROM FLOCK(1)" in netmutex.1.
+ * ours.  flock's own spellings are taken too (--nb, --nonblocking, --wait,
+ * -x, -e, -o, -s), and its option that has no meaning here is refused with
+ * the reason (-F); see "DIFFERENCES FROM FLOCK(1)" in netmutex.1.  As in
+ * flock, the last of -s and -x wins.
  */
 #include "ac_config.h"
 
@@ -48,6 +49,7 @@ enum {
 
 static const struct option long_opts[] = {
     { "nonblock", no_argument, NULL, 'n' },
+    { "nonblocking", no_argument, NULL, 'n' },
     { "nb", no_argument, NULL, 'n' },
     { "timeout", required_argument, NULL, 'w' },
     { "wait", required_argument, NULL, 'w' },
@@ -93,9 +95,13 @@ static void usage(FILE *f)
           "\n"
           "Runs COMMAND while holding the cluster-wide lock NAME (kept in Redis).\n"
           "\n"
-          "  -n, --nb, --nonblock      fail at once if NAME is held\n"
-          "  -w, --wait, --timeout SECS  give up after SECS (fractions allowed)\n"
-          "  -x, -e, --exclusive       accepted for flock(1); every lock is exclusive\n"
+          "  -s, --shared              hold a share of NAME: shared holders run\n"
+          "                            together, an exclusive one excludes them\n"
+          "  -x, -e, --exclusive       hold NAME alone (the default)\n"
+          "  -n, --nb, --nonblock, --nonblocking\n"
+          "                            fail at once if NAME is held\n"
+          "  -w, --wait, --timeout SECS  give up after SECS (fractions allowed;\n"
+          "                            0: as -n)\n"
           "  -o, --close               accepted for flock(1); COMMAND never holds\n"
           "                            anything of the lock\n"
           "  -E, --conflict-exit-code N  exit code for -n and -w (default 1)\n"
@@ -226,11 +232,12 @@ static int take_option(int c, char *arg, struct cli_opts *o)
     switch (c) {
     case 'n': o->nonblock = 1; return 0;
     case 'v': o->verbose = 1; return 0;
-    /* flock's -x and -e ask for the only mode there is; its -o is what
-     * netmutex always does (see "DIFFERENCES FROM FLOCK(1)"). */
-    case 'x': case 'e': case 'o': return 0;
-    case 's':
-        return usage_error("%s", "-s, --shared: there is no shared mode, every lock is exclusive");
+    /* flock's -x and -e ask for the default mode, -s for a shared one (see
+     * run.c); its -o is what netmutex always does (see "DIFFERENCES FROM
+     * FLOCK(1)"). */
+    case 'x': case 'e': o->shared = 0; return 0;
+    case 'o': return 0;
+    case 's': o->shared = 1; return 0;
     case 'F':
         return usage_error("%s", "-F, --no-fork: netmutex must stay, to renew the lease "
                            "while the command runs and release the lock when it ends");
@@ -287,7 +294,7 @@ static unsigned int option_scope(int c)
 {
     switch (c) {
     case 'n': case 'w': case 'E': case OPT_LEASE: case OPT_ON_LOST: case OPT_PERMITS:
-    case 'x': case 'e': case 'o':
+    case 'x': case 'e': case 'o': case 's':
         return FOR_RUN;
     case 'u': case OPT_URL_FILE: case 'v':
     case OPT_TLS_CA: case OPT_TLS_CERT: case OPT_TLS_KEY: case OPT_TLS_SERVER_NAME:
@@ -433,6 +440,8 @@ static int parse_all(int argc, char **argv, struct cli_opts *o)
         return usage_error("%s", "-u and --url-file exclude each other");
     if ((o->tls_cert == NULL) != (o->tls_key == NULL))
         return usage_error("%s", "--tls-cert and --tls-key go together");
+    if (o->permits && o->shared)
+        return usage_error("%s", "-s and --permits exclude each other: a permit is neither");
     if (o->cmd == CLI_RUN)
         return take_command(argv + optind, o);
     if (o->cmd == CLI_LIST)

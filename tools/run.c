@@ -30,6 +30,16 @@
  *    main thread releases the lock and exits instead of starting it;
  *  - the command running: wake the main thread, which passes it on.
  * So no such signal can kill us while we hold the lock.
+ *
+ * What is held (struct lock): with -s, a read share of the read-write lock
+ * NAME, which any number of `netmutex -s NAME` hold at once; otherwise the
+ * mutex NAME, as always, and then the write lock of the read-write lock
+ * NAME, which waits for the readers and keeps new ones out.  So an
+ * exclusive run excludes every other run of NAME, shared or not, as
+ * flock(1)'s -x and -s on one file do, and still excludes programs that
+ * lock the mutex NAME through the library.  Quorum mode has no read-write
+ * locks: -s fails there (ENOTSUP), and an exclusive run holds the mutex
+ * alone, since no reader can exist to keep out.
  */
 #include "ac_config.h"
 
@@ -51,6 +61,16 @@
 #include "cli.h"
 
 #define LOST_BYTE 0
+
+/* What the command runs under: the mutex NAME (exclusive), the
+ * read-write lock NAME (has_rw: its write lock if exclusive, a read share
+ * if shared), or with --permits a permit of the semaphore NAME. */
+struct lock {
+    netmutex_t m;
+    netmutex_rwlock_t rw;
+    netmutex_sem_t s;      /* --permits: a permit of NAME's semaphore alone */
+    int has_m, has_rw, has_s;
+};
 
 static int wake_pipe[2] = { -1, -1 };
 
@@ -365,51 +385,100 @@ static int supervise(const struct cli_opts *o, pid_t pid, int *lost)
     return status;
 }
 
-/* What the command runs under: NAME's mutex, or with --permits a permit
- * of NAME's semaphore. */
-struct lock {
-    netmutex_t m;
-    netmutex_sem_t s;
-};
+/* The lock of one side of RW, as acquire() wants it. */
+static int rw_take(const struct cli_opts *o, netmutex_rwlock_t *rw, int tries,
+                   const struct timespec *deadline)
+{
+    if (tries)
+        return o->shared ? netmutex_rwlock_tryrdlock(rw) : netmutex_rwlock_trywrlock(rw);
+    if (o->has_timeout)
+        return o->shared ? netmutex_rwlock_clockrdlock(rw, CLOCK_MONOTONIC, deadline)
+                         : netmutex_rwlock_clockwrlock(rw, CLOCK_MONOTONIC, deadline);
+    return o->shared ? netmutex_rwlock_rdlock(rw) : netmutex_rwlock_wrlock(rw);
+}
 
-/* A try: 0, EBUSY (held; for a semaphore, every permit), or an error.  A
- * semaphore's trywait says EAGAIN both when every permit is held and when
- * the server is unreachable: asking for the free permits tells which. */
-static int try_lock(const struct cli_opts *o, struct lock *l)
+static int give_up(const struct cli_opts *o)
+{
+    return o->nonblock || (o->has_timeout && o->timeout_s <= 0);
+}
+
+/* A permit of the semaphore: 0, EBUSY (every permit held), or an error.
+ * Its trywait says EAGAIN both when every permit is held and when the
+ * server is unreachable: asking for the free permits tells which. */
+static int sem_take(const struct cli_opts *o, netmutex_sem_t *s, int tries,
+                    const struct timespec *deadline)
 {
     int value;
 
-    if (!o->permits)
-        return netmutex_trylock(&l->m);
-    int err = netmutex_sem_trywait(&l->s);
-    if (err == EAGAIN && netmutex_sem_getvalue(&l->s, &value) != EAGAIN)
+    if (!tries)
+        return o->has_timeout ? netmutex_sem_clockwait(s, CLOCK_MONOTONIC, deadline)
+                              : netmutex_sem_wait(s);
+    int err = netmutex_sem_trywait(s);
+    if (err == EAGAIN && netmutex_sem_getvalue(s, &value) != EAGAIN)
         err = EBUSY;
     return err;
 }
 
-/* 0 or an errno: EBUSY and ETIMEDOUT are the conflicts.  A try comes
- * first so an unreachable server is reported (EAGAIN) instead of waited
- * for, which is what netmutex_lock would do. */
-static int acquire(const struct cli_opts *o, struct lock *l, const struct timespec *deadline)
+/* With --permits: a permit, waited for unless told not to. */
+static int acquire_sem(const struct cli_opts *o, struct lock *l, const struct timespec *deadline)
 {
-    int err = try_lock(o, l);
+    int err = sem_take(o, &l->s, 1, deadline);
 
-    if (err != EBUSY || o->nonblock || (o->has_timeout && o->timeout_s <= 0))
-        return err;
-    if (o->verbose)
-        cli_say("waiting for %s", o->shown_name);
-    if (o->permits)
-        return o->has_timeout ? netmutex_sem_clockwait(&l->s, CLOCK_MONOTONIC, deadline)
-                              : netmutex_sem_wait(&l->s);
-    if (o->has_timeout)
-        return netmutex_clocklock(&l->m, CLOCK_MONOTONIC, deadline);
-    return netmutex_lock(&l->m);
+    if (err == EBUSY && !give_up(o)) {
+        if (o->verbose)
+            cli_say("waiting for %s", o->shown_name);
+        err = sem_take(o, &l->s, 0, deadline);
+    }
+    return err;
 }
 
-static void release(const struct cli_opts *o, struct lock *l, int *lost)
+/* The read-write lock's side: 0 or an errno.  An exclusive run in quorum
+ * mode (ENOTSUP) goes without it: no reader can hold it there. */
+static int acquire_rw(const struct cli_opts *o, struct lock *l, const struct timespec *deadline)
 {
-    int err = o->permits ? netmutex_sem_post(&l->s) : netmutex_unlock(&l->m);
+    int err = rw_take(o, &l->rw, 1, deadline);
 
+    if (err == EBUSY && !give_up(o)) {
+        if (o->verbose)
+            cli_say("waiting for %s%s", o->shown_name, o->shared ? " (shared)" : "");
+        err = rw_take(o, &l->rw, 0, deadline);
+    }
+    if (err == ENOTSUP && !o->shared) {
+        netmutex_rwlock_destroy(&l->rw);
+        l->has_rw = 0;
+        return 0;
+    }
+    return err;
+}
+
+/* 0 or an errno: EBUSY and ETIMEDOUT are the conflicts.  A trylock comes
+ * first so an unreachable server is reported (EAGAIN) instead of waited
+ * for, which is what netmutex_lock would do.  Exclusive: the mutex, then
+ * the read-write lock's write side (the mutex goes back if that fails). */
+static int acquire(const struct cli_opts *o, struct lock *l, const struct timespec *deadline)
+{
+    int err = 0;
+
+    if (l->has_s)
+        return acquire_sem(o, l, deadline);
+    if (l->has_m) {
+        err = netmutex_trylock(&l->m);
+        if (err == EBUSY && !give_up(o)) {
+            if (o->verbose)
+                cli_say("waiting for %s", o->shown_name);
+            err = o->has_timeout ? netmutex_clocklock(&l->m, CLOCK_MONOTONIC, deadline)
+                                 : netmutex_lock(&l->m);
+        }
+    }
+    if (err == 0 && l->has_rw && (err = acquire_rw(o, l, deadline)) != 0 && l->has_m)
+        netmutex_unlock(&l->m);
+    return err;
+}
+
+/* One unlock's error, said once; ENOLCK marks the run's lease lost.
+ * Returns ERR. */
+static int unlocked(const struct cli_opts *o, int err, int *lost)
+{
     if (err == ENOLCK && !*lost)
         cli_say("lease of %s was lost while the command ran", o->shown_name);
     if (err == ENOLCK)
@@ -419,16 +488,26 @@ static void release(const struct cli_opts *o, struct lock *l, int *lost)
                 "when its lease runs out", o->shown_url, o->shown_name);
     else if (err != 0)
         cli_say("unlock %s at %s: %s", o->shown_name, o->shown_url, netmutex_strerror(err));
-    else if (o->verbose)
+    return err;
+}
+
+static void release(const struct cli_opts *o, struct lock *l, int *lost)
+{
+    int err = 0;
+
+    if (l->has_s)
+        err |= unlocked(o, netmutex_sem_post(&l->s), lost);
+    if (l->has_rw)
+        err |= unlocked(o, netmutex_rwlock_unlock(&l->rw), lost);
+    if (l->has_m)
+        err |= unlocked(o, netmutex_unlock(&l->m), lost);
+    if (err == 0 && o->verbose)
         cli_say("released %s", o->shown_name);
 }
 
-static int init_mutex(const struct cli_opts *o, struct lock *l)
+static int init_mutex(const struct cli_opts *o, netmutex_t *m)
 {
     netmutex_attr_t a;
-    if (o->permits)
-        return netmutex_sem_init(&l->s, o->name, o->permits, NULL);
-    netmutex_t *m = &l->m;
     int err = netmutex_attr_init(&a);
 
     if (err == 0)
@@ -441,7 +520,51 @@ static int init_mutex(const struct cli_opts *o, struct lock *l)
     return err;
 }
 
-/* Runs the command while M is held; the exit code before the release.
+static int init_rwlock(const struct cli_opts *o, netmutex_rwlock_t *rw)
+{
+    netmutex_rwlockattr_t a;
+    int err = netmutex_rwlockattr_init(&a);
+
+    if (err == 0)
+        err = netmutex_rwlockattr_setlease(&a, o->lease_ms);
+    if (err == 0)
+        err = netmutex_rwlockattr_setlostfn(&a, cli_run_on_lost, NULL);
+    if (err == 0)
+        err = netmutex_rwlock_init(rw, o->name, &a);
+    netmutex_rwlockattr_destroy(&a);
+    return err;
+}
+
+static int init_lock(const struct cli_opts *o, struct lock *l)
+{
+    int err = 0;
+
+    memset(l, 0, sizeof *l);
+    if (o->permits) {
+        if ((err = netmutex_sem_init(&l->s, o->name, o->permits, NULL)) == 0)
+            l->has_s = 1;
+        return err;
+    }
+    if (!o->shared && (err = init_mutex(o, &l->m)) == 0)
+        l->has_m = 1;
+    if (err == 0 && (err = init_rwlock(o, &l->rw)) == 0)
+        l->has_rw = 1;
+    if (err != 0 && l->has_m)
+        netmutex_destroy(&l->m);
+    return err;
+}
+
+static void destroy_lock(struct lock *l)
+{
+    if (l->has_s)
+        netmutex_sem_destroy(&l->s);
+    if (l->has_m)
+        netmutex_destroy(&l->m);
+    if (l->has_rw)
+        netmutex_rwlock_destroy(&l->rw);
+}
+
+/* Runs the command while L is held; the exit code before the release.
  * A signal that came once the lock was ours, before the command started,
  * means the command is not wanted any more: it is not started, and we exit
  * as if the signal had found us still waiting. */
@@ -450,8 +573,10 @@ static int run_locked(const struct cli_opts *o, struct lock *l, struct command *
     uint64_t fence = 0; /* a permit has none: NETMUTEX_FENCE=0 */
     int err, sig;
 
-    if (!o->permits)
+    if (l->has_m)
         netmutex_fence(&l->m, &fence);
+    else if (l->has_rw)
+        netmutex_rwlock_fence(&l->rw, &fence);
     if (o->verbose)
         cli_say("acquired %s (fence %" PRIu64 ")", o->shown_name, fence);
     if ((err = catch_sigchld()) != 0) {
@@ -487,15 +612,7 @@ static void deadline_after(double secs, struct timespec *ts)
 }
 
 /* What is set up before the lock is asked for; 0 or an exit code. */
-static void destroy_lock(const struct cli_opts *o, struct lock *l)
-{
-    if (o->permits)
-        netmutex_sem_destroy(&l->s);
-    else
-        netmutex_destroy(&l->m);
-}
-
-static int prepare(const struct cli_opts *o, struct lock *m)
+static int prepare(const struct cli_opts *o, struct lock *l)
 {
     int err;
 
@@ -503,13 +620,13 @@ static int prepare(const struct cli_opts *o, struct lock *m)
         cli_say("pipe: %s", strerror(err));
         return CLI_EX_OSERR;
     }
-    if ((err = init_mutex(o, m)) != 0) {
+    if ((err = init_lock(o, l)) != 0) {
         cli_say("%s: %s", o->shown_name, netmutex_strerror(err));
         return cli_exit_code(err);
     }
     if ((err = take_signals(o)) != 0) {
         cli_say("cannot set up signal handling: %s", strerror(err));
-        destroy_lock(o, m);
+        destroy_lock(l);
         return CLI_EX_OSERR;
     }
     return 0;
@@ -519,13 +636,13 @@ static int prepare(const struct cli_opts *o, struct lock *m)
 static int lock_and_run(const struct cli_opts *o, struct command *c)
 {
     struct timespec deadline;
-    struct lock m;
+    struct lock l;
     int err, rc, lost = 0;
 
     deadline_after(o->has_timeout ? o->timeout_s : 0, &deadline);
-    if ((rc = prepare(o, &m)) != 0)
+    if ((rc = prepare(o, &l)) != 0)
         return rc;
-    err = acquire(o, &m, &deadline);
+    err = acquire(o, &l, &deadline);
     end_wait();
     if (err == EBUSY || err == ETIMEDOUT) {
         if (o->verbose)
@@ -536,10 +653,10 @@ static int lock_and_run(const struct cli_opts *o, struct command *c)
                 netmutex_strerror(err));
         rc = cli_exit_code(err);
     } else {
-        rc = run_locked(o, &m, c, &lost);
-        release(o, &m, &lost);
+        rc = run_locked(o, &l, c, &lost);
+        release(o, &l, &lost);
     }
-    destroy_lock(o, &m);
+    destroy_lock(&l);
     return lost ? CLI_EX_LOST : rc;
 }
 

@@ -13,6 +13,9 @@
  *                                        -> netmutex_pthread_mutexattr_*
  *   pthread_cond_{wait,timedwait,clockwait,signal,broadcast,init,destroy}
  *                                        -> netmutex_pthread_cond_*
+ *   pthread_rwlock_{init,destroy,rdlock,tryrdlock,timedrdlock,clockrdlock,
+ *                   wrlock,trywrlock,timedwrlock,clockwrlock,unlock}
+ *                                        -> netmutex_pthread_rwlock_*
  *
  * A mutex stays an ordinary process-local pthread mutex (the one embedded
  * in the struct below) unless it is selected: by NETMUTEX_MUTEXES (its
@@ -21,7 +24,9 @@
  * or by netmutex_pthread_setname().  A condition variable stays a
  * process-local one unless NETMUTEX_CONDS selects it (its symbol name,
  * global or static, or FILE:SYMBOL); a selected one is a netmutex condition
- * and must be waited on with a selected mutex.  See netmutex_pthread(3).
+ * and must be waited on with a selected mutex.  A read-write lock stays a
+ * process-local one unless NETMUTEX_RWLOCKS selects it (the same way); a
+ * selected one is a netmutex read-write lock.  See netmutex_pthread(3).
  *
  * Link with libnetmutex-wrap: `pkg-config --libs netmutex-wrap`.
  */
@@ -99,6 +104,23 @@ NETMUTEX_API int netmutex_pthread_cond_init(pthread_cond_t *cond,
                                             const pthread_condattr_t *attr);
 NETMUTEX_API int netmutex_pthread_cond_destroy(pthread_cond_t *cond);
 
+NETMUTEX_API int netmutex_pthread_rwlock_init(pthread_rwlock_t *rw,
+                                              const pthread_rwlockattr_t *attr);
+NETMUTEX_API int netmutex_pthread_rwlock_destroy(pthread_rwlock_t *rw);
+NETMUTEX_API int netmutex_pthread_rwlock_rdlock(pthread_rwlock_t *rw);
+NETMUTEX_API int netmutex_pthread_rwlock_tryrdlock(pthread_rwlock_t *rw);
+NETMUTEX_API int netmutex_pthread_rwlock_timedrdlock(pthread_rwlock_t *rw,
+                                                     const struct timespec *abstime);
+NETMUTEX_API int netmutex_pthread_rwlock_clockrdlock(pthread_rwlock_t *rw, clockid_t clockid,
+                                                     const struct timespec *abstime);
+NETMUTEX_API int netmutex_pthread_rwlock_wrlock(pthread_rwlock_t *rw);
+NETMUTEX_API int netmutex_pthread_rwlock_trywrlock(pthread_rwlock_t *rw);
+NETMUTEX_API int netmutex_pthread_rwlock_timedwrlock(pthread_rwlock_t *rw,
+                                                     const struct timespec *abstime);
+NETMUTEX_API int netmutex_pthread_rwlock_clockwrlock(pthread_rwlock_t *rw, clockid_t clockid,
+                                                     const struct timespec *abstime);
+NETMUTEX_API int netmutex_pthread_rwlock_unlock(pthread_rwlock_t *rw);
+
 /* The link route's one-line registration (libnetmutex-wrap): names the
  * real pthread mutex M cluster-wide, as if NETMUTEX_MUTEXES selected it,
  * until pthread_mutex_destroy(M).  M must be unlocked.  EINVAL: NULL,
@@ -148,6 +170,19 @@ NETMUTEX_API int netmutex_wrap_register(pthread_mutex_t *m, const char *name);
 #define pthread_cond_broadcast netmutex_pthread_cond_broadcast
 #define pthread_cond_init netmutex_pthread_cond_init
 #define pthread_cond_destroy netmutex_pthread_cond_destroy
+#define pthread_rwlock_init netmutex_pthread_rwlock_init
+#define pthread_rwlock_destroy netmutex_pthread_rwlock_destroy
+#define pthread_rwlock_rdlock netmutex_pthread_rwlock_rdlock
+#define pthread_rwlock_tryrdlock netmutex_pthread_rwlock_tryrdlock
+#define pthread_rwlock_timedrdlock netmutex_pthread_rwlock_timedrdlock
+#undef pthread_rwlock_clockrdlock
+#define pthread_rwlock_clockrdlock netmutex_pthread_rwlock_clockrdlock
+#define pthread_rwlock_wrlock netmutex_pthread_rwlock_wrlock
+#define pthread_rwlock_trywrlock netmutex_pthread_rwlock_trywrlock
+#define pthread_rwlock_timedwrlock netmutex_pthread_rwlock_timedwrlock
+#undef pthread_rwlock_clockwrlock
+#define pthread_rwlock_clockwrlock netmutex_pthread_rwlock_clockwrlock
+#define pthread_rwlock_unlock netmutex_pthread_rwlock_unlock
 
 #endif /* NETMUTEX_PTHREAD_DECLARE_ONLY */
 

@@ -9,12 +9,14 @@
  * kept in nmp_port (LOCAL or the port), so an unselected mutex costs one
  * load and a compare over the real call.  pthread_mutex_init gives a
  * mutex no FILE:LINE: only its symbol (a global) or setname selects it.
- * Condition variables keep their type: NETMUTEX_CONDS selects them by
- * address, as on the link route (condsel.h).
+ * Condition variables and read-write locks keep their types:
+ * NETMUTEX_CONDS and NETMUTEX_RWLOCKS select them by address, as on the
+ * link route (condsel.h, rwsel.h).
  */
 #define NETMUTEX_PTHREAD_DECLARE_ONLY
 #include "condsel.h"
 #include "core.h"
+#include "rwsel.h"
 #include "select.h"
 
 #include <errno.h>
@@ -185,4 +187,63 @@ int netmutex_pthread_cond_signal(pthread_cond_t *cond)
 int netmutex_pthread_cond_broadcast(pthread_cond_t *cond)
 {
     return nm_cond_signal(cond, 1);
+}
+
+int netmutex_pthread_rwlock_init(pthread_rwlock_t *rw, const pthread_rwlockattr_t *attr)
+{
+    return nm_rwlock_init(rw, attr);
+}
+
+int netmutex_pthread_rwlock_destroy(pthread_rwlock_t *rw)
+{
+    return nm_rwlock_destroy(rw);
+}
+
+int netmutex_pthread_rwlock_rdlock(pthread_rwlock_t *rw)
+{
+    return nm_rwlock_lock(rw, NM_RW_READ, (nm_port_wait_t){ NM_PORT_FOREVER, NULL });
+}
+
+int netmutex_pthread_rwlock_tryrdlock(pthread_rwlock_t *rw)
+{
+    return nm_rwlock_lock(rw, NM_RW_READ, (nm_port_wait_t){ NM_PORT_TRY, NULL });
+}
+
+int netmutex_pthread_rwlock_timedrdlock(pthread_rwlock_t *rw, const struct timespec *abstime)
+{
+    return nm_rwlock_lock(rw, NM_RW_READ, (nm_port_wait_t){ NM_PORT_DEFAULT_CLOCK, abstime });
+}
+
+int netmutex_pthread_rwlock_clockrdlock(pthread_rwlock_t *rw, clockid_t clockid,
+                                        const struct timespec *abstime)
+{
+    return clockid < 0 ? EINVAL
+                       : nm_rwlock_lock(rw, NM_RW_READ, (nm_port_wait_t){ clockid, abstime });
+}
+
+int netmutex_pthread_rwlock_wrlock(pthread_rwlock_t *rw)
+{
+    return nm_rwlock_lock(rw, NM_RW_WRITE, (nm_port_wait_t){ NM_PORT_FOREVER, NULL });
+}
+
+int netmutex_pthread_rwlock_trywrlock(pthread_rwlock_t *rw)
+{
+    return nm_rwlock_lock(rw, NM_RW_WRITE, (nm_port_wait_t){ NM_PORT_TRY, NULL });
+}
+
+int netmutex_pthread_rwlock_timedwrlock(pthread_rwlock_t *rw, const struct timespec *abstime)
+{
+    return nm_rwlock_lock(rw, NM_RW_WRITE, (nm_port_wait_t){ NM_PORT_DEFAULT_CLOCK, abstime });
+}
+
+int netmutex_pthread_rwlock_clockwrlock(pthread_rwlock_t *rw, clockid_t clockid,
+                                        const struct timespec *abstime)
+{
+    return clockid < 0 ? EINVAL
+                       : nm_rwlock_lock(rw, NM_RW_WRITE, (nm_port_wait_t){ clockid, abstime });
+}
+
+int netmutex_pthread_rwlock_unlock(pthread_rwlock_t *rw)
+{
+    return nm_rwlock_unlock(rw);
 }

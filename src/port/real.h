@@ -1,6 +1,6 @@
 /*
- * real.h -- the C library's pthread mutex and condition variable calls,
- * under the names the link route leaves them.
+ * real.h -- the C library's pthread mutex, condition variable and
+ * read-write lock calls, under the names the link route leaves them.
  *
  * libnetmutex-wrap is itself linked with the --wrap list it hands out to
  * programs (NETMUTEX_WRAP_LDFLAGS), so __real_pthread_X always reaches the
@@ -35,5 +35,18 @@ int __real_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
                                   const struct timespec *abstime);
 int __real_pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
                                   clockid_t clockid, const struct timespec *abstime);
+int __real_pthread_rwlock_init(pthread_rwlock_t *rw, const pthread_rwlockattr_t *attr);
+int __real_pthread_rwlock_destroy(pthread_rwlock_t *rw);
+int __real_pthread_rwlock_rdlock(pthread_rwlock_t *rw);
+int __real_pthread_rwlock_tryrdlock(pthread_rwlock_t *rw);
+int __real_pthread_rwlock_timedrdlock(pthread_rwlock_t *rw, const struct timespec *abstime);
+int __real_pthread_rwlock_clockrdlock(pthread_rwlock_t *rw, clockid_t clockid,
+                                      const struct timespec *abstime);
+int __real_pthread_rwlock_wrlock(pthread_rwlock_t *rw);
+int __real_pthread_rwlock_trywrlock(pthread_rwlock_t *rw);
+int __real_pthread_rwlock_timedwrlock(pthread_rwlock_t *rw, const struct timespec *abstime);
+int __real_pthread_rwlock_clockwrlock(pthread_rwlock_t *rw, clockid_t clockid,
+                                      const struct timespec *abstime);
+int __real_pthread_rwlock_unlock(pthread_rwlock_t *rw);
 
 #endif /* NM_PORT_REAL_H */

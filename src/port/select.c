@@ -1,10 +1,11 @@
 /*
- * select.c -- which pthread mutexes and condition variables are network
- * ones.
+ * select.c -- which pthread mutexes, condition variables and read-write
+ * locks are network ones.
  *
  * NETMUTEX_MUTEXES="sym[=name],file.c:sym[=name],file.c:LINE[=name],..."
- * and NETMUTEX_CONDS, the same for condition variables (but FILE:LINE:
- * PTHREAD_COND_INITIALIZER records no line), are read once, on the first
+ * and NETMUTEX_CONDS and NETMUTEX_RWLOCKS, the same for condition
+ * variables and read-write locks (but no FILE:LINE: their initializers
+ * record no line), are read once, on the first
  * call that needs them (spec.c takes the items apart).  A SYM or FILE:SYM
  * is looked up, for all items at once, in the ELF symbol tables of the
  * program and its loaded objects, statics included (elfsym.c), and must
@@ -91,7 +92,7 @@ static slot_t *claim(const void *addr)
             return s;
         if (s->key == 0)
             break;
-        if (!tomb && !s->name && !s->port && !s->cond)
+        if (!tomb && !s->name && !s->port && !s->cond && !s->rw)
             tomb = s;
     }
     if (tomb) {
@@ -106,20 +107,28 @@ static slot_t *claim(const void *addr)
     return &nm_select_table[i];
 }
 
+/* What an item of KIND's list selects. */
+static nm_select_kind_t select_kind(const nm_symbol_kind_t *kind)
+{
+    if (kind == &nm_symbol_cond)
+        return NM_SELECT_COND;
+    return kind == &nm_symbol_rwlock ? NM_SELECT_RWLOCK : NM_SELECT_MUTEX;
+}
+
 /* Under table_lock: ADDR selected as IT says; WHAT describes it. */
 static void select_locked(void *addr, const item_t *it, const char *what, char *copy)
 {
     const nm_spec_t *spec = &it->spec;
     slot_t *s = claim(addr);
     if (!s) {
-        nm_note(NETMUTEX_LOG_ERROR, "%s: '%s': more than %u mutexes and condition variables "
-                "selected; it selects nothing", it->kind->env, spec->text, MAX_KEYS);
+        nm_note(NETMUTEX_LOG_ERROR, "%s: '%s': more than %u mutexes, condition variables and "
+                "read-write locks selected; it selects nothing", it->kind->env, spec->text, MAX_KEYS);
     } else if (s->name) {
         nm_note(NETMUTEX_LOG_WARN, "%s: '%s' names %s, which an earlier item "
                 "already selected as '%s'; that name stays", it->kind->env, spec->text, what,
                 s->name);
     } else {
-        s->is_cond = it->kind == &nm_symbol_cond;
+        s->kind = select_kind(it->kind);
         __atomic_store_n(&s->name, copy, __ATOMIC_RELEASE);
         s->permanent = 1;
         nm_note(NETMUTEX_LOG_INFO, "%s: '%s' selects the %s %s as '%s'",
@@ -167,7 +176,7 @@ static void select_symbols(const item_t *items, size_t n)
 }
 
 /* The FILE:LINE items of ITEMS move to LINES, for nm_select_name; a
- * condition variable's selects nothing, and says so. */
+ * condition variable's or read-write lock's selects nothing, and says so. */
 static void keep_lines(item_t *items, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -176,9 +185,9 @@ static void keep_lines(item_t *items, size_t n)
             continue;
         if (items[i].kind != &nm_symbol_mutex) {
             nm_note(NETMUTEX_LOG_ERROR, "%s: '%s': FILE:LINE selects mutexes only "
-                    "(PTHREAD_COND_INITIALIZER records no line); select the condition "
-                    "variable as SYMBOL or FILE:SYMBOL; it selects nothing",
-                    items[i].kind->env, spec->text);
+                    "(PTHREAD_COND_INITIALIZER and PTHREAD_RWLOCK_INITIALIZER record no "
+                    "line); select the %s as SYMBOL or FILE:SYMBOL; it selects nothing",
+                    items[i].kind->env, spec->text, items[i].kind->noun);
             continue;
         }
         line_sel_t *grown = realloc(lines, (nlines + 1) * sizeof *lines);
@@ -258,6 +267,7 @@ static void parse_env(void)
     size_t n = 0;
     read_items(&nm_symbol_mutex, &items, &n);
     read_items(&nm_symbol_cond, &items, &n);
+    read_items(&nm_symbol_rwlock, &items, &n);
     select_symbols(items, n);
     keep_lines(items, n);
     for (size_t i = 0; i < n; i++)
@@ -284,7 +294,7 @@ static void ensure_parsed(void)
 static nm_port_t *make_port(slot_t *s, pthread_mutex_t *addr, int *err)
 {
     nm_port_t *p = s->port;
-    if (!p && s->name && !s->is_cond && (*err = nm_port_create(&p, s->name, addr)) == 0)
+    if (!p && s->name && s->kind == NM_SELECT_MUTEX && (*err = nm_port_create(&p, s->name, addr)) == 0)
         __atomic_store_n(&s->port, p, __ATOMIC_RELEASE);
     return p;
 }
@@ -294,7 +304,7 @@ static nm_port_t *make_port(slot_t *s, pthread_mutex_t *addr, int *err)
 static netmutex_cond_t *make_cond(slot_t *s, int *err)
 {
     netmutex_cond_t *c = s->cond;
-    if (c || !s->name || !s->is_cond)
+    if (c || !s->name || s->kind != NM_SELECT_COND)
         return c;
     if (!(c = malloc(sizeof *c))) {
         *err = ENOMEM;
@@ -305,6 +315,38 @@ static netmutex_cond_t *make_cond(slot_t *s, int *err)
         __atomic_store_n(&s->cond, c, __ATOMIC_RELEASE);
     }
     return c;
+}
+
+/* glibc's kind of the real read-write lock REAL, as netmutex's: its
+ * default, PTHREAD_RWLOCK_PREFER_READER_NP, is 0 in __flags; the two
+ * writer kinds prefer writers (netmutex's readers may always read again). */
+static int rwlock_kind(const pthread_rwlock_t *real)
+{
+    return real->__data.__flags == PTHREAD_RWLOCK_PREFER_READER_NP
+               ? NETMUTEX_RWLOCK_PREFER_READER
+               : NETMUTEX_RWLOCK_PREFER_WRITER;
+}
+
+/* Under table_lock: the netmutex read-write lock of S, made now if it has
+ * none yet, with the kind of the real one at ADDR. */
+static netmutex_rwlock_t *make_rwlock(slot_t *s, const pthread_rwlock_t *addr, int *err)
+{
+    netmutex_rwlock_t *rw = s->rw;
+    netmutex_rwlockattr_t attr;
+    if (rw || !s->name || s->kind != NM_SELECT_RWLOCK)
+        return rw;
+    netmutex_rwlockattr_init(&attr);
+    netmutex_rwlockattr_setkind(&attr, rwlock_kind(addr));
+    if (!(rw = malloc(sizeof *rw))) {
+        *err = ENOMEM;
+    } else if ((*err = netmutex_rwlock_init(rw, s->name, &attr)) != 0) {
+        free(rw);
+        rw = NULL;
+    } else {
+        __atomic_store_n(&s->rw, rw, __ATOMIC_RELEASE);
+    }
+    netmutex_rwlockattr_destroy(&attr);
+    return rw;
 }
 
 /* The slot of ADDR if it is selected, NULL if it is not. */
@@ -345,6 +387,21 @@ netmutex_cond_t *nm_select_cond_slow(pthread_cond_t *addr, int *err)
     c = make_cond(s, err);
     __real_pthread_mutex_unlock(&table_lock);
     return c;
+}
+
+netmutex_rwlock_t *nm_select_rwlock_slow(pthread_rwlock_t *addr, int *err)
+{
+    *err = 0;
+    slot_t *s = find_selected(addr);
+    if (!s)
+        return NULL;
+    netmutex_rwlock_t *rw = __atomic_load_n(&s->rw, __ATOMIC_ACQUIRE);
+    if (rw)
+        return rw;
+    __real_pthread_mutex_lock(&table_lock);
+    rw = make_rwlock(s, addr, err);
+    __real_pthread_mutex_unlock(&table_lock);
+    return rw;
 }
 
 /* Under table_lock: frees S's port unless it is locked. */
@@ -388,6 +445,61 @@ int nm_select_cond_drop(pthread_cond_t *addr)
     return err;
 }
 
+/* A netmutex read-write lock destroyed while held here, set aside. */
+typedef struct orphan {
+    struct orphan *next;
+    netmutex_rwlock_t *rw;
+} orphan_t;
+
+static orphan_t *orphans;  /* under table_lock */
+
+/* Under table_lock: RW, which a thread of this process holds, set aside
+ * for good; 0, or ENOMEM. */
+static int set_aside(netmutex_rwlock_t *rw)
+{
+    orphan_t *o = malloc(sizeof *o);
+    if (!o)
+        return ENOMEM;
+    *o = (orphan_t){ orphans, rw };
+    orphans = o;
+    return 0;
+}
+
+static void tell_set_aside(const pthread_rwlock_t *addr)
+{
+    static int told;
+    if (__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+        return;
+    int old = nm_port_nocancel();
+    netmutex_log(NETMUTEX_LOG_WARN, "pthread_rwlock_destroy: the selected read-write lock at "
+                 "%p is still held by a thread of this process; its holds stay until that "
+                 "thread unlocks it or the process exits (reported once)", (const void *)addr);
+    nm_port_recancel(old);
+}
+
+int nm_select_rwlock_drop(pthread_rwlock_t *addr)
+{
+    ensure_parsed();
+    slot_t *s = find(addr);
+    int err = 0, held = 0;
+    if (!s)
+        return 0;
+    __real_pthread_mutex_lock(&table_lock);
+    if (s->rw) {
+        err = netmutex_rwlock_destroy(s->rw);
+        if (err == EBUSY)
+            held = (err = set_aside(s->rw)) == 0;
+        else if (err == 0)
+            free(s->rw);
+        if (err == 0)
+            __atomic_store_n(&s->rw, NULL, __ATOMIC_RELEASE);
+    }
+    __real_pthread_mutex_unlock(&table_lock);
+    if (held)
+        tell_set_aside(addr);
+    return err;
+}
+
 int nm_select_register(pthread_mutex_t *addr, const char *name)
 {
     char *copy;
@@ -401,10 +513,10 @@ int nm_select_register(pthread_mutex_t *addr, const char *name)
     ensure_parsed();
     __real_pthread_mutex_lock(&table_lock);
     slot_t *s = claim(addr);
-    err = !s ? ENOSPC : s->is_cond && s->name ? EINVAL : drop_port(s);
+    err = !s ? ENOSPC : s->kind != NM_SELECT_MUTEX && s->name ? EINVAL : drop_port(s);
     if (!err) {
         free(s->name);
-        s->is_cond = 0;
+        s->kind = NM_SELECT_MUTEX;
         __atomic_store_n(&s->name, copy, __ATOMIC_RELEASE);
         copy = NULL;
     }
@@ -436,5 +548,5 @@ const char *nm_select_name(const void *addr, const char *file, int line)
     }
     slot_t *s = find(addr);
     const char *name = s ? __atomic_load_n(&s->name, __ATOMIC_ACQUIRE) : NULL;
-    return name && !s->is_cond ? name : NULL;
+    return name && s->kind == NM_SELECT_MUTEX ? name : NULL;
 }

@@ -1,16 +1,18 @@
 /*
- * symbol.c -- which mutex (NETMUTEX_MUTEXES) or condition variable
- * (NETMUTEX_CONDS) a SYMBOL or FILE:SYMBOL selector means, given every
- * definition of the symbol in the program (elfsym.c), or why there is none.
+ * symbol.c -- which mutex (NETMUTEX_MUTEXES), condition variable
+ * (NETMUTEX_CONDS) or read-write lock (NETMUTEX_RWLOCKS) a SYMBOL or
+ * FILE:SYMBOL selector means, given every definition of the symbol in the
+ * program (elfsym.c), or why there is none.
  *
  * A selector selects when exactly one object of its kind answers to it:
  * for SYMBOL any static or global of that name, for FILE:SYMBOL the
  * statics of that name whose source file, as the symbol table records it,
  * is FILE.  A mutex is a variable the size of a pthread_mutex_t, or of the
  * source route's netmutex_pthread_mutex_t: this library serves both
- * routes; a condition variable is the size of a pthread_cond_t (both
- * routes).  Anything else -- ambiguity, a symbol of another kind, a
- * stripped executable, no such symbol -- is one line that says so and what
+ * routes; a condition variable is the size of a pthread_cond_t, a
+ * read-write lock of a pthread_rwlock_t (both routes keep these types).
+ * Anything else -- ambiguity, a symbol of another kind, a stripped
+ * executable, no such symbol -- is one line that says so and what
  * to do, and selects nothing: guessing would network an object nobody
  * asked for.
  */
@@ -35,6 +37,10 @@ const nm_symbol_kind_t nm_symbol_mutex = {
 const nm_symbol_kind_t nm_symbol_cond = {
     "NETMUTEX_CONDS", "condition variable", "condition variables", "pthread_cond_t",
     { sizeof(pthread_cond_t), 0 },
+};
+const nm_symbol_kind_t nm_symbol_rwlock = {
+    "NETMUTEX_RWLOCKS", "read-write lock", "read-write locks", "pthread_rwlock_t",
+    { sizeof(pthread_rwlock_t), 0 },
 };
 
 static int is_kind(const nm_symbol_kind_t *kind, const nm_elfsym_def_t *d)

@@ -1,8 +1,8 @@
 /*
- * symbol.h -- the one mutex or condition variable a SYMBOL or FILE:SYMBOL
- * selector names (symbol.c), from the definitions elfsym.c read, or a note
- * saying why there is none: guessing would network an object nobody asked
- * for.
+ * symbol.h -- the one mutex, condition variable or read-write lock a
+ * SYMBOL or FILE:SYMBOL selector names (symbol.c), from the definitions
+ * elfsym.c read, or a note saying why there is none: guessing would
+ * network an object nobody asked for.
  */
 #ifndef NM_PORT_SYMBOL_H
 #define NM_PORT_SYMBOL_H
@@ -25,7 +25,7 @@ typedef struct nm_symbol_kind {
     size_t sizes[2];      /* of an object of that type; 0: unused */
 } nm_symbol_kind_t;
 
-extern const nm_symbol_kind_t nm_symbol_mutex, nm_symbol_cond;
+extern const nm_symbol_kind_t nm_symbol_mutex, nm_symbol_cond, nm_symbol_rwlock;
 
 struct nm_elfsym_query;
 struct nm_elfsym_scan;

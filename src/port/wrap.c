@@ -5,8 +5,9 @@
  * The program's own objects call these instead of the C library; shared
  * libraries it uses, the C library itself and libnetmutex do not.  A
  * mutex that NETMUTEX_MUTEXES or netmutex_wrap_register selected is a
- * network mutex (core.c), and a condition variable that NETMUTEX_CONDS
- * selects a netmutex condition (condsel.h); any other goes straight to
+ * network mutex (core.c), a condition variable that NETMUTEX_CONDS
+ * selects a netmutex condition (condsel.h), and a read-write lock that
+ * NETMUTEX_RWLOCKS selects a netmutex read-write lock (rwsel.h); any other goes straight to
  * __real_pthread_*, after a NULL check and two loads -- plus, only when
  * some mutex is selected at all, a lock-free table probe (select.c).
  */
@@ -14,6 +15,7 @@
 
 #include "condsel.h"
 #include "core.h"
+#include "rwsel.h"
 #include "select.h"
 
 #include <errno.h>
@@ -41,6 +43,21 @@ WRAP_API int __wrap_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m
                                            const struct timespec *abstime);
 WRAP_API int __wrap_pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
                                            clockid_t clockid, const struct timespec *abstime);
+WRAP_API int __wrap_pthread_rwlock_init(pthread_rwlock_t *rw, const pthread_rwlockattr_t *attr);
+WRAP_API int __wrap_pthread_rwlock_destroy(pthread_rwlock_t *rw);
+WRAP_API int __wrap_pthread_rwlock_rdlock(pthread_rwlock_t *rw);
+WRAP_API int __wrap_pthread_rwlock_tryrdlock(pthread_rwlock_t *rw);
+WRAP_API int __wrap_pthread_rwlock_timedrdlock(pthread_rwlock_t *rw,
+                                               const struct timespec *abstime);
+WRAP_API int __wrap_pthread_rwlock_clockrdlock(pthread_rwlock_t *rw, clockid_t clockid,
+                                               const struct timespec *abstime);
+WRAP_API int __wrap_pthread_rwlock_wrlock(pthread_rwlock_t *rw);
+WRAP_API int __wrap_pthread_rwlock_trywrlock(pthread_rwlock_t *rw);
+WRAP_API int __wrap_pthread_rwlock_timedwrlock(pthread_rwlock_t *rw,
+                                               const struct timespec *abstime);
+WRAP_API int __wrap_pthread_rwlock_clockwrlock(pthread_rwlock_t *rw, clockid_t clockid,
+                                               const struct timespec *abstime);
+WRAP_API int __wrap_pthread_rwlock_unlock(pthread_rwlock_t *rw);
 
 /* The port of M into *P (NULL: not selected); EINVAL for a NULL M, or
  * why its port could not be made. */
@@ -157,4 +174,63 @@ int __wrap_pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid
                                   const struct timespec *abstime)
 {
     return clockid < 0 ? EINVAL : cond_with(c, m, (nm_port_wait_t){ clockid, abstime });
+}
+
+int __wrap_pthread_rwlock_init(pthread_rwlock_t *rw, const pthread_rwlockattr_t *attr)
+{
+    return nm_rwlock_init(rw, attr);
+}
+
+int __wrap_pthread_rwlock_destroy(pthread_rwlock_t *rw)
+{
+    return nm_rwlock_destroy(rw);
+}
+
+int __wrap_pthread_rwlock_rdlock(pthread_rwlock_t *rw)
+{
+    return nm_rwlock_lock(rw, NM_RW_READ, (nm_port_wait_t){ NM_PORT_FOREVER, NULL });
+}
+
+int __wrap_pthread_rwlock_tryrdlock(pthread_rwlock_t *rw)
+{
+    return nm_rwlock_lock(rw, NM_RW_READ, (nm_port_wait_t){ NM_PORT_TRY, NULL });
+}
+
+int __wrap_pthread_rwlock_timedrdlock(pthread_rwlock_t *rw, const struct timespec *abstime)
+{
+    return nm_rwlock_lock(rw, NM_RW_READ, (nm_port_wait_t){ NM_PORT_DEFAULT_CLOCK, abstime });
+}
+
+int __wrap_pthread_rwlock_clockrdlock(pthread_rwlock_t *rw, clockid_t clockid,
+                                      const struct timespec *abstime)
+{
+    return clockid < 0 ? EINVAL
+                       : nm_rwlock_lock(rw, NM_RW_READ, (nm_port_wait_t){ clockid, abstime });
+}
+
+int __wrap_pthread_rwlock_wrlock(pthread_rwlock_t *rw)
+{
+    return nm_rwlock_lock(rw, NM_RW_WRITE, (nm_port_wait_t){ NM_PORT_FOREVER, NULL });
+}
+
+int __wrap_pthread_rwlock_trywrlock(pthread_rwlock_t *rw)
+{
+    return nm_rwlock_lock(rw, NM_RW_WRITE, (nm_port_wait_t){ NM_PORT_TRY, NULL });
+}
+
+int __wrap_pthread_rwlock_timedwrlock(pthread_rwlock_t *rw, const struct timespec *abstime)
+{
+    return nm_rwlock_lock(rw, NM_RW_WRITE, (nm_port_wait_t){ NM_PORT_DEFAULT_CLOCK, abstime });
+}
+
+int __wrap_pthread_rwlock_clockwrlock(pthread_rwlock_t *rw, clockid_t clockid,
+                                      const struct timespec *abstime)
+{
+    return clockid < 0 ? EINVAL
+                       : nm_rwlock_lock(rw, NM_RW_WRITE, (nm_port_wait_t){ clockid, abstime });
+}
+
+int __wrap_pthread_rwlock_unlock(pthread_rwlock_t *rw)
+{
+    return nm_rwlock_unlock(rw);
 }

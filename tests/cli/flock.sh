@@ -1,6 +1,6 @@
 #!/bin/sh
 # flock(1)'s spellings work: --nb, --nonblock, --wait, --timeout, -x, -e,
-# --exclusive, -o, --close; -s and -F are refused with the reason.  -o
+# --exclusive, -o, --close; -F is refused with the reason (-s: shared.sh).  -o
 # changes nothing, because the command never holds anything of the lock:
 # the lock is released when the command exits, even if a child it left
 # behind still runs.
@@ -34,8 +34,6 @@ refused() {
     check "$1 is refused (exit $rc)" test "$rc" = 2
     check "... saying why" quiet grep -q "$2" "$tmp/err"
 }
-refused -s 'no shared mode'
-refused --shared 'no shared mode'
 refused -F 'renew the lease'
 refused --no-fork 'renew the lease'
 expect_rc 2 "-o is for running a command, not for status" quiet "$NM" status -o job

@@ -37,5 +37,6 @@ expect_rc 0 "once free, another number is taken" quiet "$NM" --permits 2 pool tr
 expect_rc 2 "--permits 0 is a usage error" quiet "$NM" --permits 0 pool true
 expect_rc 2 "--permits 65537 is a usage error" quiet "$NM" --permits 65537 pool true
 expect_rc 2 "--permits with status is a usage error" quiet "$NM" --permits 2 status pool
+expect_rc 2 "--permits with -s is a usage error" quiet "$NM" --permits 2 -s pool true
 
 done_testing

@@ -43,7 +43,7 @@ usage "--json is not for break" break --json job
 usage "list with two PATTERNs" list a b
 usage "-n is not for list" list -n
 usage "-x is not for list" list -x
-usage "-s: no shared mode" -s job true
+usage "-s is not for list" list -s
 usage "-F: no --no-fork" -F job true
 usage "acl with two PREFIXes" acl a b
 usage "acl PREFIX with a brace" acl 'a{'
