@@ -340,6 +340,86 @@ static void test_signal_request_cut(void)
     g_free(name);
 }
 
+/* For the case below: a first wait, short, so that the thread's
+ * connection has run the condition's script (a registration rides with
+ * the release only there); then the mutex again and, once told, the wait
+ * of the case. */
+typedef struct Warmed {
+    Waiter w;
+    int locked, go; /* atomic */
+} Warmed;
+
+static int warmed_run(void *p)
+{
+    Warmed *x = p;
+    struct timespec ts;
+    int err = netmutex_lock(x->w.m);
+    if (err)
+        return err;
+    nm_deadline(&ts, CLOCK_REALTIME, 20);
+    err = netmutex_cond_timedwait(x->w.c, x->w.m, &ts);
+    if (err != ETIMEDOUT && err != 0)
+        return err;
+    g_atomic_int_set(&x->locked, 1);
+    while (!g_atomic_int_get(&x->go))
+        nmt_sleep_ms(1);
+    nm_deadline(&ts, CLOCK_REALTIME, x->w.timeout_ms);
+    err = netmutex_cond_timedwait(x->w.c, x->w.m, &ts);
+    int uerr = netmutex_unlock(x->w.m);
+    return err ? err : uerr;
+}
+
+/* The write that registers the waiter and releases the mutex never
+ * reaches the server: its connection breaks.  The release goes again
+ * alone, so the waiter is not registered while the mutex is free, and
+ * a broadcast given then, before the deadline, reaches nobody: the wait
+ * must end in a wake-up (0), never ETIMEDOUT, even if the deadline passed
+ * before it could lock the mutex again (it pauses first).  The deadline
+ * is short and not scaled: the old code's pause ran past it. */
+static void test_register_cut(void)
+{
+    NmProxy *px = nm_proxy_start(redis);
+    char *url = nm_redis_proxy_url(redis, nm_proxy_port(px));
+    netmutex_config_t cfg = { .url = url };
+    netmutex_cond_t c;
+    netmutex_t m;
+    char *name = nm_test_name("c");
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    char *mname = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    Warmed x = { .w = { .c = &c, .m = &m, .timeout_ms = 60 } };
+    NmCall *call = nm_call_start(warmed_run, &x);
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    while (!g_atomic_int_get(&x.locked) && nmt_now_ms() < until)
+        nmt_sleep_ms(1);
+    g_assert_true(g_atomic_int_get(&x.locked));
+    /* A registration: ... its CG (a token), then the operation 'w'. */
+    nm_proxy_cut_request(px, "\r\n$1\r\nw\r\n");
+    g_atomic_int_set(&x.go, 1);
+
+    /* Once the waiter gave it back.  Tried, not waited for: a thread of
+     * the process waiting for it would have it handed over locally, and
+     * the registration would not ride with a release. */
+    int rc;
+    until = nmt_now_ms() + PROMPT_MS;
+    while ((rc = netmutex_trylock(&m)) == EBUSY && nmt_now_ms() < until)
+        nmt_sleep_ms(1);
+    nm_assert_rc(rc, 0);
+    nm_assert_rc(netmutex_cond_broadcast(&c), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_assert_rc(nm_call_wait(call, PROMPT_MS), 0);
+    g_assert_cmpuint(nm_proxy_cuts(px), ==, 1);
+
+    g_assert_true(wait_nothing_left());
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_configure(redis);
+    nm_proxy_free(px);
+    g_free(url);
+    g_free(mname);
+    g_free(name);
+}
+
 /* Signalled as it timed out, and the answer to its leaving lost after the
  * server applied it (which consumed the signal): the request is sent
  * again on a new connection, which finds the signal gone.  The waiter must
@@ -799,6 +879,7 @@ int main(int argc, char **argv)
                     test_signalled_at_timeout_returns_0);
     g_test_add_func("/cond/timedwait/leave-answer-lost", test_leave_answer_lost);
     g_test_add_func("/cond/signal/request-cut", test_signal_request_cut);
+    g_test_add_func("/cond/timedwait/register-cut", test_register_cut);
     g_test_add_func("/cond/look/signalled-without-push-wakes", test_signalled_without_push_wakes);
     g_test_add_func("/cond/processes/broadcast", test_broadcast_processes);
     g_test_add_func("/cond/processes/producer-consumer", test_producer_consumer_no_lost_wakeup);

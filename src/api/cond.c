@@ -197,9 +197,12 @@ static int block(nm_waiter_t *w, int64_t deadline, int64_t sent_until)
 
 /* The mutex could not be given back with the waiter registered: a
  * spurious wake-up after a pause, so that a caller looping on its
- * predicate does not spin against a server that fails (ETIMEDOUT if the
- * deadline came first; ENOLCK if the lease had been lost).  M is
- * unlocked (UNLOCKED, the unlock's answer UERR) or not. */
+ * predicate does not spin against a server that fails (ENOLCK if the
+ * lease had been lost).  M is unlocked (UNLOCKED, the unlock's answer
+ * UERR) or not.  Never ETIMEDOUT, even past the deadline: the mutex went
+ * back for a while with the waiter not (or no longer) registered, so a
+ * signal given meanwhile may have been meant for it, and the leave may
+ * have taken one; the caller's next wait says ETIMEDOUT. */
 static int wake_spuriously(netmutex_t *m, int unlocked, int uerr, int64_t deadline)
 {
     if (!unlocked)
@@ -208,9 +211,7 @@ static int wake_spuriously(netmutex_t *m, int unlocked, int uerr, int64_t deadli
     int lerr = netmutex_lock(m);
     if (lerr)
         return lerr;
-    if (uerr == ENOLCK)
-        return ENOLCK;
-    return nm_remaining_ms(deadline) == 0 ? ETIMEDOUT : 0;
+    return uerr == ENOLCK ? ENOLCK : 0;
 }
 
 /* Steps 1 and 2: 0 once W is registered and M unlocked (*UERR the
