@@ -18,8 +18,12 @@
  *   - cancellation: a thread cancelled in a wait, on an unselected or a
  *     selected condition variable with the selected mutex, runs its
  *     clean-up handler holding the mutex, which it can unlock (pthread's
- *     promise); lock, signal and unlock, not cancellation points, are not
- *     cancelled inside;
+ *     promise); one asleep in an untimed wait, or a timed one whose
+ *     deadline is far off, on a selected condition variable that nothing
+ *     signals is cancelled there and then, leaves the condition (no key of
+ *     it left), and a signal afterwards wakes the next waiter; lock,
+ *     signal and unlock, not cancellation points, are not cancelled
+ *     inside;
  *   - at the end, no key of a condition variable is left on the server.
  *
  * Every fork happens before this process starts a thread or touches a
@@ -258,15 +262,16 @@ static void check_local(pthread_mutex_t *m, const char *what)
 
 typedef struct victim {
     pthread_cond_t *cond;  /* to wait on */
-    int timed;             /* wait in timed rounds, else untimed */
+    int timed;             /* wait in timed rounds (of round_ms), else untimed */
     int pending;           /* cancelled before it waits (or calls) */
     int started;           /* atomic: it holds box_lock, or is ready */
     int sent;              /* atomic: it has been cancelled */
     int returned;          /* what a wait returned, had it returned */
     int progress;          /* cancel_caller: how far it got */
-    int cleaned;           /* the clean-up handler ran */
+    int cleaned;           /* atomic: the clean-up handler ran */
     int held;              /* ... with box_lock's key in redis (conf_key_exists) */
     int unlocked;          /* ... and its pthread_mutex_unlock returned this */
+    unsigned int round_ms; /* a timed round (scaled); 0: 100 ms */
 } victim_t;
 
 static void nap_ms(long ms)
@@ -286,9 +291,9 @@ static void wait_flag(int *flag)
 static void victim_cleanup(void *arg)
 {
     victim_t *v = arg;
-    v->cleaned = 1;
     v->held = conf_key_exists("box_lock");
     v->unlocked = pthread_mutex_unlock(&box_lock);
+    __atomic_store_n(&v->cleaned, 1, __ATOMIC_RELEASE);
 }
 
 static void *cancel_waiter(void *arg)
@@ -305,7 +310,7 @@ static void *cancel_waiter(void *arg)
     pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
     while (rc == 0 || rc == ETIMEDOUT) {
         struct timespec ts;
-        conf_deadline(&ts, CLOCK_REALTIME, conf_ms(100));
+        conf_deadline(&ts, CLOCK_REALTIME, conf_ms(v->round_ms ? v->round_ms : 100));
         rc = v->timed ? pthread_cond_timedwait(v->cond, &box_lock, &ts)
                       : pthread_cond_wait(v->cond, &box_lock);
     }
@@ -317,7 +322,7 @@ static void *cancel_waiter(void *arg)
 /* A waiter on COND, cancelled while it waits (PENDING: before it waits). */
 static void check_cancel_wait(pthread_cond_t *cond, int timed, int pending, const char *what)
 {
-    victim_t v = { cond, timed, pending, 0, 0, -1, 0, 0, -1, -1 };
+    victim_t v = { cond, timed, pending, 0, 0, -1, 0, 0, -1, -1, 0 };
     pthread_t t;
     void *res = NULL;
     if (pthread_create(&t, NULL, cancel_waiter, &v) != 0) {
@@ -336,6 +341,93 @@ static void check_cancel_wait(pthread_cond_t *cond, int timed, int pending, cons
     conf_ok(v.cleaned && v.held >= 1, "%s: the clean-up handler ran with box_lock held in "
             "redis (%d)", what, v.held);
     conf_eq(v.unlocked, 0, "%s: the clean-up handler unlocked box_lock", what);
+    int rc = pthread_mutex_trylock(&box_lock);
+    conf_eq(rc, 0, "%s: box_lock is free afterwards", what);
+    if (rc == 0)
+        pthread_mutex_unlock(&box_lock);
+}
+
+/* Joins T, which sets *DONE (atomic) as it ends, within a bound (scaled);
+ * a thread still waiting on COND then is woken by broadcasts until it
+ * ends, so that a failure does not hang the program.  1 when it ended in
+ * time. */
+static int join_bounded(pthread_t t, int *done, pthread_cond_t *cond, void **res)
+{
+    int in_time = 0;
+    for (unsigned int ms = 0; ms < conf_ms(10000) && !in_time; ms += 5) {
+        in_time = __atomic_load_n(done, __ATOMIC_ACQUIRE);
+        if (!in_time)
+            nap_ms(5);
+    }
+    while (!__atomic_load_n(done, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&box_lock);
+        pthread_cond_broadcast(cond);
+        pthread_mutex_unlock(&box_lock);
+        nap_ms(50);
+    }
+    pthread_join(t, res);
+    return in_time;
+}
+
+typedef struct sleeper {
+    int started;    /* atomic: it holds box_lock */
+    int go;         /* under box_lock: its predicate */
+    int rc;         /* what its last wait returned */
+    int done;       /* atomic: it returned */
+} sleeper_t;
+
+static void *sleeper(void *arg)
+{
+    sleeper_t *s = arg;
+    pthread_mutex_lock(&box_lock);
+    __atomic_store_n(&s->started, 1, __ATOMIC_RELEASE);
+    s->rc = 0;
+    while (!s->go && s->rc == 0)
+        s->rc = pthread_cond_wait(&nonempty, &box_lock);
+    pthread_mutex_unlock(&box_lock);
+    __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* A waiter asleep in one wait on the selected nonempty (TIMED: with a
+ * deadline far off), which nothing signals, is cancelled there: its wait
+ * ends at once, not at a signal or the deadline (LTP's
+ * pthread_cond_wait/2-3, pthread_cond_timedwait/2-6), its clean-up handler
+ * holds box_lock and unlocks it, and it leaves the condition: no key of
+ * it is left, and a signal afterwards wakes the next waiter. */
+static void check_cancel_sleep(int timed, const char *what)
+{
+    victim_t v = { &nonempty, timed, 0, 0, 0, -1, 0, 0, -1, -1, 600000 };
+    sleeper_t s = { 0, 0, -1, 0 };
+    pthread_t t, u;
+    void *res = NULL;
+    if (pthread_create(&t, NULL, cancel_waiter, &v) != 0) {
+        conf_ok(0, "%s: start the waiter", what);
+        return;
+    }
+    wait_flag(&v.started);
+    pthread_mutex_lock(&box_lock);   /* the waiter sleeps in its wait */
+    pthread_cancel(t);
+    pthread_mutex_unlock(&box_lock);
+    conf_ok(join_bounded(t, &v.cleaned, &nonempty, &res), "%s: the wait ended while nothing signalled",
+            what);
+    conf_ok(res == PTHREAD_CANCELED, "%s: cancelled (a wait returned %d)", what, v.returned);
+    conf_ok(v.cleaned && v.held >= 1, "%s: the clean-up handler ran with box_lock held in "
+            "redis (%d)", what, v.held);
+    conf_eq(v.unlocked, 0, "%s: the clean-up handler unlocked box_lock", what);
+    int left = conf_count_keys("{c*}conf_cond.c:nonempty:*");
+    conf_ok(left == 0, "%s: the waiter left the condition (%d keys)", what, left);
+    if (pthread_create(&u, NULL, sleeper, &s) != 0) {
+        conf_ok(0, "%s: start another waiter", what);
+        return;
+    }
+    wait_flag(&s.started);
+    pthread_mutex_lock(&box_lock);   /* it sleeps in its wait */
+    s.go = 1;
+    conf_eq(pthread_cond_signal(&nonempty), 0, "%s: signal", what);
+    pthread_mutex_unlock(&box_lock);
+    conf_ok(join_bounded(u, &s.done, &nonempty, &res), "%s: the signal woke the next waiter", what);
+    conf_eq(s.rc, 0, "%s: its wait returned 0", what);
     int rc = pthread_mutex_trylock(&box_lock);
     conf_eq(rc, 0, "%s: box_lock is free afterwards", what);
     if (rc == 0)
@@ -364,7 +456,7 @@ static void *cancel_caller(void *arg)
 
 static void check_cancel_calls(void)
 {
-    victim_t v = { NULL, 0, 1, 0, 0, -1, 0, 0, -1, -1 };
+    victim_t v = { NULL, 0, 1, 0, 0, -1, 0, 0, -1, -1, 0 };
     pthread_t t;
     void *res = NULL;
     if (pthread_create(&t, NULL, cancel_caller, &v) != 0) {
@@ -383,6 +475,7 @@ static void check_cancel(void)
 {
 #ifdef CONF_ASAN
     (void)check_cancel_wait;
+    (void)check_cancel_sleep;
     conf_ok(1, "cancelled waits # SKIP AddressSanitizer loses track of a cancelled "
             "thread's unwinding");
 #else
@@ -390,6 +483,8 @@ static void check_cancel(void)
     check_cancel_wait(&plain_cond, 1, 0, "cancelled in a timedwait on an unselected condition");
     check_cancel_wait(&nonempty, 1, 0, "cancelled in a timedwait on a selected condition");
     check_cancel_wait(&nonempty, 0, 1, "cancelled before a wait on a selected condition");
+    check_cancel_sleep(0, "cancelled asleep in a wait on a selected condition");
+    check_cancel_sleep(1, "cancelled asleep in a timedwait on a selected condition");
 #endif
     check_cancel_calls();
 }

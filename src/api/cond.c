@@ -24,12 +24,23 @@
  * mutex, and the caller re-checks its predicate.  A server that fails
  * makes a spurious wake-up, never a hang.
  *
+ * Cancellation: as pthread_cond_wait, a wait is a cancellation point, but
+ * only in step 3, and only for a caller whose cancellation is enabled and
+ * deferred: everything else runs with it disabled, since the library is
+ * not cancellation-safe.  The block's wait for its BLPOP's reply (on one
+ * server; reply.h, nm_reply_cancellable) and each look's turn act on it;
+ * a clean-up handler then drops the connection the BLPOP is pending on,
+ * does steps 4 and 5 (the leave passing on a signal it got: a cancelled
+ * waiter consumes none) and lets the caller's handlers run with the mutex
+ * held.
+ *
  * The record (one per netmutex_cond_t) holds the name, the clock and how
  * many threads of this process wait, for destroy's EBUSY.
  */
 #include "nm.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,6 +186,18 @@ static int64_t block_until(const nm_waiter_t *w, int64_t deadline)
     return NM_MIN(deadline, nm_now_ms() + NM_MAX((int64_t)w->lease_ms / LOOK_PARTS, 1));
 }
 
+/* A cancellation point between two blocks of W (a look's turn), where
+ * nothing is pending: the one a Redis Cluster's block has (its BLPOP,
+ * routed to the condition's node, is no cancellation point). */
+static void look_cancel_point(const nm_waiter_t *w)
+{
+    if (w->cancellable) {
+        pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+        pthread_testcancel();
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+    }
+}
+
 /* Step 3: 0 when signalled (or woken spuriously), ETIMEDOUT.  SENT_UNTIL:
  * the first BLPOP went with the registration, until then (0: none). */
 static int block(nm_waiter_t *w, int64_t deadline, int64_t sent_until)
@@ -188,6 +211,7 @@ static int block(nm_waiter_t *w, int64_t deadline, int64_t sent_until)
             return 0; /* a signal, or the server failed: a wake-up */
         if (nm_remaining_ms(deadline) == 0)
             return ETIMEDOUT;
+        look_cancel_point(w);
         /* Signalled without a push, passed over (its entry expired: it
          * was paused, say), or the server failed: it wakes. */
         if (nm_cond_run(w, NM_COND_LOOK, &look) != 0 || look != 0)
@@ -288,8 +312,45 @@ static int leave_lock(nm_waiter_t *w, netmutex_t *m, nm_cond_op_t op, int *signa
     return err;
 }
 
-/* Steps 1 to 5 for the calling thread, which holds M. */
-static int wait_on(const cond_rec_t *r, netmutex_t *m, unsigned int lease_ms, int64_t deadline)
+/* A wait cancelled in step 3 (pthread_cancel): what the clean-up
+ * handler needs to finish it. */
+typedef struct cancelled {
+    nm_waiter_t *w;
+    netmutex_t *m;
+    cond_rec_t *r;
+} cancelled_t;
+
+/* The wait was cancelled while it blocked: before the caller's clean-up
+ * handlers run, the waiter leaves as one that gave up does (a signal it
+ * got goes on to another waiter: pthread's cancelled waiter consumes
+ * none), M is locked again, and the wait is over. */
+static void wait_cancelled(void *arg)
+{
+    cancelled_t *x = arg;
+    int signalled;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL); /* on its way out */
+    nm_cond_cancelled(x->w);
+    leave_lock(x->w, x->m, NM_COND_LEAVE_PASS, &signalled);
+    nm_cond_waiter_free(x->w);
+    __atomic_sub_fetch(&x->r->waiters, 1, __ATOMIC_ACQ_REL);
+}
+
+/* Step 3 as a cancellation point where W->cancellable says so. */
+static int block_cancellable(cond_rec_t *r, nm_waiter_t *w, netmutex_t *m, int64_t deadline,
+                             int64_t sent_until)
+{
+    cancelled_t x = { w, m, r };
+    int res;
+    pthread_cleanup_push(wait_cancelled, &x);
+    res = block(w, deadline, sent_until);
+    pthread_cleanup_pop(0);
+    return res;
+}
+
+/* Steps 1 to 5 for the calling thread, which holds M; CANCELLABLE: step 3
+ * is a cancellation point. */
+static int wait_on(cond_rec_t *r, netmutex_t *m, unsigned int lease_ms, int64_t deadline,
+                   int cancellable)
 {
     nm_waiter_t w;
     long long ignored;
@@ -297,6 +358,7 @@ static int wait_on(const cond_rec_t *r, netmutex_t *m, unsigned int lease_ms, in
     int err = nm_cond_waiter(&w, r->name, r->name_len, lease_ms);
     if (err)
         return err;
+    w.cancellable = cancellable;
     int64_t sent_until;
     err = register_unlock(&w, m, deadline, &unlocked, &uerr, &sent_until);
     if (unreached(err) || (err && unlocked)) {
@@ -310,7 +372,7 @@ static int wait_on(const cond_rec_t *r, netmutex_t *m, unsigned int lease_ms, in
         return err;
     }
     /* EIO: released here, and the key expires by itself; we wait. */
-    int res = uerr == ENOLCK ? ENOLCK : block(&w, deadline, sent_until);
+    int res = uerr == ENOLCK ? ENOLCK : block_cancellable(r, &w, m, deadline, sent_until);
     err = leave_lock(&w, m, res == ENOLCK ? NM_COND_LEAVE_PASS : NM_COND_LEAVE, &signalled);
     nm_cond_waiter_free(&w);
     if (signalled && res == ETIMEDOUT)
@@ -318,7 +380,8 @@ static int wait_on(const cond_rec_t *r, netmutex_t *m, unsigned int lease_ms, in
     return err ? err : res;
 }
 
-static int cond_wait(netmutex_cond_t *c, netmutex_t *m, int64_t deadline)
+/* CANCELLABLE: step 3 is a cancellation point. */
+static int checked_wait(netmutex_cond_t *c, netmutex_t *m, int64_t deadline, int cancellable)
 {
     cond_rec_t *r;
     unsigned int lease_ms;
@@ -330,8 +393,22 @@ static int cond_wait(netmutex_cond_t *c, netmutex_t *m, int64_t deadline)
     if (nm_remaining_ms(deadline) == 0)
         return ETIMEDOUT;
     __atomic_add_fetch(&r->waiters, 1, __ATOMIC_ACQ_REL);
-    err = wait_on(r, m, lease_ms, deadline);
+    err = wait_on(r, m, lease_ms, deadline, cancellable);
     __atomic_sub_fetch(&r->waiters, 1, __ATOMIC_ACQ_REL);
+    return err;
+}
+
+/* With cancellation disabled but where step 3 enables it again, for a
+ * caller that had it enabled and deferred. */
+static int cond_wait(netmutex_cond_t *c, netmutex_t *m, int64_t deadline)
+{
+    int state, type;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
+    pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &type);
+    int err = checked_wait(c, m, deadline,
+                           state == PTHREAD_CANCEL_ENABLE && type == PTHREAD_CANCEL_DEFERRED);
+    pthread_setcanceltype(type, NULL);
+    pthread_setcancelstate(state, NULL);
     return err;
 }
 

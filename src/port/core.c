@@ -31,7 +31,10 @@
  * handlers run; our own handler, the first to run, then takes the netmutex
  * as above, so the program's handlers hold the whole mutex.  A wait on a
  * selected one acts on a cancellation on entry and on return, both with
- * the mutex held: netmutex_cond_wait cannot be cancelled while it sleeps.
+ * the mutex held, and while it sleeps: netmutex_cond_wait is a
+ * cancellation point there (and only there), which leaves the condition
+ * and takes the netmutex again before the handlers run; ours, the next,
+ * takes local.
  *
  * Errors are pthread's.  netmutex_unlock's two codes that pthread has not:
  * ENOLCK (our lease was lost: another holder may have overlapped ours) is
@@ -244,6 +247,45 @@ static int check_wait(nm_port_t *p, nm_port_wait_t how)
     return 0;
 }
 
+typedef struct relock {
+    nm_port_t *p;
+    pthread_mutex_t *local;
+} relock_t;
+
+/* A wait on a selected condition variable was cancelled while it slept:
+ * netmutex_cond_wait left the condition and took the netmutex again
+ * before its own handler let this one, the next, run.  Take local, as
+ * the wait does when it returns, so that the program's handlers hold the
+ * whole mutex. */
+static void relocal_cancelled(void *arg)
+{
+    relock_t *r = arg;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);  /* the thread is on its way out */
+    local_acquire(r->local, 0);
+    r->p->depth = 1;
+    set_owner(r->p, 1);
+}
+
+/* netmutex_cond_wait or clockwait of NC with P's netmutex, a cancellation
+ * point while it sleeps, and only there, if the caller's cancellation is
+ * enabled (netmutex_cond_wait(3)). */
+static int netcond_sleep(nm_port_t *p, pthread_mutex_t *local, netmutex_cond_t *nc,
+                         const pthread_cond_t *real, nm_port_wait_t how)
+{
+    relock_t r = { p, local };
+    int err;
+    pthread_cleanup_push(relocal_cancelled, &r);
+    if (how.clock == NM_PORT_FOREVER)
+        err = netmutex_cond_wait(nc, &p->net);
+    else
+        err = netmutex_cond_clockwait(nc, &p->net,
+                                      how.clock == NM_PORT_DEFAULT_CLOCK ? real_clock(real)
+                                                                         : how.clock,
+                                      how.abstime);
+    pthread_cleanup_pop(0);
+    return err;
+}
+
 int nm_port_netcond_wait(nm_port_t *p, pthread_mutex_t *local, netmutex_cond_t *nc,
                          const pthread_cond_t *real, nm_port_wait_t how)
 {
@@ -252,17 +294,11 @@ int nm_port_netcond_wait(nm_port_t *p, pthread_mutex_t *local, netmutex_cond_t *
     if (err)
         return err;
     pthread_testcancel();   /* a cancellation point, the mutex held */
-    int old = nm_port_nocancel();
     p->depth = 0;
     set_owner(p, 0);
     __real_pthread_mutex_unlock(local);   /* the netmutex stays ours */
-    if (how.clock == NM_PORT_FOREVER)
-        err = netmutex_cond_wait(nc, &p->net);
-    else
-        err = netmutex_cond_clockwait(nc, &p->net,
-                                      how.clock == NM_PORT_DEFAULT_CLOCK ? real_clock(real)
-                                                                         : how.clock,
-                                      how.abstime);
+    err = netcond_sleep(p, local, nc, real, how);
+    int old = nm_port_nocancel();
     local_acquire(local, 0);
     p->depth = 1;
     set_owner(p, 1);
@@ -275,11 +311,6 @@ int nm_port_netcond_wait(nm_port_t *p, pthread_mutex_t *local, netmutex_cond_t *
 }
 
 static const nm_port_wait_t forever = { NM_PORT_FOREVER, NULL };
-
-typedef struct relock {
-    nm_port_t *p;
-    pthread_mutex_t *local;
-} relock_t;
 
 /* The real wait was cancelled, and the C library took local again before
  * running the clean-up handlers, this one first: take the mutex as a lock

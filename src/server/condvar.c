@@ -288,6 +288,23 @@ static int blocked(nm_config_t *cfg, int err, redisReply *r)
     return err;
 }
 
+/* Marks W in a block that may be cancelled (ON), or out of it. */
+static void cancel_point(nm_waiter_t *w, int on)
+{
+    if (w->cancellable) {
+        w->blocking = on;
+        nm_reply_cancellable(on);
+    }
+}
+
+void nm_cond_cancelled(nm_waiter_t *w)
+{
+    nm_reply_cancellable(0);
+    if (w->blocking)
+        nm_cond_abandon(w);
+    w->blocking = 0;
+}
+
 int nm_cond_await(nm_waiter_t *w, int64_t until)
 {
     nm_config_t *cfg = w->cfg;
@@ -295,7 +312,9 @@ int nm_cond_await(nm_waiter_t *w, int64_t until)
     redisReply *r = NULL;
     if (!c)
         return NM_ECONN; /* dropped meanwhile: so was the BLPOP */
+    cancel_point(w, 1);
     int err = nm_await_blocking(c, until, until + cfg->io_timeout_ms, &r);
+    cancel_point(w, 0);
     return blocked(cfg, err, r);
 }
 
@@ -329,7 +348,9 @@ int nm_cond_block(nm_waiter_t *w, int64_t until)
          * fine, only W may be stale. */
         if (nm_sentinel_master_gen(&cfg->servers[0]) != w->gen)
             return NM_ECONN;
+        cancel_point(w, 1);
         err = nm_call_blocking(c, 3, t.argv, t.lens, until, reply_by, &r);
+        cancel_point(w, 0);
     }
     return blocked(cfg, err, r);
 }

@@ -48,6 +48,9 @@ typedef struct nm_waiter {
     const char *bargv[3];
     size_t blens[3];
     char timeout[24];
+    /* Its blocks are cancellation points (nm_cond_cancelled). */
+    int cancellable;
+    int blocking;              /* in one: its BLPOP is pending */
 } nm_waiter_t;
 
 /* Makes *W a new waiter of condition NAME (its token and keys), whose
@@ -97,6 +100,14 @@ void nm_cond_abandon(nm_waiter_t *w);
  * one may lack a signal the old one had, so W wakes rather than block
  * there). */
 int nm_cond_block(nm_waiter_t *w, int64_t until);
+
+/* With W->cancellable set, nm_cond_await and nm_cond_block are
+ * cancellation points while they wait for a signal (nm_reply_cancellable,
+ * reply.h), and nothing else is.  A clean-up handler of a thread
+ * cancelled there calls this first: the BLPOP still pending, its
+ * connection is dropped.  W is then registered still: the handler leaves
+ * with nm_cond_run or nm_cond_request, and frees W. */
+void nm_cond_cancelled(nm_waiter_t *w);
 
 /* Signals one waiter of NAME (ALL 0) or all of them: *WOKEN how many.
  * 0, ENOTSUP (quorum mode), EAGAIN (unreachable), EACCES, EPROTO, ENOMEM. */

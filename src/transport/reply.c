@@ -92,21 +92,49 @@ int nm_io_setup(redisContext *c)
     return 0;
 }
 
+/* Whether the calling thread's wait for a blocked command's reply is a
+ * cancellation point (nm_reply_cancellable). */
+static __thread int cancellable;
+
+void nm_reply_cancellable(int on)
+{
+    cancellable = on;
+}
+
+/* poll(), a cancellation point when CANCEL (see nm_reply_cancellable):
+ * cancellation is enabled around it alone, so that a thread is only ever
+ * cancelled in the poll itself. */
+static int poll_one(struct pollfd *p, int timeout, int cancel)
+{
+    int old, n;
+    if (!cancel)
+        return poll(p, 1, timeout);
+    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+    n = poll(p, 1, timeout);
+    pthread_setcancelstate(old, NULL);
+    return n;
+}
+
 /* Waits until C's socket is ready for EVENTS or UNTIL passes: 0,
- * ETIMEDOUT, or NM_ECONN (poll failed). */
-static int poll_until(redisContext *c, short events, int64_t until)
+ * ETIMEDOUT, or NM_ECONN (poll failed).  CANCEL: a cancellation point. */
+static int poll_cancel(redisContext *c, short events, int64_t until, int cancel)
 {
     for (;;) {
         int64_t left = nm_remaining_ms(until);
         if (left == 0)
             return ETIMEDOUT;
         struct pollfd p = { c->fd, events, 0 };
-        int n = poll(&p, 1, (int)NM_MIN(left, 60000));
+        int n = poll_one(&p, (int)NM_MIN(left, 60000), cancel);
         if (n > 0)
             return 0;
         if (n < 0 && errno != EINTR)
             return NM_ECONN;
     }
+}
+
+static int poll_until(redisContext *c, short events, int64_t until)
+{
+    return poll_cancel(c, events, until, 0);
 }
 
 /* The same by DEADLINE, out of time being NM_ECONN. */
@@ -287,7 +315,8 @@ static int get_blocked_reply(redisContext *c, int64_t until, int64_t deadline,
         int err = nm_take_reply(c, out);
         if (err || *out)
             return err;
-        err = poll_until(c, POLLIN, NM_MIN(until, deadline));
+        /* Only the wait before UNTIL, when no nudge is owed an answer. */
+        err = poll_cancel(c, POLLIN, NM_MIN(until, deadline), cancellable && *nudges == 0);
         if (err == ETIMEDOUT && nm_remaining_ms(deadline) > 0) {
             err = nudge(c, deadline);
             /* After the last one, the server's own tick answers. */

@@ -74,6 +74,17 @@ int nm_call_blocking(redisContext *c, int argc, const char **argv, const size_t 
  * script.h's trailers), as nm_call_blocking() waits for it. */
 int nm_await_blocking(redisContext *c, int64_t until, int64_t deadline, redisReply **out);
 
+/* ON: from now on, until called with 0, the calling thread's waits for
+ * the reply of a blocking command (nm_call_blocking, nm_await_blocking),
+ * up to their UNTIL, are cancellation points: the poll() alone runs with
+ * deferred cancellation enabled (pthread_cancel(3)), for a caller that
+ * had it enabled before the library disabled it.  A thread cancelled
+ * there has its blocking command still pending, its reply perhaps half
+ * read: the caller's clean-up handler calls this with 0 and drops the
+ * connection.  netmutex_cond_wait(3)'s block (condvar.c) is the one
+ * user. */
+void nm_reply_cancellable(int on);
+
 /* Reads the next reply of a pipeline, checked as nm_call() does. */
 int nm_get_reply(redisContext *c, int64_t deadline, redisReply **out);
 
