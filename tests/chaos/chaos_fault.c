@@ -210,6 +210,17 @@ bool chaos_inject_kill_holder(ChaosRun *run)
     return true;
 }
 
+/* The token of the lock key's holder (a mutex's, or a rwlock's writer),
+ * NULL if none. */
+static char *lock_token(ChaosRun *run)
+{
+    char *value = nm_redis_get(run->redis, 0, run->key, strlen(run->key));
+    char *token = value ? g_strndup(value, 32) : NULL;
+
+    g_free(value);
+    return token;
+}
+
 /* A waiter that had been granted the lock when it died is a dead holder:
  * the lock is then rightly kept for its lease. */
 bool chaos_inject_kill_waiter(ChaosRun *run)
@@ -221,7 +232,7 @@ bool chaos_inject_kill_waiter(ChaosRun *run)
     if (s < 0)
         return false;
     f = chaos_run_kill(run, s);
-    now = nm_token_of(run->redis, run->name);
+    now = lock_token(run);
     if (f)
         f->flags = CHAOS_FF_QUEUED | (g_strcmp0(now, token) == 0 ? CHAOS_FF_HOLDER : 0);
     run->flagged += g_strcmp0(now, token) == 0;
