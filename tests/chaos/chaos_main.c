@@ -156,10 +156,12 @@
  * well over 100,000 signals. */
 static const ChaosFamily families[] = {
     { "baseline", NULL, 100, CHAOS_SINGLE, true, 2, false, false, false },
-    { "sigstop/holder", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false, 2, false, false, false },
+    { "sigstop/holder", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false, 2, false, false,
+      false },
     /* Twice the time: its fault strikes only if the stopped waiter is
      * granted the lock while it sleeps, and takes two leases. */
-    { "sigstop/waiter", chaos_inject_stop_waiter, 300, CHAOS_SINGLE, false, 4, false, false, false },
+    { "sigstop/waiter", chaos_inject_stop_waiter, 300, CHAOS_SINGLE, false, 4, false, false,
+      false },
     { "kill/holder", chaos_inject_kill_holder, 800, CHAOS_SINGLE, true, 2, false, false, false },
     { "kill/waiter", chaos_inject_kill_waiter, 300, CHAOS_SINGLE, true, 2, false, false, false },
     { "client-kill/normal", chaos_inject_client_kill_normal, 150, CHAOS_SINGLE, false,
@@ -167,7 +169,8 @@ static const ChaosFamily families[] = {
     { "client-kill/blocked", chaos_inject_client_kill_blocked, 150, CHAOS_SINGLE, false, 2,
       false, false, false },
     { "debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false, 2, false, false, false },
-    { "restart-empty", chaos_inject_restart_empty, 400, CHAOS_SINGLE, false, 2, false, false, false },
+    { "restart-empty", chaos_inject_restart_empty, 400, CHAOS_SINGLE, false, 2, false, false,
+      false },
     { "blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false, 2, false, false, false },
     { "forged-grant", chaos_inject_forged_grant, 20, CHAOS_SINGLE, false, 2, false, false, false },
     { "quorum/minority-down", chaos_inject_quorum_minority, 300, CHAOS_QUORUM, false,
@@ -175,10 +178,14 @@ static const ChaosFamily families[] = {
     { "quorum/majority-down", chaos_inject_quorum_majority, 300, CHAOS_QUORUM, false,
       2, false, false, false },
     { "cached/baseline", NULL, 100, CHAOS_SINGLE, true, 1, true, false, false },
-    { "cached/sigstop/holder", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false, 1, true, false, false },
-    { "cached/sigstop/waiter", chaos_inject_stop_waiter, 300, CHAOS_SINGLE, false, 2, true, false, false },
-    { "cached/kill/holder", chaos_inject_kill_holder, 800, CHAOS_SINGLE, true, 1, true, false, false },
-    { "cached/kill/waiter", chaos_inject_kill_waiter, 300, CHAOS_SINGLE, true, 1, true, false, false },
+    { "cached/sigstop/holder", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false, 1, true,
+      false, false },
+    { "cached/sigstop/waiter", chaos_inject_stop_waiter, 300, CHAOS_SINGLE, false, 2, true,
+      false, false },
+    { "cached/kill/holder", chaos_inject_kill_holder, 800, CHAOS_SINGLE, true, 1, true, false,
+      false },
+    { "cached/kill/waiter", chaos_inject_kill_waiter, 300, CHAOS_SINGLE, true, 1, true, false,
+      false },
     { "cached/client-kill/normal", chaos_inject_client_kill_normal, 150, CHAOS_SINGLE, false, 1,
       true, false, false },
     /* Twice its share: a cached lease is often passed on without anybody
@@ -186,11 +193,13 @@ static const ChaosFamily families[] = {
      * strikes (under TSan, 10 s found none once). */
     { "cached/client-kill/blocked", chaos_inject_client_kill_blocked, 150, CHAOS_SINGLE, false,
       2, true, false, false },
-    { "cached/debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false, 1, true, false, false },
+    { "cached/debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false, 1, true, false,
+      false },
     { "cached/restart-empty", chaos_inject_restart_empty, 400, CHAOS_SINGLE, false,
       1, true, false, false },
     { "cached/blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false, 1, true, false, false },
-    { "cached/forged-grant", chaos_inject_forged_grant, 20, CHAOS_SINGLE, false, 1, true, false, false },
+    { "cached/forged-grant", chaos_inject_forged_grant, 20, CHAOS_SINGLE, false, 1, true, false,
+      false },
     /* Condition families: turns passed round rings through netmutex_cond_t
      * (chaos_cond_worker.c), judged for lost wake-ups too. */
     { "cond/baseline", NULL, 100, CHAOS_SINGLE, false, COND_WEIGHT, false, true, false },
