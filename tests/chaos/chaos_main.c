@@ -92,8 +92,9 @@
  *                          families' signals.  Quorum mode has no
  *                          condition variables (ENOTSUP).
  *   rwlock/<family>        a netmutex_rwlock_t under the single-server
- *                          and proxy faults above (but the forged grant,
- *                          which speaks a mutex's channel):
+ *                          and proxy faults above, the forged grant
+ *                          pushed on queued waiters' grant lists (K:g:<t>)
+ *                          rather than published:
  *                          chaos_rw_worker.c's three processes of three
  *                          threads and a prober take it to read (two calls
  *                          in three) and to write, half of the processes
@@ -245,6 +246,8 @@ static const ChaosFamily families[] = {
       false, false, true },
     { "rwlock/blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false, RW_WEIGHT, false,
       false, true },
+    { "rwlock/forged-grant", chaos_inject_forged_rw_grant, 20, CHAOS_SINGLE, false, RW_WEIGHT,
+      false, false, true },
 };
 
 static ChaosEnv env;
