@@ -716,8 +716,16 @@ static double ms_since(int64_t t, int64_t t0)
     return t > 0 ? (double)(t - t0) / 1e6 : -1.0;
 }
 
-static const char *op_name(int op)
+/* A read-write lock's calls are named by their mode as well. */
+static const char *op_name(int op, int mode)
 {
+    if (mode == 'r' || mode == 'w') {
+        bool w = mode == 'w';
+        return op == 'l' ? (w ? "wrlock" : "rdlock")
+             : op == 'T' ? (w ? "timedwrlock" : "timedrdlock")
+             : op == 't' ? (w ? "trywrlock" : "tryrdlock")
+                         : "?";
+    }
     switch (op) {
     case 'l': return "lock";
     case 'T': return "timedlock";
@@ -749,7 +757,7 @@ static void print_rec(const ChaosRec *recs, int32_t i, int64_t t0, FILE *out)
             " start %.3f valid_end %.3f fence %" PRIu64 " (fence rc %d)\n"
             "        promise %.3f lost %.3f unlock %.3f..%.3f rc=%d resource %s"
             " rmw %d value %" PRId64 " deadline %.3f%s\n",
-            i, r->pid, r->thread, op_name(r->op), r->rc, ms_since(r->call_ns, t0),
+            i, r->pid, r->thread, op_name(r->op, r->mode), r->rc, ms_since(r->call_ns, t0),
             ms_since(r->ret_ns, t0), ms_since(r->ret_ns, t0),
             ms_since(chaos_valid_end(r), t0), r->fence, r->fence_rc,
             ms_since(r->promise_ns, t0), ms_since(r->lost_ns, t0), ms_since(r->unlock_ns, t0),

@@ -210,6 +210,17 @@ bool chaos_inject_kill_holder(ChaosRun *run)
     return true;
 }
 
+/* The token of the lock key's holder (a mutex's, or a rwlock's writer),
+ * NULL if none. */
+static char *lock_token(ChaosRun *run)
+{
+    char *value = nm_redis_get(run->redis, 0, run->key, strlen(run->key));
+    char *token = value ? g_strndup(value, 32) : NULL;
+
+    g_free(value);
+    return token;
+}
+
 /* A waiter that had been granted the lock when it died is a dead holder:
  * the lock is then rightly kept for its lease. */
 bool chaos_inject_kill_waiter(ChaosRun *run)
@@ -221,7 +232,7 @@ bool chaos_inject_kill_waiter(ChaosRun *run)
     if (s < 0)
         return false;
     f = chaos_run_kill(run, s);
-    now = nm_token_of(run->redis, run->name);
+    now = lock_token(run);
     if (f)
         f->flags = CHAOS_FF_QUEUED | (g_strcmp0(now, token) == 0 ? CHAOS_FF_HOLDER : 0);
     run->flagged += g_strcmp0(now, token) == 0;
@@ -511,6 +522,47 @@ static void server_up(ChaosRun *run, int i, ChaosFault *f)
 {
     nm_redis_restart(run->servers[i]);
     chaos_fault_end(f);
+}
+
+/* Forged grants to a read-write lock's waiters: KEYS[1] its write lock
+ * key K; ARGV[1] how long a forged push may stay (ms).  Every waiter
+ * queued in K:q with its entry in K:w gets a "1" on its grant list
+ * K:g:<token>, as a release pushes it (grant.lua).  Returns the pushes
+ * made.  A waiter must confirm a grant with its own request: one that
+ * took a push at its word would come in beside the holders. */
+static const char rw_forge_script[] =
+    "local pushed = 0\n"
+    "for _, t in ipairs(redis.call('LRANGE', KEYS[1] .. ':q', 0, -1)) do\n"
+    "  if redis.call('HEXISTS', KEYS[1] .. ':w', t) == 1 then\n"
+    "    redis.call('RPUSH', KEYS[1] .. ':g:' .. t, '1')\n"
+    "    redis.call('PEXPIRE', KEYS[1] .. ':g:' .. t, ARGV[1])\n"
+    "    pushed = pushed + 1\n"
+    "  end\n"
+    "end\n"
+    "return pushed\n";
+
+bool chaos_inject_forged_rw_grant(ChaosRun *run)
+{
+    int64_t begin = chaos_now_ns();
+    char ttl[24];
+    redisReply *r;
+    long long pushed;
+    ChaosFault *f;
+
+    g_snprintf(ttl, sizeof ttl, "%u", run->lease_ms);
+    r = nm_redis_cmd(run->redis, "EVAL %s 1 %s %s", rw_forge_script, run->key, ttl);
+    pushed = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+    if (r->type == REDIS_REPLY_ERROR)
+        g_printerr("chaos: forging script failed: %s\n", r->str);
+    freeReplyObject(r);
+    if (pushed == 0)
+        return false;
+    f = chaos_fault_begin(run->log, CHAOS_F_FORGE, 0);
+    if (f) {
+        f->begin_ns = begin;
+        f->detail = (int32_t)pushed;
+    }
+    return true;
 }
 
 bool chaos_inject_quorum_minority(ChaosRun *run)

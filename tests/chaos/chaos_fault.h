@@ -27,6 +27,8 @@ bool chaos_inject_quorum_minority(ChaosRun *run);
 bool chaos_inject_stop_cond_waiter(ChaosRun *run);
 bool chaos_inject_kill_cond_waiter(ChaosRun *run);
 bool chaos_inject_forged_wakeup(ChaosRun *run);
+/* Read-write lock families: forged grants pushed to queued waiters. */
+bool chaos_inject_forged_rw_grant(ChaosRun *run);
 bool chaos_inject_quorum_majority(ChaosRun *run);
 
 #endif /* CHAOS_FAULT_H */

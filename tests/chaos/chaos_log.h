@@ -102,7 +102,9 @@ typedef struct ChaosRec {
     int64_t cond_end_ns;   /* it returned */
     int32_t relay;         /* the signal passes one on (the signaller's turn
                               had not come: see chaos_cond_worker.c) */
-    int32_t reserved2;
+    int32_t mode;          /* read-write lock families: 'r' a read lock call,
+                              'w' a write lock call (op as for a mutex);
+                              0 elsewhere */
 } ChaosRec;
 
 /* What the driver did, and when. */

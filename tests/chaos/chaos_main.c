@@ -91,6 +91,24 @@
  *                          A summary line at the end adds up the condition
  *                          families' signals.  Quorum mode has no
  *                          condition variables (ENOTSUP).
+ *   rwlock/<family>        a netmutex_rwlock_t under the single-server
+ *                          and proxy faults above, the forged grant
+ *                          pushed on queued waiters' grant lists (K:g:<t>)
+ *                          rather than published:
+ *                          chaos_rw_worker.c's three processes of three
+ *                          threads and a prober take it to read (two calls
+ *                          in three) and to write, half of the processes
+ *                          preferring readers; the checker
+ *                          (chaos_rw_check.h) fails a writer whose valid
+ *                          interval meets a reader's or another writer's,
+ *                          fences out of order (a writer's strictly above
+ *                          every earlier writer's, a reader's between the
+ *                          writers before and after it), a lost update by
+ *                          two writers, a call past its bound or that never
+ *                          returns, a result the API does not allow, and
+ *                          any key of the name left three leases after the
+ *                          workers; a summary line at the end adds the
+ *                          families up.  Quorum mode has no rwlocks.
  * plus /chaos/checker/..., the checkers on hand-made logs.
  *
  * Real redis-servers only, started by the fixture (one with
@@ -100,9 +118,10 @@
  * Duration: NETMUTEX_CHAOS_SECONDS is the total time spent injecting faults,
  * shared by the families by weight (default 20, which keeps `make check`
  * at about a minute; CI's long phase sets 240): a robust family 2 (its
- * sigstop/waiter 4), a cached one 1 (2), a condition family 3, so with the
- * default a robust family injects for about 0.5 s, a cached one for about
- * 0.3 s and a condition family for about 0.8 s.  A family
+ * sigstop/waiter 4), a cached one 1 (2), a condition family 3, a
+ * read-write lock family 2, so with the default a robust family (and a
+ * read-write lock family) injects for about 0.4 s, a cached one for about
+ * 0.2 s and a condition family for about 0.6 s.  A family
  * always injects at least one fault, so under valgrind or TSan, whose
  * slowdown stretches every lease and wait, it takes longer but injects
  * fewer.
@@ -112,7 +131,9 @@
  * chaos_fault.[ch] the injectors; chaos_proxy.[ch] the blackholing proxy in
  * a process of its own; chaos_run.[ch] one family from start to verdict;
  * chaos_check.[ch] the checker (chaos_cond_check.[ch] the conditions');
- * chaos_selftest.[ch] and chaos_cond_selftest.c their tests.
+ * chaos_selftest.[ch] and chaos_cond_selftest.c their tests;
+ * chaos_rw_worker.[ch], chaos_rw_check.[ch] and chaos_rw_selftest.c the
+ * read-write lock families'.
  */
 #include "ac_config.h"
 
@@ -128,71 +149,105 @@
 #define DEFAULT_SECONDS 20u
 #define MAX_SECONDS (24u * 3600u)
 #define COND_WEIGHT 3
+#define RW_WEIGHT 2
 
 /* Weights: a robust family 2, its cached sibling 1 (half the time: the
  * same faults, on the code the two share, plus the cache's own paths); a
  * condition family 3, so that the long run's condition families send
  * well over 100,000 signals. */
 static const ChaosFamily families[] = {
-    { "baseline", NULL, 100, CHAOS_SINGLE, true, 2, false, false },
-    { "sigstop/holder", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false, 2, false, false },
+    { "baseline", NULL, 100, CHAOS_SINGLE, true, 2, false, false, false },
+    { "sigstop/holder", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false, 2, false, false,
+      false },
     /* Twice the time: its fault strikes only if the stopped waiter is
      * granted the lock while it sleeps, and takes two leases. */
-    { "sigstop/waiter", chaos_inject_stop_waiter, 300, CHAOS_SINGLE, false, 4, false, false },
-    { "kill/holder", chaos_inject_kill_holder, 800, CHAOS_SINGLE, true, 2, false, false },
-    { "kill/waiter", chaos_inject_kill_waiter, 300, CHAOS_SINGLE, true, 2, false, false },
+    { "sigstop/waiter", chaos_inject_stop_waiter, 300, CHAOS_SINGLE, false, 4, false, false,
+      false },
+    { "kill/holder", chaos_inject_kill_holder, 800, CHAOS_SINGLE, true, 2, false, false, false },
+    { "kill/waiter", chaos_inject_kill_waiter, 300, CHAOS_SINGLE, true, 2, false, false, false },
     { "client-kill/normal", chaos_inject_client_kill_normal, 150, CHAOS_SINGLE, false,
-      2, false, false },
+      2, false, false, false },
     { "client-kill/blocked", chaos_inject_client_kill_blocked, 150, CHAOS_SINGLE, false, 2,
-      false, false },
-    { "debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false, 2, false, false },
-    { "restart-empty", chaos_inject_restart_empty, 400, CHAOS_SINGLE, false, 2, false, false },
-    { "blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false, 2, false, false },
-    { "forged-grant", chaos_inject_forged_grant, 20, CHAOS_SINGLE, false, 2, false, false },
+      false, false, false },
+    { "debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false, 2, false, false, false },
+    { "restart-empty", chaos_inject_restart_empty, 400, CHAOS_SINGLE, false, 2, false, false,
+      false },
+    { "blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false, 2, false, false, false },
+    { "forged-grant", chaos_inject_forged_grant, 20, CHAOS_SINGLE, false, 2, false, false, false },
     { "quorum/minority-down", chaos_inject_quorum_minority, 300, CHAOS_QUORUM, false,
-      2, false, false },
+      2, false, false, false },
     { "quorum/majority-down", chaos_inject_quorum_majority, 300, CHAOS_QUORUM, false,
-      2, false, false },
-    { "cached/baseline", NULL, 100, CHAOS_SINGLE, true, 1, true, false },
-    { "cached/sigstop/holder", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false, 1, true, false },
-    { "cached/sigstop/waiter", chaos_inject_stop_waiter, 300, CHAOS_SINGLE, false, 2, true, false },
-    { "cached/kill/holder", chaos_inject_kill_holder, 800, CHAOS_SINGLE, true, 1, true, false },
-    { "cached/kill/waiter", chaos_inject_kill_waiter, 300, CHAOS_SINGLE, true, 1, true, false },
+      2, false, false, false },
+    { "cached/baseline", NULL, 100, CHAOS_SINGLE, true, 1, true, false, false },
+    { "cached/sigstop/holder", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false, 1, true,
+      false, false },
+    { "cached/sigstop/waiter", chaos_inject_stop_waiter, 300, CHAOS_SINGLE, false, 2, true,
+      false, false },
+    { "cached/kill/holder", chaos_inject_kill_holder, 800, CHAOS_SINGLE, true, 1, true, false,
+      false },
+    { "cached/kill/waiter", chaos_inject_kill_waiter, 300, CHAOS_SINGLE, true, 1, true, false,
+      false },
     { "cached/client-kill/normal", chaos_inject_client_kill_normal, 150, CHAOS_SINGLE, false, 1,
-      true, false },
+      true, false, false },
     /* Twice its share: a cached lease is often passed on without anybody
      * blocked, and its fault needs a waiter blocked at the moment it
      * strikes (under TSan, 10 s found none once). */
     { "cached/client-kill/blocked", chaos_inject_client_kill_blocked, 150, CHAOS_SINGLE, false,
-      2, true, false },
-    { "cached/debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false, 1, true, false },
+      2, true, false, false },
+    { "cached/debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false, 1, true, false,
+      false },
     { "cached/restart-empty", chaos_inject_restart_empty, 400, CHAOS_SINGLE, false,
-      1, true, false },
-    { "cached/blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false, 1, true, false },
-    { "cached/forged-grant", chaos_inject_forged_grant, 20, CHAOS_SINGLE, false, 1, true, false },
+      1, true, false, false },
+    { "cached/blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false, 1, true, false, false },
+    { "cached/forged-grant", chaos_inject_forged_grant, 20, CHAOS_SINGLE, false, 1, true, false,
+      false },
     /* Condition families: turns passed round rings through netmutex_cond_t
      * (chaos_cond_worker.c), judged for lost wake-ups too. */
-    { "cond/baseline", NULL, 100, CHAOS_SINGLE, false, COND_WEIGHT, false, true },
+    { "cond/baseline", NULL, 100, CHAOS_SINGLE, false, COND_WEIGHT, false, true, false },
     { "cond/sigstop/waiter", chaos_inject_stop_cond_waiter, 300, CHAOS_SINGLE, false,
-      COND_WEIGHT, false, true },
+      COND_WEIGHT, false, true, false },
     { "cond/sigstop/signaller", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false,
-      COND_WEIGHT, false, true },
+      COND_WEIGHT, false, true, false },
     { "cond/kill/waiter", chaos_inject_kill_cond_waiter, 300, CHAOS_SINGLE, false,
-      COND_WEIGHT, false, true },
+      COND_WEIGHT, false, true, false },
     { "cond/kill/signaller", chaos_inject_kill_holder, 800, CHAOS_SINGLE, false, COND_WEIGHT,
-      false, true },
+      false, true, false },
     { "cond/client-kill/normal", chaos_inject_client_kill_normal, 150, CHAOS_SINGLE, false,
-      COND_WEIGHT, false, true },
+      COND_WEIGHT, false, true, false },
     { "cond/client-kill/blocked", chaos_inject_client_kill_blocked, 150, CHAOS_SINGLE, false,
-      COND_WEIGHT, false, true },
+      COND_WEIGHT, false, true, false },
     { "cond/debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false, COND_WEIGHT,
-      false, true },
+      false, true, false },
     { "cond/restart-empty", chaos_inject_restart_empty, 400, CHAOS_SINGLE, false, COND_WEIGHT,
-      false, true },
+      false, true, false },
     { "cond/blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false, COND_WEIGHT, false,
-      true },
+      true, false },
     { "cond/forged-wakeup", chaos_inject_forged_wakeup, 20, CHAOS_SINGLE, false, COND_WEIGHT,
+      false, true, false },
+    /* Read-write lock families: one netmutex_rwlock_t read and written
+     * (chaos_rw_worker.c), judged by chaos_rw_check.h; the weight of a
+     * robust family. */
+    { "rwlock/baseline", NULL, 100, CHAOS_SINGLE, false, RW_WEIGHT, false, false, true },
+    { "rwlock/sigstop/holder", chaos_inject_stop_holder, 300, CHAOS_SINGLE, false, RW_WEIGHT,
+      false, false, true },
+    { "rwlock/sigstop/waiter", chaos_inject_stop_waiter, 300, CHAOS_SINGLE, false, RW_WEIGHT,
+      false, false, true },
+    { "rwlock/kill/holder", chaos_inject_kill_holder, 800, CHAOS_SINGLE, false, RW_WEIGHT,
+      false, false, true },
+    { "rwlock/kill/waiter", chaos_inject_kill_waiter, 300, CHAOS_SINGLE, false, RW_WEIGHT,
+      false, false, true },
+    { "rwlock/client-kill/normal", chaos_inject_client_kill_normal, 150, CHAOS_SINGLE, false,
+      RW_WEIGHT, false, false, true },
+    { "rwlock/client-kill/blocked", chaos_inject_client_kill_blocked, 150, CHAOS_SINGLE, false,
+      RW_WEIGHT, false, false, true },
+    { "rwlock/debug-sleep", chaos_inject_debug_sleep, 300, CHAOS_SINGLE, false, RW_WEIGHT,
+      false, false, true },
+    { "rwlock/restart-empty", chaos_inject_restart_empty, 400, CHAOS_SINGLE, false, RW_WEIGHT,
+      false, false, true },
+    { "rwlock/blackhole", chaos_inject_blackhole, 400, CHAOS_PROXY, false, RW_WEIGHT, false,
       false, true },
+    { "rwlock/forged-grant", chaos_inject_forged_rw_grant, 20, CHAOS_SINGLE, false, RW_WEIGHT,
+      false, false, true },
 };
 
 static ChaosEnv env;
@@ -218,6 +273,20 @@ static void print_cond_totals(void)
            "%zu faults\n",
            t->families, t->signals, t->broadcasts, t->to_waiters, t->waits, t->wakes,
            t->timeouts, t->timeouts_judged, t->lost, t->faults);
+}
+
+/* The read-write lock families together. */
+static void print_rw_totals(void)
+{
+    const ChaosRwTotals *t = &chaos_rw_totals;
+
+    if (t->families == 0)
+        return;
+    printf("# chaos read-write lock families: %u run, %zu read calls (%zu holds, %zu valid, "
+           "%zu began while another read held), %zu write calls (%zu holds, %zu valid), "
+           "%zu lost holds; %zu faults\n",
+           t->families, t->reads, t->read_holds, t->read_valid, t->shared, t->writes,
+           t->write_holds, t->write_valid, t->lost, t->faults);
 }
 
 static void run_family(gconstpointer data)
@@ -253,6 +322,7 @@ int main(int argc, char **argv)
     nm_test_init(&argc, &argv);
     chaos_selftest_register();
     chaos_cond_selftest_register();
+    chaos_rw_selftest_register();
     for (gsize i = 0; i < G_N_ELEMENTS(families); i++) {
         char *path = g_strdup_printf("/chaos/%s", families[i].name);
         g_test_add_data_func(path, &families[i], run_family);
@@ -264,6 +334,7 @@ int main(int argc, char **argv)
                    seconds, env.family_ms, nm_slowdown());
     rc = nm_test_finish(g_test_run());
     print_cond_totals();
+    print_rw_totals();
     nm_redis_free(env.redis);
     return rc;
 }

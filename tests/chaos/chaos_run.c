@@ -81,6 +81,9 @@
 #include "chaos_check.h"
 #include "chaos_cond_check.h"
 #include "chaos_cond_worker.h"
+#include "chaos_rw_check.h"
+#include "chaos_rw_worker.h"
+#include "keytag.h"
 
 #define PROCS 3 /* plus the prober */
 #define LEASE_MS 600u
@@ -105,6 +108,7 @@ G_STATIC_ASSERT(COND_PROCS <= CHAOS_MAX_WORKERS && COND_PROCS <= CHAOS_MAX_RINGS
 #define COND_THINK_US 200u
 
 ChaosCondTotals chaos_cond_totals;
+ChaosRwTotals chaos_rw_totals;
 
 /* How long FAM injects faults. */
 static unsigned int family_ms(const ChaosFamily *fam, const ChaosEnv *env)
@@ -146,7 +150,9 @@ void chaos_run_respawn(ChaosRun *run, int slot)
     cfg.proc = index;
     /* Unchecked: the child leaves without valgrind's or LeakSanitizer's
      * exit-time leak check, which would only see this program's memory. */
-    pid = nm_fork_run_unchecked(run->fam->cond ? chaos_cond_worker_main : chaos_worker_main,
+    pid = nm_fork_run_unchecked(run->fam->cond ? chaos_cond_worker_main
+                                : run->fam->rw ? chaos_rw_worker_main
+                                               : chaos_worker_main,
                                 &cfg);
     chaos_store(&p->pid, (int32_t)pid);
     run->slot[slot] = index;
@@ -325,7 +331,7 @@ static void setup_workers(ChaosRun *run)
     c->long_min_ms = run->lease_ms / 3;
     c->long_max_ms = 3 * run->lease_ms / 2;
     c->threads = nm_slowdown() >= 5 ? 2 : 3;
-    c->robust = !run->fam->cached;
+    c->robust = !run->fam->cached && !run->fam->rw;
     c->think_us = run->fam->cached ? THINK_US : 0;
     run->nworkers = PROCS + 1;
     if (run->fam->cond) {
@@ -366,15 +372,27 @@ static void setup_rings(ChaosRun *run)
     }
 }
 
+/* The write lock key <prefix>{r<tag>}NAME of rwlock NAME (lib.lua): its
+ * queue (:q) and entries (:w) are where the injectors find waiters. */
+static char *rw_key(const char *name)
+{
+    char tag[NM_TEST_TAG_LEN + 1];
+
+    nm_test_key_tag(name, strlen(name), tag);
+    return g_strdup_printf("netmutex:{r%s}%s", tag, name);
+}
+
 static void setup_run(ChaosRun *run, const ChaosFamily *fam, const ChaosEnv *env)
 {
     memset(run, 0, sizeof *run);
     run->fam = fam;
     run->lease_ms = nm_ms(LEASE_MS);
     run->rand = g_rand_new();
-    run->name = nm_test_name(fam->cond ? "ring" : "m");
+    run->name = nm_test_name(fam->cond ? "ring" : fam->rw ? "rw" : "m");
     if (fam->cond)
         setup_rings(run);
+    else if (fam->rw)
+        run->key = rw_key(run->name);
     else
         run->key = nm_lock_key(run->name);
     run->log = chaos_log_new(log_capacity(fam, env, run->lease_ms));
@@ -734,6 +752,83 @@ static void judge_cond(ChaosRun *run)
     }
 }
 
+/* ---- the read-write lock families' verdict -------------------------------------- */
+
+static void summarize_rw(const ChaosRun *run, const ChaosReport *rep, const ChaosRwCounts *k)
+{
+    const ChaosStats *s = &rep->stats;
+    char *limits = kinds_text(rep->limits);
+
+    g_test_message("chaos %s: %zu read calls (%zu holds, %zu valid, %zu began while another "
+                   "read held), %zu write calls (%zu holds, %zu valid); %zu lost holds, %zu "
+                   "fences rejected, %zu killed holding, unlock ENOLCK %zu / EIO %zu, %zu stale "
+                   "lost updates; %u faults injected (%u flagged); documented limits seen: %s",
+                   run->fam->name, k->reads, k->read_holds, k->read_valid, k->shared, k->writes,
+                   k->write_holds, k->write_valid, s->lost, s->rejected, s->killed_holding,
+                   s->unlock_enolck, s->unlock_eio, s->stale_lost_updates, run->injected,
+                   run->flagged, limits);
+    g_free(limits);
+}
+
+static void add_rw_totals(const ChaosRun *run, const ChaosRwCounts *k)
+{
+    ChaosRwTotals *t = &chaos_rw_totals;
+
+    t->families++;
+    t->reads += k->reads;
+    t->writes += k->writes;
+    t->read_holds += k->read_holds;
+    t->write_holds += k->write_holds;
+    t->read_valid += k->read_valid;
+    t->write_valid += k->write_valid;
+    t->shared += k->shared;
+    t->faults += run->injected;
+}
+
+static void judge_rw(ChaosRun *run)
+{
+    const ChaosShared *log = run->log;
+    uint32_t n = chaos_log_count(run->log);
+    ChaosParams p = params(run);
+    ChaosReport rep = { 0 };
+    ChaosRwCounts counts;
+    ChaosRec *view;
+    size_t failures;
+    char *kinds;
+
+    chaos_rw_check(log->recs, n, log->faults, log->nfaults, &p, &rep);
+    chaos_rw_count(log->recs, n, log->faults, log->nfaults, &counts);
+    summarize_rw(run, &rep, &counts);
+    add_rw_totals(run, &counts);
+    chaos_rw_totals.lost += rep.stats.lost;
+    /* Printed and dumped with the intervals judged. */
+    view = chaos_rw_view(log->recs, n, log->faults, log->nfaults);
+    failures = chaos_report_failures(&rep);
+    kinds = kinds_text(rep.count);
+    if (failures || rep.nv) {
+        g_printerr("chaos %s: %zu violations (%s)\n", run->fam->name, failures, kinds);
+        chaos_report_print(&rep, view, run->t0_ns, PRINT_MAX, stderr);
+    }
+    if (g_getenv("NETMUTEX_TEST_CHAOS_DUMP")) {
+        memcpy(run->log->recs, view, (size_t)n * sizeof *view);
+        dump(run);
+    }
+    g_free(view);
+    if (failures) {
+        print_faults(run);
+        g_test_message("chaos %s FAILED: %s", run->fam->name, kinds);
+        g_test_fail();
+    }
+    check_cache_marks(run);
+    if (run->fam->inject && run->injected == 0) {
+        g_test_message("chaos %s: no fault could be injected: nothing was tested",
+                       run->fam->name);
+        g_test_fail();
+    }
+    g_free(kinds);
+    chaos_report_clear(&rep);
+}
+
 /* Keys of the family's names still on the server (at most MAX, in
  * *LIST), or -1 if the server could not be asked. */
 static long keys_left(ChaosRun *run, char **list, int max)
@@ -801,8 +896,11 @@ void chaos_run_family(const ChaosFamily *fam, const ChaosEnv *env)
         g_test_fail();
     }
     stop_workers(&run);
-    if (fam->cond) {
-        judge_cond(&run);
+    if (fam->cond || fam->rw) {
+        if (fam->cond)
+            judge_cond(&run);
+        else
+            judge_rw(&run);
         check_keys_left(&run);
     } else {
         judge(&run);

@@ -36,6 +36,9 @@ typedef struct ChaosFamily {
     bool cond;                   /* a condition family: rings of turns passed
                                     through netmutex_cond_t (chaos_cond_worker.c)
                                     instead of one mutex hammered */
+    bool rw;                     /* a read-write lock family: one
+                                    netmutex_rwlock_t read and written
+                                    (chaos_rw_worker.c) */
 } ChaosFamily;
 
 /* What all families share. */
@@ -77,6 +80,15 @@ typedef struct ChaosCondTotals {
 } ChaosCondTotals;
 
 extern ChaosCondTotals chaos_cond_totals;
+
+/* What the read-write lock families added up to in this run. */
+typedef struct ChaosRwTotals {
+    unsigned int families;
+    size_t reads, writes, read_holds, write_holds, read_valid, write_valid, shared;
+    size_t lost, faults;
+} ChaosRwTotals;
+
+extern ChaosRwTotals chaos_rw_totals;
 
 /* Runs FAM (a GLib test case's body): fails the test case on violations. */
 void chaos_run_family(const ChaosFamily *fam, const ChaosEnv *env);

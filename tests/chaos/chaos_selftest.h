@@ -7,5 +7,8 @@ void chaos_selftest_register(void);
 /* /chaos/checker/cond/...: the condition families' checker
  * (chaos_cond_selftest.c). */
 void chaos_cond_selftest_register(void);
+/* /chaos/checker/rwlock/...: the read-write lock families' checker
+ * (chaos_rw_selftest.c). */
+void chaos_rw_selftest_register(void);
 
 #endif /* CHAOS_SELFTEST_H */
