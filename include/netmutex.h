@@ -560,6 +560,40 @@ typedef struct netmutex_status {
 } netmutex_status_t;
 NETMUTEX_API int netmutex_status(const char *name, netmutex_status_t *st);
 
+/* What the servers know about the read-write lock or the semaphore NAME,
+ * for people and tools (netmutex(1) status --rwlock, --sem).  Changes
+ * nothing.  A rwlock, a semaphore and a mutex of one name are three locks:
+ * each call reads its own kind's keys.  Shares whose lease ran out and
+ * waiters that stopped refreshing their place are not counted, as the
+ * next lock call would drop them.
+ * 0, EINVAL, ENOTSUP (quorum mode, where neither kind exists), EAGAIN (the
+ * server could not be reached), EACCES, EPROTO, ENOMEM. */
+typedef struct netmutex_shared_status {
+    unsigned int shares;              /* read shares held (rwlock: one per
+                                         reading thread), or permits held
+                                         (semaphore); reservations for
+                                         served waiters included */
+    unsigned int permits;             /* semaphore: its number of permits,
+                                         as the server keeps it while one
+                                         is held; 0 when none is, and for
+                                         a rwlock */
+    int writer;                       /* rwlock: 1 while a writer holds it */
+    char holder[NETMUTEX_HOLDER_MAX]; /* the writer's "host:pid:tid", "" */
+    int64_t since_ms;                 /* when the writer took it: Unix ms by
+                                         the server's clock (0: no writer) */
+    int64_t ttl_ms;                   /* what is left of the writer's lease;
+                                         -1 without a writer */
+    uint64_t fence;                   /* the writer's fencing token, 0
+                                         without a writer */
+    unsigned int writers_waiting;     /* rwlock: writers queued in Redis */
+    unsigned int waiters;             /* readers queued (rwlock), or
+                                         threads waiting for a permit */
+    /* Room for what later versions report; the calls zero it. */
+    void *nm_reserved[8];
+} netmutex_shared_status_t;
+NETMUTEX_API int netmutex_rwlock_status(const char *name, netmutex_shared_status_t *st);
+NETMUTEX_API int netmutex_sem_status(const char *name, netmutex_shared_status_t *st);
+
 /* Every lock held now under the configured key prefix, for people and
  * tools (netmutex(1) list).  Changes nothing.
  *
@@ -604,6 +638,26 @@ typedef struct netmutex_list_info {
 } netmutex_list_info_t;
 NETMUTEX_API int netmutex_list(const char *pattern, netmutex_list_fn fn, void *arg,
                                netmutex_list_info_t *info);
+
+/* The read-write locks and semaphores held now under the key prefix (a
+ * write lock, a read share or a permit), for people and tools (netmutex(1)
+ * list), as netmutex_list lists the mutexes: FN is called once per held
+ * lock whose name PATTERN matches, in byte order of the names (a rwlock
+ * before a semaphore of the same name), with its KIND and what
+ * netmutex_rwlock_status() or netmutex_sem_status() says of it.  Looks
+ * where netmutex_list looks, and takes three requests per 1000 keys per
+ * server (the keys either kind keeps while it is held or waited for), then
+ * one status per name found.  Changes nothing.
+ * 0, ECANCELED, EINVAL, EAGAIN, EACCES, EPROTO, ENOMEM as netmutex_list;
+ * ENOTSUP in quorum mode, where neither kind exists. */
+enum {
+    NETMUTEX_KIND_RWLOCK = 1, /* a netmutex_rwlock_t's name */
+    NETMUTEX_KIND_SEM = 2     /* a netmutex_sem_t's name */
+};
+typedef int (*netmutex_list_shared_fn)(const char *name, int kind,
+                                       const netmutex_shared_status_t *st, void *arg);
+NETMUTEX_API int netmutex_list_shared(const char *pattern, netmutex_list_shared_fn fn,
+                                      void *arg, netmutex_list_info_t *info);
 
 /* ---- permissions ---------------------------------------------------------- */
 

@@ -14,7 +14,8 @@
  * lost; a process exiting while it waits leaves the queue; holds renewed
  * past their leases; a key of the wrong type (EPROTO); fences strictly
  * increasing across writers, a reader's between the writers around it;
- * the static initializer; quorum mode's ENOTSUP.
+ * the static initializer; netmutex_rwlock_status (a reader and a waiting
+ * writer, then the writer) and netmutex_list_shared; quorum mode's ENOTSUP.
  */
 #include "ac_config.h"
 
@@ -596,6 +597,73 @@ static void test_writers_fifo(void)
     g_free(name);
 }
 
+/* ---- status ------------------------------------------------------------- */
+
+static int count_rwlock(const char *name, int kind, const netmutex_shared_status_t *st,
+                        void *arg)
+{
+    (void)name;
+    (void)st;
+    if (kind == NETMUTEX_KIND_RWLOCK)
+        ++*(int *)arg;
+    return 0;
+}
+
+/* netmutex_rwlock_status: a reader held while a writer waits, then the
+ * writer's hold; nothing written; netmutex_list_shared finds the lock. */
+static void test_status(void)
+{
+    netmutex_rwlock_t rw;
+    netmutex_shared_status_t st;
+    int listed = 0;
+    char *name = rw_init(&rw, "rw", NETMUTEX_RWLOCK_DEFAULT, 0);
+    Locker reader = { .rw = &rw, .op = 'r' };
+    Locker writer = { .rw = &rw, .op = 'w' };
+
+    nm_assert_rc(netmutex_rwlock_status(NULL, &st), EINVAL);
+    nm_assert_rc(netmutex_rwlock_status(name, NULL), EINVAL);
+    nm_assert_rc(netmutex_rwlock_status(name, &st), 0);
+    g_assert_cmpuint(st.shares, ==, 0);
+    g_assert_cmpint(st.writer, ==, 0);
+    g_assert_cmpint(st.ttl_ms, ==, -1);
+    g_assert_cmpint(rw_keys_left(), ==, 0); /* status writes nothing */
+
+    NmCall *cr = nm_call_start(locker_run, &reader);
+    g_assert_true(wait_got(&reader));
+    NmCall *cw = nm_call_start(locker_run, &writer);
+    g_assert_true(wait_queued(name, 1));
+    long long keys = rw_keys_left();
+    nm_assert_rc(netmutex_rwlock_status(name, &st), 0);
+    g_assert_cmpuint(st.shares, ==, 1);
+    g_assert_cmpint(st.writer, ==, 0);
+    g_assert_cmpuint(st.writers_waiting, ==, 1);
+    g_assert_cmpuint(st.waiters, ==, 0);
+    g_assert_cmpuint(st.permits, ==, 0);
+    nm_assert_rc(netmutex_list_shared(NULL, count_rwlock, &listed, NULL), 0);
+    g_assert_cmpint(listed, ==, 1);
+    g_assert_cmpint(rw_keys_left(), ==, keys);
+
+    g_atomic_int_set(&reader.release, 1);
+    nm_assert_rc(nm_call_wait(cr, PROMPT_MS), 0);
+    g_assert_true(wait_got(&writer));
+    nm_assert_rc(netmutex_rwlock_status(name, &st), 0);
+    g_assert_cmpint(st.writer, ==, 1);
+    g_assert_cmpuint(st.shares, ==, 0);
+    g_assert_cmpuint(st.writers_waiting, ==, 0);
+    g_assert_cmpint(st.ttl_ms, >, 0);
+    g_assert_cmpuint(st.fence, >, 0);
+    g_assert_cmpint(st.since_ms, >, 0);
+    g_assert_cmpstr(st.holder, !=, "");
+    g_atomic_int_set(&writer.release, 1);
+    nm_assert_rc(nm_call_wait(cw, PROMPT_MS), 0);
+    nm_assert_rc(netmutex_rwlock_destroy(&rw), 0);
+    g_assert_true(wait_nothing_left());
+    listed = 0;
+    nm_assert_rc(netmutex_list_shared(NULL, count_rwlock, &listed, NULL), 0);
+    g_assert_cmpint(listed, ==, 0);
+    g_free(name);
+}
+
 /* ---- processes -------------------------------------------------------------- */
 
 /* Shared memory of the processes of a test (mmap'ed before they fork). */
@@ -1072,6 +1140,8 @@ static void test_quorum_enotsup(void)
     nm_assert_rc(netmutex_rwlock_trywrlock(&rw), ENOTSUP);
     nm_assert_rc(netmutex_rwlock_unlock(&rw), EPERM);
     nm_assert_rc(netmutex_rwlock_destroy(&rw), 0);
+    netmutex_shared_status_t st;
+    nm_assert_rc(netmutex_rwlock_status(name, &st), ENOTSUP);
     nm_configure(redis);
     g_free(url);
     g_free(name);
@@ -1084,6 +1154,7 @@ int main(int argc, char **argv)
     nm_configure(redis);
 
     g_test_add_func("/rwlock/args/bad", test_bad_arguments);
+    g_test_add_func("/rwlock/status", test_status);
     g_test_add_func("/rwlock/args/static-initializer", test_static_initializer);
     g_test_add_func("/rwlock/threads/relock", test_relock);
     g_test_add_func("/rwlock/threads/try-busy", test_try_busy);

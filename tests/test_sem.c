@@ -10,7 +10,8 @@
  * past its lease is told it lost it (the callback, ENOLCK); waiters
  * served in arrival order; processes that disagree on the permits told
  * EINVAL; nothing left on the server once the holders and waiters left;
- * quorum mode's ENOTSUP.
+ * netmutex_sem_status and netmutex_list_shared (permits held of N,
+ * waiters, nothing written); quorum mode's ENOTSUP.
  */
 #include "ac_config.h"
 
@@ -574,6 +575,81 @@ static void test_killed_holder(void)
     g_free(name);
 }
 
+/* ---- status ------------------------------------------------------------- */
+
+/* netmutex_list_shared's callback: the semaphore named in ARG found. */
+typedef struct Found {
+    const char *name;
+    int kind;
+    netmutex_shared_status_t st;
+    int n;
+} Found;
+
+static int found_one(const char *name, int kind, const netmutex_shared_status_t *st, void *arg)
+{
+    Found *f = arg;
+    if (strcmp(name, f->name) == 0) {
+        f->kind = kind;
+        f->st = *st;
+        f->n++;
+    }
+    return 0;
+}
+
+/* netmutex_sem_status: permits held out of N, waiters, nothing written;
+ * netmutex_list_shared finds the semaphore while a permit is held. */
+static void test_status(void)
+{
+    netmutex_sem_t s;
+    netmutex_shared_status_t st;
+    Found f = { 0 };
+    char *name = nm_test_name("sem");
+    f.name = name;
+    nm_assert_rc(netmutex_sem_status(NULL, &st), EINVAL);
+    nm_assert_rc(netmutex_sem_status(name, NULL), EINVAL);
+    nm_assert_rc(netmutex_list_shared(NULL, NULL, NULL, NULL), EINVAL);
+    nm_assert_rc(netmutex_sem_status(name, &st), 0);
+    g_assert_cmpuint(st.shares, ==, 0);
+    g_assert_cmpuint(st.permits, ==, 0);
+    g_assert_cmpint(st.writer, ==, 0);
+    g_assert_cmpint(st.ttl_ms, ==, -1);
+    g_assert_cmpuint(st.waiters, ==, 0);
+    g_assert_cmpint(sem_keys_left(), ==, 0); /* status writes nothing */
+
+    nm_assert_rc(netmutex_sem_init(&s, name, 2, NULL), 0);
+    nm_assert_rc(netmutex_sem_wait(&s), 0);
+    nm_assert_rc(netmutex_sem_wait(&s), 0);
+    Taker t = { .s = &s, .hold_ms = 1 };
+    NmCall *c = nm_call_start(taker_run, &t);
+    g_assert_true(wait_queued(name, 1));
+    long long keys = sem_keys_left();
+    nm_assert_rc(netmutex_sem_status(name, &st), 0);
+    g_assert_cmpuint(st.shares, ==, 2);
+    g_assert_cmpuint(st.permits, ==, 2);
+    g_assert_cmpuint(st.waiters, ==, 1);
+    g_assert_cmpuint(st.writers_waiting, ==, 0);
+    g_assert_cmpint(st.writer, ==, 0);
+    g_assert_cmpstr(st.holder, ==, "");
+    nm_assert_rc(netmutex_list_shared(NULL, found_one, &f, NULL), 0);
+    g_assert_cmpint(f.n, ==, 1);
+    g_assert_cmpint(f.kind, ==, NETMUTEX_KIND_SEM);
+    g_assert_cmpuint(f.st.shares, ==, 2);
+    g_assert_cmpint(sem_keys_left(), ==, keys);
+    nm_assert_rc(netmutex_status(name, &(netmutex_status_t){ 0 }), 0);
+
+    nm_assert_rc(netmutex_sem_post(&s), 0);
+    nm_assert_rc(nm_call_wait(c, PROMPT_MS), 0);
+    nm_assert_rc(netmutex_sem_post(&s), 0);
+    nm_assert_rc(netmutex_sem_destroy(&s), 0);
+    g_assert_true(wait_nothing_left());
+    nm_assert_rc(netmutex_sem_status(name, &st), 0);
+    g_assert_cmpuint(st.shares, ==, 0);
+    f.n = 0;
+    nm_assert_rc(netmutex_list_shared(NULL, found_one, &f, NULL), 0);
+    g_assert_cmpint(f.n, ==, 0);
+    g_free(name);
+}
+
 /* ---- quorum mode ---------------------------------------------------------- */
 
 static void test_quorum_enotsup(void)
@@ -592,6 +668,9 @@ static void test_quorum_enotsup(void)
     nm_assert_rc(netmutex_sem_getvalue(&s, &v), ENOTSUP);
     nm_assert_rc(netmutex_sem_post(&s), EPERM);
     nm_assert_rc(netmutex_sem_destroy(&s), 0);
+    netmutex_shared_status_t st;
+    nm_assert_rc(netmutex_sem_status(name, &st), ENOTSUP);
+    nm_assert_rc(netmutex_list_shared(NULL, found_one, NULL, NULL), ENOTSUP);
     nm_configure(redis);
     g_free(url);
     g_free(name);
@@ -616,6 +695,7 @@ int main(int argc, char **argv)
     g_test_add_func("/sem/processes/cap", test_cap_processes);
     g_test_add_func("/sem/processes/killed-holder", test_killed_holder);
     g_test_add_func("/sem/processes/stopped-holder-lost", test_stopped_holder_lost);
+    g_test_add_func("/sem/status", test_status);
     g_test_add_func("/sem/quorum/enotsup", test_quorum_enotsup);
 
     int rc = nm_test_finish(g_test_run());

@@ -304,6 +304,56 @@ static void test_match(void)
     free(m);
 }
 
+/* Listing read-write locks and semaphores: K, S and Q of either name it,
+ * with its kind, whatever bytes the name holds (a name ending in ":s"
+ * too); W, G, the floor, a mutex's or a condition's keys and a tag that is
+ * not the name's do not.  The MATCH patterns quote the prefix and end with
+ * the key's suffix. */
+static void test_shared_name_of(void)
+{
+    nm_config_t cfg = config_with_prefix("netmutex:");
+    static const char *const names[] = { "jobs", "x{y}:s", "a:q", "\xff\x01" };
+    const char *name;
+    size_t lens[NM_RKEY_COUNT], len, n;
+    char kind, *keys;
+
+    for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+        for (int sem = 0; sem < 2; sem++) {
+            g_assert_cmpint(sem ? nm_keys_sem(&cfg, names[i], strlen(names[i]), token, &keys,
+                                              lens)
+                                : nm_keys_rwlock(&cfg, names[i], strlen(names[i]), token,
+                                                 &keys, lens),
+                            ==, 0);
+            for (int k = 0; k < NM_RKEY_COUNT; k++) {
+                const char *key = nm_keys_rwlock_get(keys, lens, (nm_rkey_t)k);
+                int want = k == NM_RKEY_LOCK || k == NM_RKEY_SHARES || k == NM_RKEY_QUEUE;
+                kind = 0;
+                g_assert_cmpint(nm_keys_shared_name_of(&cfg, key, lens[k], &kind, &name, &n),
+                                ==, want);
+                if (want) {
+                    g_assert_cmpint(kind, ==, sem ? 's' : 'r');
+                    g_assert_cmpmem(name, n, names[i], strlen(names[i]));
+                }
+            }
+            free(keys);
+        }
+        g_assert_cmpint(nm_keys_build(&cfg, names[i], strlen(names[i]), token, &keys, &len), ==, 0);
+        g_assert_cmpint(nm_keys_shared_name_of(&cfg, keys, len, &kind, &name, &n), ==, 0);
+        free(keys);
+    }
+    const char *bad[] = { "netmutex:{r41b90dde29446fde}jobs", "netmutex:{r41b90dde29446fdd}",
+                          "netmutex:{c41b90dde29446fdd}jobs", "netmutex:{x41b90dde29446fdd}jobs" };
+    for (size_t i = 0; i < G_N_ELEMENTS(bad); i++)
+        g_assert_cmpint(nm_keys_shared_name_of(&cfg, bad[i], strlen(bad[i]), &kind, &name, &n),
+                        ==, 0);
+    g_assert_cmpint(nm_keys_shared_name_of(&cfg, "netmutex:{r41b90dde29446fdd}jobs", 32, &kind,
+                                           &name, &n), ==, 1);
+    nm_config_t odd = config_with_prefix("t*x:");
+    char *m = nm_keys_match_shared(&odd, "al*", ":s");
+    g_assert_cmpstr(m, ==, "t\\*x:{[rs]????????????????}al*:s");
+    free(m);
+}
+
 /* A condition's keys (docs/deployment.md): {c<tag>}, then :cw, :cs, :ch
  * and the waiter's :cg:<token>, all in one slot, none a mutex's; the CG
  * of another waiter, built from the keys alone, is what that waiter
@@ -355,6 +405,7 @@ int main(int argc, char **argv)
     g_test_add_func("/unit/keys/full-from-kept", test_full_from_kept);
     g_test_add_func("/unit/keys/list/name-of", test_name_of);
     g_test_add_func("/unit/keys/list/match", test_match);
+    g_test_add_func("/unit/keys/list/shared-name-of", test_shared_name_of);
     g_test_add_func("/unit/keys/cond", test_cond);
     return g_test_run();
 }

@@ -41,6 +41,9 @@
 
 enum cli_cmd { CLI_RUN, CLI_STATUS, CLI_BREAK, CLI_LIST, CLI_ACL };
 
+/* What NAME is: status --rwlock, --sem. */
+enum cli_kind { CLI_KIND_MUTEX, CLI_KIND_RWLOCK, CLI_KIND_SEM };
+
 struct cli_opts {
     enum cli_cmd cmd;
     const char *name;
@@ -57,6 +60,7 @@ struct cli_opts {
     int verbose;
     unsigned int lease_ms;    /* 0: the configured default */
     unsigned int permits;     /* --permits: a semaphore of this many; 0: a mutex */
+    enum cli_kind kind;       /* status --rwlock, --sem; break refuses them */
     int lost_sig;             /* 0: --on-lost none */
     const char *url;          /* NULL: NETMUTEX_URL or the default */
     const char *url_file;     /* --url-file: where to read the URL from */
@@ -106,12 +110,20 @@ int cli_exit_code(int err);
  * an exit code, with the message printed. */
 int cli_configure(struct cli_opts *o, const char *holder);
 
-/* admin.c: one lock's state as status and list print it. */
+/* admin.c: one lock's state as status and list print it: a mutex's ST,
+ * or a read-write lock's or a semaphore's SH. */
 struct cli_lock {
     char *name;
+    enum cli_kind kind;
     netmutex_status_t st;
+    netmutex_shared_status_t sh;
 };
-void cli_print_json(const struct cli_lock *l);
+/* KIND_FIELD: list's objects say their kind ("kind"), status's of a mutex
+ * do not (they never did). */
+void cli_print_json(const struct cli_lock *l, int kind_field);
+/* "mutex", "rwlock" or "sem"; whether L is held (by anybody). */
+const char *cli_kind_name(enum cli_kind kind);
+int cli_lock_held(const struct cli_lock *l);
 /* SINCE_MS (Unix ms) as local ISO 8601 with milliseconds and offset, "-"
  * for none. */
 void cli_format_time(int64_t since_ms, char *buf, size_t len);

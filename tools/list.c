@@ -1,7 +1,9 @@
 /*
  * list.c -- `netmutex list [PATTERN]`: the locks held now under the key
- * prefix, as netmutex_list(3) finds them (on every server of a quorum
- * list, every master of a Redis Cluster), in byte order of their names.
+ * prefix, as netmutex_list(3) finds the mutexes and netmutex_list_shared(3)
+ * the read-write locks and semaphores (on every server of a quorum list,
+ * every master of a Redis Cluster), in byte order of their names, a
+ * mutex, a rwlock then a semaphore of one name.
  */
 #include "ac_config.h"
 
@@ -21,22 +23,52 @@ struct locks {
     size_t n, cap;
 };
 
-static int keep(const char *name, const netmutex_status_t *st, void *arg)
+/* Room for one more lock in LS, zeroed, named NAME; NULL: out of memory. */
+static struct cli_lock *add(struct locks *ls, const char *name)
 {
-    struct locks *ls = arg;
-
     if (ls->n == ls->cap) {
         size_t cap = ls->cap != 0 ? 2 * ls->cap : 64;
         struct cli_lock *v = realloc(ls->v, cap * sizeof *v);
         if (v == NULL)
-            return ENOMEM;
+            return NULL;
         ls->v = v;
         ls->cap = cap;
     }
+    memset(&ls->v[ls->n], 0, sizeof ls->v[ls->n]);
     if ((ls->v[ls->n].name = strdup(name)) == NULL)
+        return NULL;
+    return &ls->v[ls->n++];
+}
+
+static int keep(const char *name, const netmutex_status_t *st, void *arg)
+{
+    struct cli_lock *l = add(arg, name);
+
+    if (l == NULL)
         return ENOMEM;
-    ls->v[ls->n++].st = *st;
+    l->kind = CLI_KIND_MUTEX;
+    l->st = *st;
     return 0;
+}
+
+static int keep_shared(const char *name, int kind, const netmutex_shared_status_t *sh, void *arg)
+{
+    struct cli_lock *l = add(arg, name);
+
+    if (l == NULL)
+        return ENOMEM;
+    l->kind = kind == NETMUTEX_KIND_SEM ? CLI_KIND_SEM : CLI_KIND_RWLOCK;
+    l->sh = *sh;
+    return 0;
+}
+
+/* By name, then mutex, rwlock, semaphore. */
+static int by_name(const void *a, const void *b)
+{
+    const struct cli_lock *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+
+    return c != 0 ? c : (int)x->kind - (int)y->kind;
 }
 
 static void locks_free(struct locks *ls)
@@ -66,7 +98,7 @@ static void print_json(const struct cli_lock *locks, size_t n)
     putchar('[');
     for (size_t i = 0; i < n; i++) {
         fputs(i > 0 ? ",\n" : "\n", stdout);
-        cli_print_json(&locks[i]);
+        cli_print_json(&locks[i], 1);
     }
     fputs(n > 0 ? "\n]\n" : "]\n", stdout);
 }
@@ -77,28 +109,53 @@ static int width_of(const struct cli_lock *locks, size_t n, int holder, int leas
     size_t w = (size_t)least;
 
     for (size_t i = 0; i < n; i++) {
-        size_t len = strlen(cli_text(holder ? locks[i].st.holder : locks[i].name, text,
-                                     sizeof text));
+        size_t len = strlen(cli_text(!holder ? locks[i].name
+                                     : locks[i].kind == CLI_KIND_MUTEX ? locks[i].st.holder
+                                                                       : locks[i].sh.holder,
+                                     text, sizeof text));
         w = len > w ? len : w;
     }
     return (int)w;
 }
 
-/* One line per lock, in columns. */
+/* HELD: a mutex's holder count (1), a rwlock's "write" or "read:N"
+ * (N readers), a semaphore's "N/M" permits held ("N/-": the server keeps
+ * M only while a permit is held). */
+static void held_text(const struct cli_lock *l, char *buf, size_t size)
+{
+    if (l->kind == CLI_KIND_MUTEX)
+        snprintf(buf, size, "1");
+    else if (l->kind == CLI_KIND_RWLOCK && l->sh.writer)
+        snprintf(buf, size, "write");
+    else if (l->kind == CLI_KIND_RWLOCK)
+        snprintf(buf, size, "read:%u", l->sh.shares);
+    else if (l->sh.permits > 0)
+        snprintf(buf, size, "%u/%u", l->sh.shares, l->sh.permits);
+    else
+        snprintf(buf, size, "%u/-", l->sh.shares);
+}
+
+/* One line per lock, in columns: a rwlock's holder, since, ttl and fence
+ * are its writer's; its waiters, writers and readers. */
 static void print_table(const struct cli_lock *locks, size_t n)
 {
-    char name[CLI_TEXT_MAX], holder[CLI_TEXT_MAX], since[64];
+    char name[CLI_TEXT_MAX], holder[CLI_TEXT_MAX], since[64], held[32];
     int wn = width_of(locks, n, 0, 4), wh = width_of(locks, n, 1, 6);
 
-    printf("%-*s  %-*s  %-28s  %8s  %20s  %7s  %s\n", wn, "NAME", wh, "HOLDER", "SINCE",
-           "TTL_MS", "FENCE", "WAITERS", "CACHED");
+    printf("%-*s  %-6s  %-11s  %-*s  %-28s  %8s  %20s  %7s  %s\n", wn, "NAME", "KIND", "HELD",
+           wh, "HOLDER", "SINCE", "TTL_MS", "FENCE", "WAITERS", "CACHED");
     for (size_t i = 0; i < n; i++) {
-        const netmutex_status_t *st = &locks[i].st;
-        cli_format_time(st->since_ms, since, sizeof since);
-        printf("%-*s  %-*s  %-28s  %8" PRId64 "  %20" PRIu64 "  %7u  %s\n", wn,
-               cli_text(locks[i].name, name, sizeof name), wh,
-               cli_text(st->holder, holder, sizeof holder), since, st->ttl_ms, st->fence,
-               st->waiters, !st->cached ? "no" : st->idle ? "idle" : "yes");
+        const struct cli_lock *l = &locks[i];
+        int mutex = l->kind == CLI_KIND_MUTEX;
+        const char *who = mutex ? l->st.holder : l->sh.writer ? l->sh.holder : "-";
+        held_text(l, held, sizeof held);
+        cli_format_time(mutex ? l->st.since_ms : l->sh.since_ms, since, sizeof since);
+        printf("%-*s  %-6s  %-11s  %-*s  %-28s  %8" PRId64 "  %20" PRIu64 "  %7u  %s\n", wn,
+               cli_text(l->name, name, sizeof name), cli_kind_name(l->kind), held, wh,
+               cli_text(who, holder, sizeof holder), since,
+               mutex ? l->st.ttl_ms : l->sh.ttl_ms, mutex ? l->st.fence : l->sh.fence,
+               mutex ? l->st.waiters : l->sh.waiters + l->sh.writers_waiting,
+               !mutex ? "-" : !l->st.cached ? "no" : l->st.idle ? "idle" : "yes");
     }
 }
 
@@ -111,6 +168,13 @@ int cli_list(const struct cli_opts *o)
     int empty = o->pattern != NULL && *o->pattern == '\0';
     int err = empty ? 0 : netmutex_list(o->pattern, keep, &ls, &info), rc = 0;
 
+    /* Quorum mode has neither read-write locks nor semaphores (ENOTSUP). */
+    if (err == 0 && !empty) {
+        err = netmutex_list_shared(o->pattern, keep_shared, &ls, &info);
+        err = err == ENOTSUP ? 0 : err;
+        if (err == 0 && ls.n > 1)
+            qsort(ls.v, ls.n, sizeof *ls.v, by_name);
+    }
     if (err == ECANCELED) /* keep ran out of memory */
         err = ENOMEM;
     if (err == EINVAL && o->pattern != NULL) {

@@ -44,7 +44,7 @@
 enum {
     OPT_LEASE = 256, OPT_ON_LOST, OPT_JSON, OPT_URL_FILE,
     OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_SERVER_NAME, OPT_TLS_INSECURE,
-    OPT_PERMITS
+    OPT_PERMITS, OPT_RWLOCK, OPT_SEM
 };
 
 static const struct option long_opts[] = {
@@ -68,6 +68,8 @@ static const struct option long_opts[] = {
     { "tls-insecure", no_argument, NULL, OPT_TLS_INSECURE },
     { "lease", required_argument, NULL, OPT_LEASE },
     { "permits", required_argument, NULL, OPT_PERMITS },
+    { "rwlock", no_argument, NULL, OPT_RWLOCK },
+    { "sem", no_argument, NULL, OPT_SEM },
     { "on-lost", required_argument, NULL, OPT_ON_LOST },
     { "json", no_argument, NULL, OPT_JSON },
     { "help", no_argument, NULL, 'h' },
@@ -88,7 +90,7 @@ static void usage(FILE *f)
     fputs("Usage:\n"
           "  netmutex [options] [run] [--] NAME COMMAND [ARGS...]\n"
           "  netmutex [options] [run] [--] NAME -c 'SHELL COMMAND'\n"
-          "  netmutex [-u URL] status [--json] NAME\n"
+          "  netmutex [-u URL] status [--json] [--rwlock | --sem] NAME\n"
           "  netmutex [-u URL] break NAME\n"
           "  netmutex [-u URL] list [--json] [PATTERN]\n"
           "  netmutex acl [PREFIX]\n"
@@ -120,6 +122,7 @@ static void usage(FILE *f)
           "      --tls-server-name NAME  rediss://: the name to verify (and SNI)\n"
           "      --tls-insecure        rediss://: verify no certificate (unsafe)\n"
           "      --json                status, list: print JSON\n"
+          "      --rwlock, --sem       status: NAME is a read-write lock, a semaphore\n"
           "  -v, --verbose             report waiting, acquired, released\n"
           "  -h, --help                this text\n"
           "  -V, --version             the version\n"
@@ -256,6 +259,13 @@ static int take_option(int c, char *arg, struct cli_opts *o)
         return usage_error("bad TLS server name '%s': want a host name or an address", arg);
     case OPT_TLS_INSECURE: o->tls_insecure = 1; return 0;
     case OPT_JSON: o->json = 1; return 0;
+    case OPT_RWLOCK: case OPT_SEM: {
+        enum cli_kind k = c == OPT_RWLOCK ? CLI_KIND_RWLOCK : CLI_KIND_SEM;
+        if (o->kind != CLI_KIND_MUTEX && o->kind != k)
+            return usage_error("%s", "--rwlock and --sem exclude each other");
+        o->kind = k;
+        return 0;
+    }
     case 'w':
         o->has_timeout = 1;
         if (parse_seconds(arg, &o->timeout_s) == 0)
@@ -302,6 +312,8 @@ static unsigned int option_scope(int c)
         return FOR_ALL & ~FOR_ACL;
     case OPT_JSON:
         return FOR_STATUS | FOR_LIST;
+    case OPT_RWLOCK: case OPT_SEM:
+        return FOR_STATUS | FOR_BREAK;
     default:
         return FOR_ALL;
     }

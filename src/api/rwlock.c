@@ -33,6 +33,7 @@
 #include "registry.h"
 #include "renew.h"
 #include "shares.h"
+#include "status.h"
 
 /* ---- attributes ------------------------------------------------------- */
 
@@ -358,4 +359,13 @@ int netmutex_rwlock_fence(netmutex_rwlock_t *rw, uint64_t *token)
     *token = (uint64_t)mine->hold.lease.fence;
     pthread_mutex_unlock(&e->mu);
     return 0;
+}
+
+int netmutex_rwlock_status(const char *name, netmutex_shared_status_t *st)
+{
+    size_t len;
+    if (!valid_name(name, &len) || !st)
+        return EINVAL;
+    nm_library_init();
+    return nm_errno_public(nm_shared_status(0, name, len, st));
 }

@@ -30,6 +30,7 @@
 #include "registry.h"
 #include "renew.h"
 #include "shares.h"
+#include "status.h"
 
 /* ---- attributes ------------------------------------------------------- */
 
@@ -212,4 +213,13 @@ int netmutex_sem_getvalue(netmutex_sem_t *s, int *value)
     if (!err)
         *value = (int)free_permits;
     return nm_errno_public(err);
+}
+
+int netmutex_sem_status(const char *name, netmutex_shared_status_t *st)
+{
+    size_t len;
+    if (!valid_name(name, &len) || !st)
+        return EINVAL;
+    nm_library_init();
+    return nm_errno_public(nm_shared_status(1, name, len, st));
 }

@@ -35,6 +35,7 @@ static const struct {
     [NM_SCRIPT_GRANT] = { nm_lua_grant, nm_lua_grant_sha },
     [NM_SCRIPT_COND] = { nm_lua_cond, nm_lua_cond_sha },
     [NM_SCRIPT_RWLOCK] = { nm_lua_rwlock, nm_lua_rwlock_sha },
+    [NM_SCRIPT_RWSTATUS] = { nm_lua_rwstatus, nm_lua_rwstatus_sha },
 };
 
 int nm_script_load(redisContext *c, nm_script_t id, int64_t deadline)

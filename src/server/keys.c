@@ -315,3 +315,51 @@ const char *nm_keys_rwlock_get(const char *keys, const size_t lens[NM_RKEY_COUNT
         keys += lens[i] + 1;
     return keys;
 }
+
+char *nm_keys_match_shared(const nm_config_t *cfg, const char *pattern, const char *end)
+{
+    size_t plen = strlen(pattern), slen = strlen(end);
+    char *out = malloc(2 * cfg->prefix_len + NM_KEY_TAG_LEN + 7 + plen + slen), *w = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < cfg->prefix_len; i++) {
+        if (strchr("*?[]\\", cfg->prefix[i]))
+            *w++ = '\\';
+        *w++ = cfg->prefix[i];
+    }
+    memcpy(w, "{[rs]", 5);
+    w += 5;
+    memset(w, '?', NM_KEY_TAG_LEN);
+    w += NM_KEY_TAG_LEN;
+    *w++ = '}';
+    memcpy(w, pattern, plen);
+    memcpy(w + plen, end, slen + 1);
+    return out;
+}
+
+int nm_keys_shared_name_of(const nm_config_t *cfg, const char *key, size_t len, char *kind,
+                           const char **name, size_t *name_len)
+{
+    static const char *const ends[] = { "", ":s", ":q" };
+    size_t head = cfg->prefix_len + NM_KEY_TAG_LEN + 3;
+    char tag[NM_KEY_TAG_LEN + 1];
+    if (len <= head || memcmp(key, cfg->prefix, cfg->prefix_len) != 0 ||
+        key[cfg->prefix_len] != '{' || key[head - 1] != '}' ||
+        (key[cfg->prefix_len + 1] != 'r' && key[cfg->prefix_len + 1] != 's') ||
+        memchr(key + head, '\0', len - head))
+        return 0;
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++) {
+        size_t slen = strlen(ends[i]), n = len - head;
+        if (n <= slen || n - slen > NETMUTEX_NAME_MAX ||
+            memcmp(key + len - slen, ends[i], slen) != 0)
+            continue;
+        nm_keys_tag(key + head, n - slen, tag);
+        if (memcmp(key + cfg->prefix_len + 2, tag, NM_KEY_TAG_LEN) != 0)
+            continue;
+        *kind = key[cfg->prefix_len + 1];
+        *name = key + head;
+        *name_len = n - slen;
+        return 1;
+    }
+    return 0;
+}

@@ -143,4 +143,17 @@ int nm_keys_sem(const nm_config_t *cfg, const char *name, size_t name_len, const
 const char *nm_keys_rwlock_get(const char *keys, const size_t lens[NM_RKEY_COUNT],
                                nm_rkey_t which);
 
+/* Listing (list.c) of read-write locks and semaphores: the SCAN MATCH
+ * pattern of the keys under CFG's prefix whose tag is 'r' or 's' and a
+ * digest, then PATTERN, then END ("" for K, ":s", ":q"): the keys one of
+ * them keeps while it is held or waited for.  Malloc'ed, NULL when out of
+ * memory. */
+char *nm_keys_match_shared(const nm_config_t *cfg, const char *pattern, const char *end);
+/* Whether KEY (LEN bytes) is K, S or Q of a read-write lock ('r' in
+ * *KIND) or a semaphore ('s') under CFG's prefix, the name's own tag after
+ * the kind's letter: 1 with the name in [*NAME, *NAME + *NAME_LEN) (a
+ * pointer into KEY), else 0. */
+int nm_keys_shared_name_of(const nm_config_t *cfg, const char *key, size_t len, char *kind,
+                           const char **name, size_t *name_len);
+
 #endif /* NM_KEYS_H */

@@ -10,6 +10,11 @@
  * asked with status.c, which keeps the quorum rule: a key left on a
  * minority of the servers (a stale grant) is no held lock.
  *
+ * Read-write locks and semaphores (nm_list_shared) are found the same
+ * way, by the keys either keeps while it is held or waited for (K, S, Q:
+ * three SCAN MATCH patterns, each exact on the name), then asked with
+ * status.c's nm_shared_status.  Neither kind exists in quorum mode.
+ *
  * Enough servers must answer for the names to be complete: in quorum mode
  * a majority (any lock a quorum holds is then on one of them), in cluster
  * mode every master (each holds its slots' locks alone).  A server that
@@ -40,9 +45,12 @@
 
 #define SCAN_COUNT "1000"
 
+/* Names found; for the shared kinds each is stored after its kind's
+ * letter ('r' or 's'), and SHARED is 1. */
 typedef struct names {
     char **v;
     size_t n, cap;
+    int shared;
 } names_t;
 
 static int names_add(names_t *ns, const char *s, size_t len)
@@ -73,6 +81,14 @@ static int by_bytes(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The shared kinds' names in byte order of the names, then by kind. */
+static int by_name_then_kind(const void *a, const void *b)
+{
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    int c = strcmp(x + 1, y + 1);
+    return c ? c : (x[0] > y[0]) - (x[0] < y[0]);
+}
+
 /* Sorted, each name once: SCAN may return a key twice, and in quorum mode
  * every server of the quorum has it. */
 static void names_unique(names_t *ns)
@@ -80,7 +96,7 @@ static void names_unique(names_t *ns)
     size_t w = 0;
     if (ns->n == 0)
         return;
-    qsort(ns->v, ns->n, sizeof *ns->v, by_bytes);
+    qsort(ns->v, ns->n, sizeof *ns->v, ns->shared ? by_name_then_kind : by_bytes);
     for (size_t i = 1; i < ns->n; i++) {
         if (strcmp(ns->v[i], ns->v[w]) == 0)
             free(ns->v[i]);
@@ -95,17 +111,25 @@ static int take_page(const nm_config_t *cfg, redisReply *const *keys, size_t n, 
 {
     const char *name;
     size_t len;
+    char tagged[NETMUTEX_NAME_MAX + 1]; /* the kind's letter, then the name */
     int err = 0;
-    for (size_t i = 0; !err && i < n; i++)
-        if (nm_keys_name_of(cfg, keys[i]->str, keys[i]->len, &name, &len))
-            err = names_add(ns, name, len);
+    for (size_t i = 0; !err && i < n; i++) {
+        if (!ns->shared) {
+            if (nm_keys_name_of(cfg, keys[i]->str, keys[i]->len, &name, &len))
+                err = names_add(ns, name, len);
+        } else if (nm_keys_shared_name_of(cfg, keys[i]->str, keys[i]->len, tagged, &name,
+                                          &len)) {
+            memcpy(tagged + 1, name, len);
+            err = names_add(ns, tagged, len + 1);
+        }
+    }
     return err;
 }
 
 /* Every lock key MATCH finds on the server behind C, into NS, each page
  * bounded by BOUND ms.  0 or an errno, the cause in WHY. */
-static int scan(const nm_config_t *cfg, redisContext *c, const char *match, unsigned int bound,
-                names_t *ns, char *why, size_t size)
+static int scan_one(const nm_config_t *cfg, redisContext *c, const char *match,
+                    unsigned int bound, names_t *ns, char *why, size_t size)
 {
     char cursor[NM_SCAN_CURSOR_MAX] = "0";
     do {
@@ -134,6 +158,16 @@ static int scan(const nm_config_t *cfg, redisContext *c, const char *match, unsi
     return 0;
 }
 
+/* The same for each of the NULL-terminated MATCHES. */
+static int scan(const nm_config_t *cfg, redisContext *c, char *const *matches,
+                unsigned int bound, names_t *ns, char *why, size_t size)
+{
+    int err = 0;
+    for (size_t i = 0; !err && matches[i]; i++)
+        err = scan_one(cfg, c, matches[i], bound, ns, why, size);
+    return err;
+}
+
 /* Which error the listing reports when too few answered: a refusal or a
  * strange answer says more than a server that was down. */
 static int worse(int a, int b)
@@ -152,7 +186,7 @@ static void say_failed(const char *where, const char *why)
 
 /* Server I of CFG (one server, its sentinels' master, or one of a quorum
  * list). */
-static int list_server(nm_config_t *cfg, size_t i, const char *match, names_t *ns)
+static int list_server(nm_config_t *cfg, size_t i, char *const *match, names_t *ns)
 {
     char why[256] = "", where[NM_URL_MAX];
     redisContext *c;
@@ -170,7 +204,7 @@ static int list_server(nm_config_t *cfg, size_t i, const char *match, names_t *n
 }
 
 /* Master NODE of CFG's cluster. */
-static int list_node(nm_config_t *cfg, const nm_node_addr_t *node, const char *match,
+static int list_node(nm_config_t *cfg, const nm_node_addr_t *node, char *const *match,
                      names_t *ns)
 {
     char why[256], where[NM_CLUSTER_HOST_MAX + 32];
@@ -193,7 +227,8 @@ static int list_node(nm_config_t *cfg, const nm_node_addr_t *node, const char *m
 
 /* The names on the servers of CFG into NS, from enough of them; INFO
  * filled.  0 or an errno. */
-static int collect(nm_config_t *cfg, const char *match, names_t *ns, netmutex_list_info_t *info)
+static int collect(nm_config_t *cfg, char *const *match, names_t *ns,
+                   netmutex_list_info_t *info)
 {
     nm_node_addr_t *nodes = NULL;
     size_t n = cfg->nservers, answered = 0;
@@ -246,19 +281,67 @@ static int hand_out(const names_t *ns, netmutex_list_fn fn, void *arg)
 int nm_list(const char *pattern, netmutex_list_fn fn, void *arg, netmutex_list_info_t *info)
 {
     nm_config_t *cfg;
-    names_t ns = { NULL, 0, 0 };
+    names_t ns = { NULL, 0, 0, 0 };
     netmutex_list_info_t ignored;
     memset(&ignored, 0, sizeof ignored);
     int err = nm_config_current(&cfg);
     if (err)
         return err;
-    char *match = nm_keys_match(cfg, pattern);
-    err = match ? collect(cfg, match, &ns, info ? info : &ignored) : ENOMEM;
-    free(match);
+    char *match[2] = { nm_keys_match(cfg, pattern), NULL };
+    err = match[0] ? collect(cfg, match, &ns, info ? info : &ignored) : ENOMEM;
+    free(match[0]);
     nm_config_unref(cfg);
     names_unique(&ns);
     if (!err)
         err = hand_out(&ns, fn, arg);
+    names_free(&ns);
+    return err;
+}
+
+/* The held read-write locks and semaphores of NS, handed to FN. */
+static int hand_out_shared(const names_t *ns, netmutex_list_shared_fn fn, void *arg)
+{
+    netmutex_shared_status_t st;
+    for (size_t i = 0; i < ns->n; i++) {
+        const char *name = ns->v[i] + 1;
+        int sem = ns->v[i][0] == 's';
+        int err = nm_shared_status(sem, name, strlen(name), &st);
+        if (err)
+            return err;
+        if ((st.writer || st.shares > 0) &&
+            fn(name, sem ? NETMUTEX_KIND_SEM : NETMUTEX_KIND_RWLOCK, &st, arg) != 0)
+            return ECANCELED;
+    }
+    return 0;
+}
+
+int nm_list_shared(const char *pattern, netmutex_list_shared_fn fn, void *arg,
+                   netmutex_list_info_t *info)
+{
+    static const char *const ends[] = { "", ":s", ":q" };
+    nm_config_t *cfg;
+    names_t ns = { NULL, 0, 0, 1 };
+    char *match[4] = { NULL };
+    netmutex_list_info_t ignored;
+    memset(&ignored, 0, sizeof ignored);
+    int err = nm_config_current(&cfg);
+    if (err)
+        return err;
+    if (cfg->nservers > 1) {
+        nm_config_unref(cfg);
+        return ENOTSUP;
+    }
+    for (size_t i = 0; !err && i < 3; i++)
+        if (!(match[i] = nm_keys_match_shared(cfg, pattern, ends[i])))
+            err = ENOMEM;
+    if (!err)
+        err = collect(cfg, match, &ns, info ? info : &ignored);
+    for (size_t i = 0; i < 3; i++)
+        free(match[i]);
+    nm_config_unref(cfg);
+    names_unique(&ns);
+    if (!err)
+        err = hand_out_shared(&ns, fn, arg);
     names_free(&ns);
     return err;
 }

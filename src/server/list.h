@@ -1,4 +1,5 @@
-/* list.h -- the locks held under the key prefix (netmutex_list). */
+/* list.h -- the locks held under the key prefix (netmutex_list,
+ * netmutex_list_shared). */
 #ifndef NM_LIST_H
 #define NM_LIST_H
 
@@ -10,5 +11,12 @@
  * the caller, may be NULL).  0, ECANCELED (FN returned non-zero), EAGAIN,
  * EACCES, EPROTO, ENOTSUP, EINVAL (the configuration), ENOMEM. */
 int nm_list(const char *pattern, netmutex_list_fn fn, void *arg, netmutex_list_info_t *info);
+
+/* The same for the read-write locks and semaphores held now (a write
+ * lock, a read share or a permit), in byte order of the names, a rwlock
+ * before a semaphore of the same name, with nm_shared_status's answer.
+ * ENOTSUP in quorum mode; else as nm_list. */
+int nm_list_shared(const char *pattern, netmutex_list_shared_fn fn, void *arg,
+                   netmutex_list_info_t *info);
 
 #endif /* NM_LIST_H */

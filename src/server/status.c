@@ -4,10 +4,15 @@
  * Every server answers status.lua; in quorum mode a name counts as held
  * only when a quorum of servers holds the same token, which is exactly when
  * somebody's acquisition succeeded and has not ended.
+ *
+ * A read-write lock or a semaphore (nm_shared_status) is asked with
+ * rwstatus.lua, read-only as status.lua, on the one server or the node of
+ * its slot: neither kind exists in quorum mode.
  */
 #include "nm.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,7 +99,8 @@ static void summarize(const nm_config_t *cfg, const view_t *views, const int *ok
 
 /* status.lua on every server; in cluster mode on the node of the key's
  * slot (cluster.h), the one server there is. */
-static void ask_servers(nm_config_t *cfg, const char **argv, const size_t *lens, nm_votes_t *v)
+static void ask_servers(nm_config_t *cfg, nm_script_t id, int nkeys, const char **argv,
+                        const size_t *lens, nm_votes_t *v)
 {
     int64_t deadline = nm_request_deadline(cfg->io_timeout_ms, NM_FOREVER);
     int on, sent;
@@ -102,11 +108,10 @@ static void ask_servers(nm_config_t *cfg, const char **argv, const size_t *lens,
     v->n = 1;
     v->err[0] = nm_cluster_mode(cfg, deadline, &on);
     if (!v->err[0] && on)
-        v->err[0] = nm_cluster_script(cfg, argv[0], lens[0], NM_SCRIPT_STATUS, STATUS_KEYS,
-                                      STATUS_KEYS, argv, lens, deadline, &v->reply[0], &sent);
+        v->err[0] = nm_cluster_script(cfg, argv[0], lens[0], id, nkeys, nkeys, argv, lens,
+                                      deadline, &v->reply[0], &sent);
     else if (!v->err[0])
-        nm_quorum_call(cfg, NM_SCRIPT_STATUS, STATUS_KEYS, STATUS_KEYS, argv, lens, NM_FOREVER,
-                       v);
+        nm_quorum_call(cfg, id, nkeys, nkeys, argv, lens, NM_FOREVER, v);
 }
 
 int nm_status(const char *name, size_t name_len, netmutex_status_t *st)
@@ -127,7 +132,7 @@ int nm_status(const char *name, size_t name_len, netmutex_status_t *st)
     if (!err) {
         for (int i = 0; i < STATUS_KEYS; i++)
             argv[i] = nm_keys_get(keys, key_len, (nm_key_t)i, &lens[i]);
-        ask_servers(cfg, argv, lens, &v);
+        ask_servers(cfg, NM_SCRIPT_STATUS, STATUS_KEYS, argv, lens, &v);
         size_t answered = 0;
         for (size_t i = 0; i < v.n; i++)
             answered += ok[i] = v.err[i] == 0 && read_view(v.reply[i], &views[i]) == 0;
@@ -135,6 +140,67 @@ int nm_status(const char *name, size_t name_len, netmutex_status_t *st)
             summarize(cfg, views, ok, v.n, st);
         else
             err = nm_votes_failure(&v);
+        nm_votes_clear(&v);
+        free(keys);
+    }
+    nm_config_unref(cfg);
+    return err == NM_ECONN ? EAGAIN : err;
+}
+
+/* rwstatus.lua reads K, Q, W and S, the first five keys with P. */
+#define SHARED_KEYS (NM_RKEY_SHARES + 1)
+
+/* rwstatus.lua's answer into *ST: {token, pttl, fence, holder, since,
+ * shares, bound, writers queued, others queued, granted}. */
+static int read_shared(const redisReply *r, netmutex_shared_status_t *st)
+{
+    long long n[8];
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 10 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[3]->type != REDIS_REPLY_STRING)
+        return EPROTO;
+    const size_t at[8] = { 1, 2, 4, 5, 6, 7, 8, 9 };
+    for (int k = 0; k < 8; k++)
+        if (nm_reply_integer(r->element[at[k]], &n[k]) != 0 || (k >= 2 && n[k] < 0))
+            return EPROTO;
+    memset(st, 0, sizeof *st);
+    st->writer = r->element[0]->len > 0;
+    if (st->writer) {
+        size_t len = NM_MIN(r->element[3]->len, sizeof st->holder - 1);
+        memcpy(st->holder, r->element[3]->str, len);
+        st->holder[len] = '\0';
+        st->fence = (uint64_t)n[1];
+        st->since_ms = n[2];
+    }
+    st->ttl_ms = st->writer ? n[0] : -1;
+    st->shares = (unsigned int)NM_MIN(n[3], (long long)UINT_MAX);
+    st->permits = (unsigned int)NM_MIN(n[4], (long long)UINT_MAX);
+    st->writers_waiting = (unsigned int)NM_MIN(n[5], (long long)UINT_MAX);
+    st->waiters = (unsigned int)NM_MIN(n[6], (long long)UINT_MAX);
+    return 0;
+}
+
+int nm_shared_status(int sem, const char *name, size_t name_len, netmutex_shared_status_t *st)
+{
+    nm_config_t *cfg;
+    char *keys;
+    size_t lens[NM_RKEY_COUNT];
+    const char *argv[SHARED_KEYS];
+    nm_votes_t v;
+
+    int err = nm_config_current(&cfg);
+    if (err)
+        return err;
+    if (cfg->nservers > 1) {
+        nm_config_unref(cfg);
+        return ENOTSUP;
+    }
+    err = sem ? nm_keys_sem(cfg, name, name_len, NULL, &keys, lens)
+              : nm_keys_rwlock(cfg, name, name_len, NULL, &keys, lens);
+    if (!err) {
+        for (int i = 0; i < SHARED_KEYS; i++)
+            argv[i] = nm_keys_rwlock_get(keys, lens, (nm_rkey_t)i);
+        ask_servers(cfg, NM_SCRIPT_RWSTATUS, SHARED_KEYS, argv, lens, &v);
+        err = v.err[0] ? v.err[0] : read_shared(v.reply[0], st);
         nm_votes_clear(&v);
         free(keys);
     }

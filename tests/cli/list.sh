@@ -65,9 +65,9 @@ check "... beta none" test "$(field beta waiters)" = 0
 "$NM" list >"$tmp/list.txt"
 check "text: a header and a line each" test "$(wc -l <"$tmp/list.txt")" = 3
 check "... the header names the columns" \
-    quiet grep -E '^NAME +HOLDER +SINCE +TTL_MS +FENCE +WAITERS +CACHED$' "$tmp/list.txt"
+    quiet grep -E '^NAME +KIND +HELD +HOLDER +SINCE +TTL_MS +FENCE +WAITERS +CACHED$' "$tmp/list.txt"
 check "... alpha's line has its holder, fence, waiters and that it caches" \
-    quiet grep -E "^alpha +$(uname -n):$(cat "$tmp/alpha.cmd"):[0-9]+ +[0-9]{4}-[^ ]+ +[0-9]+ +$(field alpha fence) +1 +yes\$" \
+    quiet grep -E "^alpha +mutex +1 +$(uname -n):$(cat "$tmp/alpha.cmd"):[0-9]+ +[0-9]{4}-[^ ]+ +[0-9]+ +$(field alpha fence) +1 +yes\$" \
     "$tmp/list.txt"
 
 "$NM" list 'al*' --json >"$tmp/list.json"
