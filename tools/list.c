@@ -71,6 +71,32 @@ static int by_name(const void *a, const void *b)
     return c != 0 ? c : (int)x->kind - (int)y->kind;
 }
 
+/* Whether RW, a read-write lock, only repeats M, the mutex of its name
+ * listed before it: an exclusive run of netmutex(1) holds both (run.c),
+ * its write side by the mutex's holder, with no reader and nobody
+ * queued.  Such a pair is one line, the mutex's. */
+static int repeats(const struct cli_lock *m, const struct cli_lock *rw)
+{
+    return m->kind == CLI_KIND_MUTEX && rw->kind == CLI_KIND_RWLOCK &&
+           strcmp(m->name, rw->name) == 0 && rw->sh.writer && rw->sh.shares == 0 &&
+           rw->sh.waiters == 0 && rw->sh.writers_waiting == 0 &&
+           strcmp(m->st.holder, rw->sh.holder) == 0;
+}
+
+/* Sorted LS without the read-write locks that only repeat a mutex. */
+static void fold(struct locks *ls)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < ls->n; i++) {
+        if (n > 0 && repeats(&ls->v[n - 1], &ls->v[i])) {
+            free(ls->v[i].name);
+            continue;
+        }
+        ls->v[n++] = ls->v[i];
+    }
+    ls->n = n;
+}
+
 static void locks_free(struct locks *ls)
 {
     for (size_t i = 0; i < ls->n; i++)
@@ -172,8 +198,10 @@ int cli_list(const struct cli_opts *o)
     if (err == 0 && !empty) {
         err = netmutex_list_shared(o->pattern, keep_shared, &ls, &info);
         err = err == ENOTSUP ? 0 : err;
-        if (err == 0 && ls.n > 1)
+        if (err == 0 && ls.n > 1) {
             qsort(ls.v, ls.n, sizeof *ls.v, by_name);
+            fold(&ls);
+        }
     }
     if (err == ECANCELED) /* keep ran out of memory */
         err = ENOMEM;
