@@ -98,6 +98,7 @@ struct cli_command {
 struct cli_go {
     uint64_t fence;
     int32_t rc;
+    int32_t unused;           /* no padding: every byte written is set */
 };
 /* run.c: the command in this process (setenv, exec; on failure the exit
  * of a shell: 126, 127); EXACTLY LEN bytes from FD, -1 if it closes first;

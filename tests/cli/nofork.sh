@@ -16,16 +16,15 @@ job=nf$$-job doc=nf$$-doc pool=nf$$-pool
 # and are not children of this shell (a keeper is not even the child of
 # the tool that started it).  The [f] keeps grep from finding itself.
 nm_exe=$(readlink -f "$NM")
-keepers() {
-    n=0
+keeper_pids() {
     for f in $(grep -las -- "n[f]$$-" /proc/[0-9]*/cmdline); do
         d=${f%/cmdline}
         [ "$(readlink "$d/exe" 2>/dev/null)" = "$nm_exe" ] || continue
         [ "$(sed -n 's/^PPid:[[:space:]]*//p' "$d/status" 2>/dev/null)" = $$ ] && continue
-        n=$((n + 1))
+        echo "${d#/proc/}"
     done
-    echo "$n"
 }
+keepers() { keeper_pids | wc -l | tr -d ' '; }
 no_keeper() { [ "$(keepers)" = 0 ]; }
 is_free() { quiet "$NM" status "$1"; [ $? = 1 ]; }
 queued() { [ "$(waiters "$1")" = "$2" ]; }
@@ -79,6 +78,9 @@ check "the command starts with the signal mask of a plain one ($plain| $locked)"
 # (here by the SIGTERM sent to its pid) the lock is free.
 hold_f "$job"
 check "one keeper runs meanwhile ($(keepers))" test "$(keepers)" = 1
+k=$(keeper_pids)
+check "... its stdin and stdout are /dev/null" \
+    test "$(readlink "/proc/$k/fd/0")" = /dev/null -a "$(readlink "/proc/$k/fd/1")" = /dev/null
 expect_rc 1 "a -n run while a -F command runs gives 1" quiet "$NM" -n "$job" touch "$tmp/ran"
 expect_rc 5 "... -F -n -E 5 gives 5" quiet "$NM" -F -n -E 5 "$job" touch "$tmp/ran"
 expect_rc 1 "... -F -w 0.3 gives 1" quiet "$NM" -F -w 0.3 "$job" touch "$tmp/ran"
