@@ -22,12 +22,15 @@
  * the --on-lost signal sent to the command, and signals sent to the keeper
  * are passed on as a normal run passes them on.  The keeper holds /dev/null
  * as its stdin and stdout, so a reader of the command's output sees its
- * end with the command's; it keeps stderr, where a normal run's messages
- * go (a lost lease, a failed release, -v), until it has released.  The
- * exit status is the command's own: the keeper cannot change it.
+ * end with the command's, and closes the other descriptors it inherited
+ * (a pipe or a file lock of the caller's is the command's alone); it keeps
+ * stderr, where a normal run's messages go (a lost lease, a failed
+ * release, -v), until it has released.  The exit status is the command's
+ * own: the keeper cannot change it.
  */
 #include "ac_config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -122,17 +125,37 @@ int cli_watch_command(const struct cli_command *c)
     return 0;
 }
 
-/* The keeper's stdin and stdout: /dev/null (see the top of this file). */
-static void keeper_stdio(void)
+/* The keeper's stdin and stdout: /dev/null; and of the descriptors it
+ * inherited, only stderr and C's (see the top of this file). */
+static void keeper_fds(const struct cli_command *c)
 {
     int fd = open("/dev/null", O_RDWR);
 
-    if (fd < 0)
-        return;
-    dup2(fd, STDIN_FILENO);
-    dup2(fd, STDOUT_FILENO);
-    if (fd > STDERR_FILENO)
-        close(fd);
+    if (fd >= 0) {
+        dup2(fd, STDIN_FILENO);
+        dup2(fd, STDOUT_FILENO);
+        if (fd > STDERR_FILENO)
+            close(fd);
+    }
+    /* Read the list, then close: closing while reading it would skip. */
+    for (;;) {
+        int extra[64], n = 0;
+        DIR *d = opendir("/proc/self/fd");
+        struct dirent *e;
+
+        if (d == NULL)
+            return;
+        while (n < 64 && (e = readdir(d)) != NULL) {
+            fd = atoi(e->d_name);
+            if (fd > STDERR_FILENO && fd != dirfd(d) && fd != c->go && fd != c->pidfd)
+                extra[n++] = fd;
+        }
+        closedir(d);
+        if (n == 0)
+            return;
+        for (int i = 0; i < n; i++)
+            close(extra[i]);
+    }
 }
 
 /* In the intermediate process: forks the keeper and exits.  The keeper
@@ -142,7 +165,7 @@ static int start_keeper(struct cli_opts *o, struct cli_command *c)
     pid_t k = fork();
 
     if (k == 0) {
-        keeper_stdio();
+        keeper_fds(c);
         return cli_run_keeper(o, c);
     }
     if (k < 0) {

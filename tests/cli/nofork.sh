@@ -76,11 +76,15 @@ check "the command starts with the signal mask of a plain one ($plain| $locked)"
 
 # While a -F command runs the lock is held, by its pid; once it ends
 # (here by the SIGTERM sent to its pid) the lock is free.
+exec 7>"$tmp/seven"
 hold_f "$job"
+exec 7>&-
 check "one keeper runs meanwhile ($(keepers))" test "$(keepers)" = 1
 k=$(keeper_pids)
 check "... its stdin and stdout are /dev/null" \
     test "$(readlink "/proc/$k/fd/0")" = /dev/null -a "$(readlink "/proc/$k/fd/1")" = /dev/null
+check "... and it closed the descriptors it inherited" \
+    test "$(ls -l "/proc/$k/fd" | grep -c seven)" = 0 -a "$(ls -l "/proc/$hold_pid/fd" | grep -c seven)" = 1
 expect_rc 1 "a -n run while a -F command runs gives 1" quiet "$NM" -n "$job" touch "$tmp/ran"
 expect_rc 5 "... -F -n -E 5 gives 5" quiet "$NM" -F -n -E 5 "$job" touch "$tmp/ran"
 expect_rc 1 "... -F -w 0.3 gives 1" quiet "$NM" -F -w 0.3 "$job" touch "$tmp/ran"
