@@ -116,9 +116,23 @@ wait_for 30 queued "$job" 1 || bail "the -F waiter never queued"
 kill -KILL "$p"
 wait "$p"
 check "killed while waiting: its keeper leaves" wait_for 20 no_keeper
+
+# SIGTERM to a waiting -F run ends it (143); SIGTERM to its keeper ends
+# the wait too, and the run exits as a normal run would (143).
+for target in run keeper; do
+    "$NM" -F "$job" touch "$tmp/ran" &
+    p=$!
+    bg_pids="$bg_pids $p"
+    wait_for 30 queued "$job" 1 || bail "the -F waiter never queued"
+    if [ "$target" = run ]; then kill -TERM "$p"; else kill -TERM $(keeper_pids); fi
+    wait "$p"
+    rc=$?
+    check "SIGTERM to the $target of a waiting -F run: it exits 143 (exit $rc)" test "$rc" = 143
+    check "... and its keeper leaves" wait_for 20 no_keeper
+done
 release_hold
 expect_rc 0 "... the lock is free after the holder" "$NM" -n "$job" true
-check "... and the killed run's command never ran" test ! -e "$tmp/ran"
+check "... and no command of a killed run ran" test ! -e "$tmp/ran"
 
 # A lost lease: the keeper sends the --on-lost signal to the command.
 rm -f "$tmp/lost" "$tmp/lost.pid"
