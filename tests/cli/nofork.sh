@@ -55,6 +55,11 @@ expect_rc 3 "the command's exit status is the tool's" "$NM" -F "$job" sh -c 'exi
 expect_rc 127 "a command that does not exist gives 127" quiet "$NM" -F "$job" ./no-such-command
 check "... and the lock is free promptly" wait_for 20 is_free "$job"
 
+expect_rc 78 "a malformed URL gives 78, as without -F" quiet "$NM" -F -u 'nosuch://x' "$job" true
+expect_rc 69 "an unreachable server gives 69, as without -F" \
+    quiet "$NM" -F -u "unix://$tmp/nobody.sock" "$job" touch "$tmp/ran"
+check "... and runs nothing" test ! -e "$tmp/ran"
+
 f1=$("$NM" -F "$job" sh -c 'echo "$NETMUTEX_FENCE"')
 f2=$(NETMUTEX_FENCE=junk "$NM" -F "$job" sh -c 'echo "$NETMUTEX_FENCE"')
 check "NETMUTEX_FENCE is a number ($f1)" quiet expr "x$f1" : 'x[0-9][0-9]*$'
