@@ -112,6 +112,10 @@ static void *watch_thread(void *arg)
     return NULL;
 }
 
+/* A copy of the watched command: the thread may outlive the caller's
+ * frames, as the keeper exits while the thread still looks. */
+static struct cli_command watched;
+
 int cli_watch_command(const struct cli_command *c)
 {
     pthread_t t;
@@ -119,7 +123,8 @@ int cli_watch_command(const struct cli_command *c)
 
     if (!c->in_place)
         return 0;
-    if ((err = pthread_create(&t, NULL, watch_thread, (void *)c)) != 0)
+    watched = *c;
+    if ((err = pthread_create(&t, NULL, watch_thread, &watched)) != 0)
         return err;
     pthread_detach(t);
     return 0;

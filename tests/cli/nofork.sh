@@ -152,6 +152,8 @@ wait "$p"
 rc=$?
 check "... whose exit status is the tool's (exit $rc)" test "$rc" = 0
 check "... with a message" grep -q "lost" "$tmp/lost.err"
+check "... and no other line on stderr: $(grep -v '^netmutex: ' "$tmp/lost.err" | head -n 3)" \
+    test -z "$(grep -v '^netmutex: ' "$tmp/lost.err")"
 check "... and no keeper is left" wait_for 20 no_keeper
 
 # -s: -F readers overlap, and keep an exclusive run out.
