@@ -7,6 +7,8 @@
  *   config.c    the library's configuration, shared by every command
  *   opts.c      the command line
  *   run.c       netmutex NAME COMMAND (with --permits, under a semaphore)
+ *   nofork.c    netmutex -F: the command exec'd in place, a keeper holding
+ *               the lock
  *   admin.c     status, break, and acl (the rule a Redis ACL user needs)
  *   list.c      list: the held locks (netmutex_list)
  *   escape.c    names and holders made safe for a terminal and for JSON
@@ -19,7 +21,9 @@
 #ifndef NETMUTEX_CLI_H
 #define NETMUTEX_CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include <sysexits.h>
 
 #include <netmutex.h>
@@ -54,6 +58,7 @@ struct cli_opts {
     const char *shell_cmd;    /* -c: run through /bin/sh instead */
     int nonblock;
     int shared;               /* -s: a read share of the read-write lock */
+    int nofork;               /* -F: exec the command in place (nofork.c) */
     int has_timeout;
     double timeout_s;
     int conflict_code;
@@ -83,6 +88,39 @@ int cli_parse(int argc, char **argv, struct cli_opts *o);
 /* run.c: the lost-lease callback, which config.c hands the library for a
  * semaphore's permits (a mutex's goes through its attribute). */
 void cli_run_on_lost(const char *name, void *arg);
+
+/* The process the command runs in, as run.c drives it: its child, or with
+ * -F the process that started the keeper, which execs the command itself
+ * (in_place).  It waits on the pipe GO for one struct cli_go: RC 0 and the
+ * fence to run the command under, or (-F) the exit code to leave with. */
+struct cli_command {
+    pid_t pid;
+    int go;                   /* our end; -1 once closed */
+    int pidfd;                /* in place: its pidfd, -1 if none (polled) */
+    int in_place;
+};
+struct cli_go {
+    uint64_t fence;
+    int32_t rc;
+    int32_t unused;           /* no padding: every byte written is set */
+};
+/* run.c: the command in this process (setenv, exec; on failure the exit
+ * of a shell: 126, 127); EXACTLY LEN bytes from FD, -1 if it closes first;
+ * the keeper's part of -F (the exit code, once the command ended or was
+ * not started); what nofork.c's watcher calls when the command's process
+ * ended. */
+void cli_exec_command(const struct cli_opts *o, uint64_t fence) __attribute__((noreturn));
+int cli_read_full(int fd, void *buf, size_t len);
+int cli_run_keeper(struct cli_opts *o, struct cli_command *c);
+void cli_run_command_gone(void);
+/* nofork.c: netmutex -F (returns only where the command did not start);
+ * whether C's process has ended; SIG sent to it; a thread that calls
+ * cli_run_command_gone when an in-place command's process ends (0, or an
+ * errno; nothing for a child). */
+int cli_run_nofork(struct cli_opts *o);
+int cli_command_gone(const struct cli_command *c);
+void cli_command_signal(const struct cli_command *c, int sig);
+int cli_watch_command(const struct cli_command *c);
 
 /* url.c: cli_url_scrub overwrites, in place, the password of every URL of
  * the comma-separated list URLS and says whether there was one;

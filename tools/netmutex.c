@@ -18,7 +18,7 @@ static int run_command(struct cli_opts *o)
 
     /* run configures once it has forked its command (see run.c). */
     if (o->cmd == CLI_RUN)
-        return cli_run(o);
+        return o->nofork ? cli_run_nofork(o) : cli_run(o);
     if (o->cmd == CLI_ACL)
         return cli_acl(o);
     if ((rc = cli_configure(o, NULL)) != 0)

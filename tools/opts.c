@@ -13,9 +13,8 @@
  * make the next word a NAME whatever it is).  Options stop at the first word
  * that is not one, as in flock(1), so the command's own options are never
  * ours.  flock's own spellings are taken too (--nb, --nonblocking, --wait,
- * -x, -e, -o, -s), and its option that has no meaning here is refused with
- * the reason (-F); see "DIFFERENCES FROM FLOCK(1)" in netmutex.1.  As in
- * flock, the last of -s and -x wins.
+ * -x, -e, -o, -s, -F); see "DIFFERENCES FROM FLOCK(1)" in netmutex.1.  As
+ * in flock, the last of -s and -x wins.
  */
 #include "ac_config.h"
 
@@ -106,6 +105,8 @@ static void usage(FILE *f)
           "                            0: as -n)\n"
           "  -o, --close               accepted for flock(1); COMMAND never holds\n"
           "                            anything of the lock\n"
+          "  -F, --no-fork             exec COMMAND in place (it keeps our pid);\n"
+          "                            a keeper process holds the lock meanwhile\n"
           "  -E, --conflict-exit-code N  exit code for -n and -w (default 1)\n"
           "      --lease MS            lease length in milliseconds\n"
           "      --permits N           NAME is a semaphore: at most N commands\n"
@@ -241,9 +242,7 @@ static int take_option(int c, char *arg, struct cli_opts *o)
     case 'x': case 'e': o->shared = 0; return 0;
     case 'o': return 0;
     case 's': o->shared = 1; return 0;
-    case 'F':
-        return usage_error("%s", "-F, --no-fork: netmutex must stay, to renew the lease "
-                           "while the command runs and release the lock when it ends");
+    case 'F': o->nofork = 1; return 0;
     case 'u': return take_url(arg, o);
     case OPT_URL_FILE: o->url_file = arg; return 0;
     case OPT_TLS_CA: o->tls_ca = arg; return 0;
@@ -304,7 +303,7 @@ static unsigned int option_scope(int c)
 {
     switch (c) {
     case 'n': case 'w': case 'E': case OPT_LEASE: case OPT_ON_LOST: case OPT_PERMITS:
-    case 'x': case 'e': case 'o': case 's':
+    case 'x': case 'e': case 'o': case 's': case 'F':
         return FOR_RUN;
     case 'u': case OPT_URL_FILE: case 'v':
     case OPT_TLS_CA: case OPT_TLS_CERT: case OPT_TLS_KEY: case OPT_TLS_SERVER_NAME:

@@ -40,6 +40,12 @@
  * lock the mutex NAME through the library.  Quorum mode has no read-write
  * locks: -s fails there (ENOTSUP), and an exclusive run holds the mutex
  * alone, since no reader can exist to keep out.
+ *
+ * With -F (nofork.c) all of this runs in a keeper process, and the
+ * command's process is the one that started the keeper, not our child
+ * (struct cli_command's in_place): it is told the fence, or the exit code
+ * to leave with when the command is not to run, and it execs the command
+ * itself; we watch it end through its pidfd instead of waitpid(2).
  */
 #include "ac_config.h"
 
@@ -86,7 +92,8 @@ static struct {
     int pending;                /* HELD: the first signal, 0 if none; lock */
     const struct cli_opts *o;
     sigset_t set;               /* forwarded, less what we found ignored */
-} sigs = { .lock = PTHREAD_MUTEX_INITIALIZER };
+    int tell;                   /* -F: the pipe to the command's process */
+} sigs = { .lock = PTHREAD_MUTEX_INITIALIZER, .tell = -1 };
 
 static void wake(unsigned char byte)
 {
@@ -127,7 +134,27 @@ static void exit_waiting(int sig)
 {
     if (sigs.o->verbose)
         cli_say("%s while waiting for %s: giving up", strsignal(sig), sigs.o->shown_name);
+    if (sigs.tell >= 0) {
+        /* -F: the command's process exits as we would have. */
+        struct cli_go go = { .rc = 128 + sig };
+        (void)!write(sigs.tell, &go, sizeof go);
+    }
     exit(128 + sig);
+}
+
+/* -F: the command's process ended before the command started (nofork.c's
+ * watcher saw it).  Still waiting, we leave the queue and exit as a signal
+ * would make us; later, the main thread finds it out itself. */
+void cli_run_command_gone(void)
+{
+    pthread_mutex_lock(&sigs.lock);
+    if (sigs.phase == WAITING) {
+        if (sigs.o->verbose)
+            cli_say("the command's process ended while waiting for %s: giving up",
+                    sigs.o->shown_name);
+        exit(CLI_EX_OSERR);
+    }
+    pthread_mutex_unlock(&sigs.lock);
 }
 
 static void on_forwarded(int sig, const siginfo_t *info)
@@ -237,13 +264,8 @@ static int make_pipe(void)
 
 /* ---- the command's process ------------------------------------------- */
 
-struct command {
-    pid_t pid;
-    int go;                     /* the pipe it waits on; -1 once closed */
-};
-
 /* Exactly LEN bytes from FD; -1 if it closes first. */
-static int read_full(int fd, void *buf, size_t len)
+int cli_read_full(int fd, void *buf, size_t len)
 {
     size_t n = 0;
 
@@ -258,17 +280,12 @@ static int read_full(int fd, void *buf, size_t len)
     return 0;
 }
 
-/* The child: the fence arriving means the lock is ours, and the child
- * becomes the command, with NETMUTEX_FENCE in its environment (replacing
- * any inherited one) to hand to the resource it protects.  The pipe closing
- * first means it is not to run; nobody reads the exit status then. */
-static void __attribute__((noreturn)) command_main(const struct cli_opts *o, int go)
+/* Becomes the command, with NETMUTEX_FENCE in its environment (replacing
+ * any inherited one) to hand to the resource it protects. */
+void cli_exec_command(const struct cli_opts *o, uint64_t fence)
 {
-    uint64_t fence;
     char value[32];
 
-    if (read_full(go, &fence, sizeof fence) != 0)
-        _exit(0);
     snprintf(value, sizeof value, "%" PRIu64, fence);
     if (setenv("NETMUTEX_FENCE", value, 1) != 0) {
         cli_say("cannot set NETMUTEX_FENCE: %s", strerror(errno));
@@ -283,12 +300,26 @@ static void __attribute__((noreturn)) command_main(const struct cli_opts *o, int
     _exit(err == ENOENT ? CLI_EX_NOTFOUND : CLI_EX_NOEXEC);
 }
 
+/* The child: the go-ahead arriving means the lock is ours, and the child
+ * becomes the command.  The pipe closing first means it is not to run;
+ * nobody reads the exit status then. */
+static void __attribute__((noreturn)) command_main(const struct cli_opts *o, int go)
+{
+    struct cli_go msg;
+
+    if (cli_read_full(go, &msg, sizeof msg) != 0 || msg.rc != 0)
+        _exit(0);
+    cli_exec_command(o, msg.fence);
+}
+
 /* Forks the command's process, which waits for command_start.  The pipe is
  * CLOEXEC: the command itself never sees it. */
-static int command_fork(const struct cli_opts *o, struct command *c)
+static int command_fork(const struct cli_opts *o, struct cli_command *c)
 {
     int fds[2];
 
+    c->pidfd = -1;
+    c->in_place = 0;
     if (pipe2(fds, O_CLOEXEC) != 0) {
         cli_say("pipe: %s", strerror(errno));
         return CLI_EX_OSERR;
@@ -310,10 +341,11 @@ static int command_fork(const struct cli_opts *o, struct command *c)
 
 /* Lets the command run; 0, or an errno if its process did not get the
  * fence (EPIPE: it had died). */
-static int command_start(struct command *c, uint64_t fence)
+static int command_start(struct cli_command *c, uint64_t fence)
 {
-    ssize_t n = write(c->go, &fence, sizeof fence);
-    int err = n == (ssize_t)sizeof fence ? 0 : n < 0 ? errno : EIO;
+    struct cli_go msg = { .fence = fence, .rc = 0 };
+    ssize_t n = write(c->go, &msg, sizeof msg);
+    int err = n == (ssize_t)sizeof msg ? 0 : n < 0 ? errno : EIO;
 
     close(c->go);
     c->go = -1;
@@ -321,13 +353,19 @@ static int command_start(struct command *c, uint64_t fence)
 }
 
 /* The command is not to run, or did not get to: its process exits as its
- * pipe closes, and is reaped. */
-static void command_dismiss(struct command *c)
+ * pipe closes, and is reaped; with -F (not our child) it exits with RC. */
+static void command_dismiss(struct cli_command *c, int rc)
 {
+    if (c->go >= 0 && c->in_place) {
+        struct cli_go msg = { .rc = rc };
+        (void)!write(c->go, &msg, sizeof msg);
+    }
     if (c->go >= 0) {
         close(c->go);
         c->go = -1;
     }
+    if (c->in_place)
+        return;
     while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
         continue;
 }
@@ -343,12 +381,13 @@ static int shell_status(int status)
 }
 
 /* One byte from the self-pipe. */
-static void handle_wake(unsigned char byte, const struct cli_opts *o, pid_t pid, int *lost)
+static void handle_wake(unsigned char byte, const struct cli_opts *o,
+                        const struct cli_command *c, int *lost)
 {
     if (byte == SIGCHLD)
         return;
     if (byte != LOST_BYTE) {
-        kill(pid, byte);
+        cli_command_signal(c, byte);
         return;
     }
     if (*lost)
@@ -357,16 +396,40 @@ static void handle_wake(unsigned char byte, const struct cli_opts *o, pid_t pid,
     cli_say("lease of %s lost while the command ran%s", o->shown_name,
             o->lost_sig ? ": signalling it" : "");
     if (o->lost_sig)
-        kill(pid, o->lost_sig);
+        cli_command_signal(c, o->lost_sig);
+}
+
+/* -F: waits for the command's process to end (it is not our child: its
+ * pidfd, or a look every 100 ms without one), acting on every wake-up
+ * meanwhile.  Its exit status is its parent's to read, not ours: 0. */
+static int supervise_in_place(const struct cli_opts *o, const struct cli_command *c, int *lost)
+{
+    while (!cli_command_gone(c)) {
+        struct pollfd p[2] = { { .fd = wake_pipe[0], .events = POLLIN },
+                               { .fd = c->pidfd, .events = POLLIN } };
+        if (poll(p, c->pidfd >= 0 ? 2 : 1, c->pidfd >= 0 ? -1 : 100) < 0 && errno != EINTR) {
+            cli_say("poll: %s", strerror(errno));
+            poll(NULL, 0, 100);
+            continue;
+        }
+        unsigned char buf[64];
+        ssize_t n = read(wake_pipe[0], buf, sizeof buf);
+        for (ssize_t i = 0; i < n; i++)
+            handle_wake(buf[i], o, c, lost);
+    }
+    return 0;
 }
 
 /* Waits for the child, acting on every wake-up meanwhile, and gives its
  * wait status.  Should poll(2) ever fail, a plain wait still reaps it, so
  * the lock is never released before the command is over. */
-static int supervise(const struct cli_opts *o, pid_t pid, int *lost)
+static int supervise(const struct cli_opts *o, const struct cli_command *c, int *lost)
 {
     int status = 0;
+    pid_t pid = c->pid;
 
+    if (c->in_place)
+        return supervise_in_place(o, c, lost);
     for (;;) {
         pid_t r = waitpid(pid, &status, WNOHANG);
         if (r == pid || (r < 0 && errno != EINTR))
@@ -377,7 +440,7 @@ static int supervise(const struct cli_opts *o, pid_t pid, int *lost)
         unsigned char buf[64];
         ssize_t n = read(wake_pipe[0], buf, sizeof buf);
         for (ssize_t i = 0; i < n; i++)
-            handle_wake(buf[i], o, pid, lost);
+            handle_wake(buf[i], o, c, lost);
     }
     cli_say("poll: %s", strerror(errno));
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -568,7 +631,7 @@ static void destroy_lock(struct lock *l)
  * A signal that came once the lock was ours, before the command started,
  * means the command is not wanted any more: it is not started, and we exit
  * as if the signal had found us still waiting. */
-static int run_locked(const struct cli_opts *o, struct lock *l, struct command *c, int *lost)
+static int run_locked(const struct cli_opts *o, struct lock *l, struct cli_command *c, int *lost)
 {
     uint64_t fence = 0; /* a permit has none: NETMUTEX_FENCE=0 */
     int err, sig;
@@ -591,11 +654,11 @@ static int run_locked(const struct cli_opts *o, struct lock *l, struct command *
     if ((err = command_start(c, fence)) != 0) {
         cli_say("the process for the command was gone before it could start: %s",
                 strerror(err));
-        command_dismiss(c);
+        command_dismiss(c, CLI_EX_OSERR);
         return CLI_EX_OSERR;
     }
     start_forwarding();
-    return shell_status(supervise(o, c->pid, lost));
+    return shell_status(supervise(o, c, lost));
 }
 
 static void deadline_after(double secs, struct timespec *ts)
@@ -612,7 +675,7 @@ static void deadline_after(double secs, struct timespec *ts)
 }
 
 /* What is set up before the lock is asked for; 0 or an exit code. */
-static int prepare(const struct cli_opts *o, struct lock *l)
+static int prepare(const struct cli_opts *o, const struct cli_command *c, struct lock *l)
 {
     int err;
 
@@ -624,7 +687,7 @@ static int prepare(const struct cli_opts *o, struct lock *l)
         cli_say("%s: %s", o->shown_name, netmutex_strerror(err));
         return cli_exit_code(err);
     }
-    if ((err = take_signals(o)) != 0) {
+    if ((err = take_signals(o)) != 0 || (err = cli_watch_command(c)) != 0) {
         cli_say("cannot set up signal handling: %s", strerror(err));
         destroy_lock(l);
         return CLI_EX_OSERR;
@@ -633,14 +696,14 @@ static int prepare(const struct cli_opts *o, struct lock *l)
 }
 
 /* Takes the lock and runs the command under it; the exit code. */
-static int lock_and_run(const struct cli_opts *o, struct command *c)
+static int lock_and_run(const struct cli_opts *o, struct cli_command *c)
 {
     struct timespec deadline;
     struct lock l;
     int err, rc, lost = 0;
 
     deadline_after(o->has_timeout ? o->timeout_s : 0, &deadline);
-    if ((rc = prepare(o, &l)) != 0)
+    if ((rc = prepare(o, c, &l)) != 0)
         return rc;
     err = acquire(o, &l, &deadline);
     end_wait();
@@ -675,7 +738,7 @@ static int configure_for(struct cli_opts *o, pid_t pid)
 
 int cli_run(struct cli_opts *o)
 {
-    struct command c;
+    struct cli_command c;
     int rc = command_fork(o, &c);
 
     if (rc != 0)
@@ -688,6 +751,23 @@ int cli_run(struct cli_opts *o)
         rc = lock_and_run(o, &c);
     /* Not started (no lock, a signal, an error): it must not outlive us. */
     if (c.go >= 0)
-        command_dismiss(&c);
+        command_dismiss(&c, rc);
+    return rc;
+}
+
+/* -F, in the keeper (nofork.c): what cli_run does once the command's
+ * process exists, that process being our parent's, C->pid, which waits on
+ * C->go for the word: the fence, or the exit code to leave with. */
+int cli_run_keeper(struct cli_opts *o, struct cli_command *c)
+{
+    int rc;
+
+    sigs.o = o;
+    sigs.tell = c->go;
+    signal(SIGPIPE, SIG_IGN);
+    if ((rc = configure_for(o, c->pid)) == 0)
+        rc = lock_and_run(o, c);
+    if (c->go >= 0)
+        command_dismiss(c, rc);
     return rc;
 }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # flock(1)'s spellings work: --nb, --nonblock, --wait, --timeout, -x, -e,
-# --exclusive, -o, --close; -F is refused with the reason (-s: shared.sh).  -o
+# --exclusive, -o, --close, -F, --no-fork (-s: shared.sh; -F: nofork.sh).  -o
 # changes nothing, because the command never holds anything of the lock:
 # the lock is released when the command exits, even if a child it left
 # behind still runs.
@@ -27,15 +27,9 @@ done
 check "no command of a failed attempt ran" test ! -e "$tmp/ran"
 release_hold
 
-# refused OPTION WORD: exit 2, with a message that says why (WORD).
-refused() {
-    "$NM" "$1" job true >/dev/null 2>"$tmp/err"
-    rc=$?
-    check "$1 is refused (exit $rc)" test "$rc" = 2
-    check "... saying why" quiet grep -q "$2" "$tmp/err"
-}
-refused -F 'renew the lease'
-refused --no-fork 'renew the lease'
+for opt in -F --no-fork; do
+    expect_rc 3 "$opt runs the command (exit status passed through)" "$NM" "$opt" job sh -c 'exit 3'
+done
 expect_rc 2 "-o is for running a command, not for status" quiet "$NM" status -o job
 
 # The command leaves a child running and exits: with -o as without, the

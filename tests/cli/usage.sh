@@ -44,7 +44,8 @@ usage "list with two PATTERNs" list a b
 usage "-n is not for list" list -n
 usage "-x is not for list" list -x
 usage "-s is not for list" list -s
-usage "-F: no --no-fork" -F job true
+usage "-F is not for status" status -F job
+usage "--no-fork is not for list" list --no-fork
 usage "acl with two PREFIXes" acl a b
 usage "acl PREFIX with a brace" acl 'a{'
 usage "-n is not for acl" acl -n
