@@ -259,6 +259,18 @@ static void check_local(pthread_mutex_t *m, const char *what)
 #define CONF_ASAN 1
 #endif
 #endif
+/* ThreadSanitizer follows an unwinding that starts at a cancellation point
+ * of the C library's, but not one that starts inside its own interceptor
+ * of poll(2), where a wait on a selected condition sleeps: the locks the
+ * clean-up handler takes are not seen, and its accesses are reported as
+ * races (a false positive).  Those waits' checks are skipped there. */
+#if defined(__SANITIZE_THREAD__)
+#define CONF_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CONF_TSAN 1
+#endif
+#endif
 
 typedef struct victim {
     pthread_cond_t *cond;  /* to wait on */
@@ -481,10 +493,16 @@ static void check_cancel(void)
 #else
     check_cancel_wait(&plain_cond, 0, 0, "cancelled in a wait on an unselected condition");
     check_cancel_wait(&plain_cond, 1, 0, "cancelled in a timedwait on an unselected condition");
+#ifdef CONF_TSAN
+    (void)check_cancel_sleep;
+    conf_ok(1, "cancelled waits on a selected condition # SKIP ThreadSanitizer does not "
+            "follow an unwinding that starts in its poll interceptor");
+#else
     check_cancel_wait(&nonempty, 1, 0, "cancelled in a timedwait on a selected condition");
     check_cancel_wait(&nonempty, 0, 1, "cancelled before a wait on a selected condition");
     check_cancel_sleep(0, "cancelled asleep in a wait on a selected condition");
     check_cancel_sleep(1, "cancelled asleep in a timedwait on a selected condition");
+#endif
 #endif
     check_cancel_calls();
 }

@@ -878,6 +878,17 @@ static void test_quorum_enotsup(void)
 #define COND_ASAN 1
 #endif
 #endif
+/* ThreadSanitizer does not follow an unwinding that starts inside its own
+ * interceptor of poll(2), where the wait sleeps: the clean-up handler's
+ * locks go unseen and its accesses are reported as races (see
+ * conf_cond.c). */
+#if defined(__SANITIZE_THREAD__)
+#define COND_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define COND_TSAN 1
+#endif
+#endif
 
 typedef struct Victim {
     netmutex_cond_t *c;
@@ -912,9 +923,9 @@ static void *victim_run(void *p)
 
 static void test_cancel_while_blocked(void)
 {
-#ifdef COND_ASAN
+#if defined(COND_ASAN) || defined(COND_TSAN)
     (void)victim_run;
-    g_test_skip("AddressSanitizer loses track of a cancelled thread's unwinding");
+    g_test_skip("the sanitizers lose track of a thread cancelled in poll(2)");
 #else
     netmutex_cond_t c;
     netmutex_t m;
