@@ -80,7 +80,10 @@ check "the command starts with the signal mask of a plain one ($plain| $locked)"
     test "$plain" = "$locked"
 
 # While a -F command runs the lock is held, by its pid; once it ends
-# (here by the SIGTERM sent to its pid) the lock is free.
+# (here by the SIGTERM sent to its pid) the lock is free.  The keepers of
+# the runs above leave once their commands ended (under the sanitizers a
+# process's exit takes a while): none is counted below.
+check "the keepers of the runs above have left" wait_for 20 no_keeper
 exec 7>"$tmp/seven"
 hold_f "$job"
 exec 7>&-
