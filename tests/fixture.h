@@ -38,6 +38,18 @@ G_BEGIN_DECLS
  * outcome), SIGPIPE ignored (a killed server must not kill the test). */
 void nm_test_init(int *argc, char ***argv);
 
+/* Every case a program registers runs under a time limit: 180 s scaled
+ * by the slowdown, or NETMUTEX_TEST_CASE_SECONDS (0: none).  A case still
+ * running then is named on both streams ("Bail out!") and the program
+ * aborts, taking its servers with it, instead of blocking `make check`.
+ * The two macros route GLib's registrations through it (fixture_case.c);
+ * a program whose cases are meant to run longer says by how much. */
+void nm_test_add_func(const char *path, GTestFunc fn);
+void nm_test_add_data_func(const char *path, gconstpointer data, GTestDataFunc fn);
+#define g_test_add_func(path, fn) nm_test_add_func((path), (fn))
+#define g_test_add_data_func(path, data, fn) nm_test_add_data_func((path), (data), (fn))
+void nm_test_case_allow(unsigned int seconds);
+
 /* For programs that check what the server sees at each lock and unlock:
  * turns lease caching (on by default, which keeps a lease after unlock)
  * off in this process and the processes it starts (NETMUTEX_CACHE=0).  The

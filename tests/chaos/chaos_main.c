@@ -320,6 +320,8 @@ int main(int argc, char **argv)
     int rc;
 
     nm_test_init(&argc, &argv);
+    /* No family runs longer than all of the fault time. */
+    nm_test_case_allow(seconds);
     chaos_selftest_register();
     chaos_cond_selftest_register();
     chaos_rw_selftest_register();
