@@ -156,6 +156,15 @@ bool nm_fork_with_threads_is_safe(void)
 #endif
 }
 
+bool nm_cancel_in_poll_is_checkable(void)
+{
+#if defined(NM_BUILT_WITH_ASAN) || defined(NM_BUILT_WITH_TSAN)
+    return false;
+#else
+    return true;
+#endif
+}
+
 /* NETMUTEX_TEST_SLOWDOWN when set (CI sets it).  Otherwise a default for
  * the variant, so a developer's `make check-valgrind` or TSan build is not
  * flaky either: check-valgrind exports VALGRIND to the tests. */

@@ -80,6 +80,13 @@ char *nm_mutex_init(netmutex_t *m, const char *suffix, int type,
  * that fork while threads run (the library's watchdog, say) skip then. */
 bool nm_fork_with_threads_is_safe(void);
 
+/* False in a sanitizer build: a thread cancelled where a wait sleeps, in
+ * poll(2), unwinds from the sanitizer's own interceptor, and the sanitizer
+ * loses track of it (ASan: the frames left keep their poisoned redzones;
+ * TSan: the clean-up handler's locks go unseen, its accesses look like
+ * races).  Cancellations at the C library's own points are unaffected. */
+bool nm_cancel_in_poll_is_checkable(void);
+
 /* ---- time ------------------------------------------------------------- */
 
 /* NETMUTEX_TEST_SLOWDOWN, at least 1. */

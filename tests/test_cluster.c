@@ -10,8 +10,8 @@
  * many names spread over all masters with exact cross-process counters and
  * per-name increasing fences; a manual failover while processes lock; a
  * slot migrated while a lock is held (ASK, then MOVED); a condition on
- * another node than its mutex, and its slot migrated while processes wait
- * on it and signal it; a read-write lock whose keys share one slot, its
+ * another node than its mutex, a thread cancelled while it waits on one,
+ * and its slot migrated while processes wait on it and signal it; a read-write lock whose keys share one slot, its
  * grants pushed and its holds renewed on the node; a semaphore the same.
  */
 #include "ac_config.h"
@@ -1036,6 +1036,27 @@ static int cond_wait_once(void *p)
     return err ? err : uerr;
 }
 
+/* A condition name of this test whose keys are on another master than
+ * MNAME's lock: its name in *CNAME, its waiter list's key in *CW; returns
+ * its node. */
+static NmRedis *cond_on_other_node(const char *mname, char **cname, char **cw)
+{
+    NmRedis *node = NULL;
+    NmRedis *mnode = nm_topo_master_of(topo, slot_of_name(mname));
+    *cname = *cw = NULL;
+    for (int i = 0; !node; i++) {
+        char *suffix = g_strdup_printf("c%d", i);
+        g_free(*cname);
+        g_free(*cw);
+        *cname = nm_test_name(suffix);
+        *cw = cond_key(*cname, ":cw");
+        NmRedis *n = nm_topo_master_of(topo, nm_topo_keyslot(topo, *cw, strlen(*cw)));
+        node = n != mnode ? n : NULL;
+        g_free(suffix);
+    }
+    return node;
+}
+
 /* A condition whose slot is on another master than its mutex's: every
  * request of a wait goes to the condition's node, the lock's to the
  * mutex's, and signal and broadcast wake the waiters. */
@@ -1043,19 +1064,8 @@ static void test_cond_other_node(void)
 {
     netmutex_cond_t c;
     netmutex_t m;
-    char *cname = NULL, *mname = nm_test_name("m"), *cw = NULL;
-    NmRedis *node = NULL;
-    NmRedis *mnode = nm_topo_master_of(topo, slot_of_name(mname));
-    for (int i = 0; !node; i++) {
-        char *suffix = g_strdup_printf("c%d", i);
-        g_free(cname);
-        g_free(cw);
-        cname = nm_test_name(suffix);
-        cw = cond_key(cname, ":cw");
-        NmRedis *n = nm_topo_master_of(topo, nm_topo_keyslot(topo, cw, strlen(cw)));
-        node = n != mnode ? n : NULL;
-        g_free(suffix);
-    }
+    char *cname, *mname = nm_test_name("m"), *cw;
+    NmRedis *node = cond_on_other_node(mname, &cname, &cw);
     configure_cluster(0);
     nm_assert_rc(netmutex_init(&m, mname, NULL), 0);
     nm_assert_rc(netmutex_cond_init(&c, cname, NULL), 0);
@@ -1070,6 +1080,85 @@ static void test_cond_other_node(void)
     nm_assert_rc(nm_call_wait(a, PROMPT_MS), 0); /* FIFO: the first */
     nm_assert_rc(netmutex_cond_broadcast(&c), 0);
     nm_assert_rc(nm_call_wait(b, PROMPT_MS), 0);
+    g_assert_cmpint(cond_keys_on(node), ==, 0);
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_assert_rc(netmutex_shutdown(), 0);
+    g_free(cw);
+    g_free(cname);
+    g_free(mname);
+}
+
+/* A thread cancelled while it waits on a condition whose keys are on
+ * another master than its mutex's: its clean-up handler runs with the
+ * mutex held again (the lock from the mutex's node), its registration is
+ * gone from the condition's node, and the next waiter gets the next
+ * signal. */
+typedef struct CancelVictim {
+    netmutex_cond_t *c;
+    netmutex_t *m;
+    int unlocked; /* the clean-up handler's netmutex_unlock */
+    int cleaned;  /* atomic */
+} CancelVictim;
+
+static void cancel_victim_cleanup(void *p)
+{
+    CancelVictim *v = p;
+    v->unlocked = netmutex_unlock(v->m);
+    g_atomic_int_set(&v->cleaned, 1);
+}
+
+static void *cancel_victim_run(void *p)
+{
+    CancelVictim *v = p;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL); /* lock is no cancellation point */
+    if (netmutex_lock(v->m) != 0)
+        return NULL;
+    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+    pthread_cleanup_push(cancel_victim_cleanup, v);
+    while (netmutex_cond_wait(v->c, v->m) == 0)
+        ;
+    pthread_cleanup_pop(0);
+    netmutex_unlock(v->m);
+    return NULL;
+}
+
+static void test_cond_cancel_other_node(void)
+{
+    if (!nm_cancel_in_poll_is_checkable()) {
+        g_test_skip("the sanitizers lose track of a thread cancelled in poll(2)");
+        return;
+    }
+    netmutex_cond_t c;
+    netmutex_t m;
+    pthread_t t;
+    void *res = NULL;
+    char *cname, *mname = nm_test_name("m"), *cw;
+    NmRedis *node = cond_on_other_node(mname, &cname, &cw);
+    configure_cluster(0);
+    nm_assert_rc(netmutex_init(&m, mname, NULL), 0);
+    nm_assert_rc(netmutex_cond_init(&c, cname, NULL), 0);
+    CancelVictim v = { &c, &m, -1, 0 };
+    g_assert_cmpint(pthread_create(&t, NULL, cancel_victim_run, &v), ==, 0);
+    g_assert_true(cond_waiters(node, cw, 1));
+    g_assert_cmpint(pthread_cancel(t), ==, 0);
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    while (!g_atomic_int_get(&v.cleaned) && nmt_now_ms() < until)
+        nmt_sleep_ms(2);
+    g_assert_true(g_atomic_int_get(&v.cleaned));
+    g_assert_cmpint(pthread_join(t, &res), ==, 0);
+    g_assert_true(res == PTHREAD_CANCELED);
+    nm_assert_rc(v.unlocked, 0); /* the handler held the mutex */
+    g_assert_true(cond_waiters(node, cw, 0));
+
+    CondWaiter w = { &c, &m };
+    NmCall *a = nm_call_start(cond_wait_once, &w);
+    g_assert_true(cond_waiters(node, cw, 1));
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    nm_assert_rc(nm_call_wait(a, PROMPT_MS), 0);
+    gint64 end = nmt_now_ms() + PROMPT_MS;
+    while (cond_keys_on(node) != 0 && nmt_now_ms() < end)
+        nmt_sleep_ms(10);
     g_assert_cmpint(cond_keys_on(node), ==, 0);
     nm_assert_rc(netmutex_cond_destroy(&c), 0);
     nm_assert_rc(netmutex_destroy(&m), 0);
@@ -1470,6 +1559,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cluster/migration/four-busy-slots", test_migration_four_busy_slots);
     g_test_add_func("/cluster/cli/list-status-break", test_cli);
     g_test_add_func("/cluster/cond/other-node-than-mutex", test_cond_other_node);
+    g_test_add_func("/cluster/cond/cancelled-waiter", test_cond_cancel_other_node);
     g_test_add_func("/cluster/cond/migration-waiters-signallers", test_cond_migration);
     g_test_add_func("/cluster/rwlock/readers-writers-one-slot", test_rwlock_cluster);
     g_test_add_func("/cluster/sem/permits-one-slot", test_sem_cluster);
