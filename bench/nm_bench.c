@@ -156,6 +156,24 @@
  *                      "writer_wait_p99_ms" (target <= 50),
  *                      "writer_wait_max_ms"; "overlaps" = a writer found
  *                      inside with anyone else on the same lock, target 0.
+ *   sem_permits        8 netmutex(1) commands started at once with
+ *                      `--permits 3` on one name (the tool's program from
+ *                      the build tree), each appending its entry and exit
+ *                      times to a shared file from inside its permit and
+ *                      staying 200 ms; runs of the 8 for -d seconds, 3 at
+ *                      least ("runs").  "max_inside" = the most stays open
+ *                      at once in any run, target <= 3;
+ *                      "min_run_max_inside" = the same in the run that had
+ *                      fewest, target >= 3 (every run had 3 inside);
+ *                      "rounds_p50" = the longest chain of stays each begun
+ *                      after the one before it ended ("rounds_ideal" 3);
+ *                      "first_in_p50_ms" from the start of the commands to
+ *                      the first entry (the tool's start);
+ *                      "all_through_p50_ms", "all_through_max_ms" until the
+ *                      last command exited.  Then one thread alone waits
+ *                      for a permit and posts it back for -d / 2 seconds:
+ *                      "uncontended_cycles_per_s", "rtt_bound_per_s",
+ *                      "ratio_to_rtt_bound".
  *   timedlock_late     How late a timed wait returns.  1 process, one name
  *                      held by a lock key written by hand (a token of
  *                      nobody's, so only the waiter talks to the server),
@@ -353,7 +371,8 @@
  * residue in scenarios_footprint.c, cache_uncontended, cache_revoke and
  * cache_porting in scenarios_cache.c, cluster_names in scenarios_cluster.c,
  * timedlock_late in scenarios_wait.c, cond_pingpong and cond_broadcast16 in
- * scenarios_cond.c;
+ * scenarios_cond.c, rwlock_read_mostly in scenarios_rwlock.c, sem_permits
+ * in scenarios_sem.c;
  * the delayed link's proxy in
  * bench_proxy.c, and delayed_uncontended, delayed_quorum_uncontended and the
  * rtt_targets line in scenarios_delay.c; what the files share is declared in
@@ -460,6 +479,7 @@ static const scenario_t scenarios[] = {
     { "cond_pingpong", nmb_sc_cond_pingpong, { 2, 1, 0, 0, 0, 0, 1 }, NULL, NULL },
     { "cond_broadcast16", nmb_sc_cond_broadcast16, { 8, 2, 0, 0, 0, 0, 1 }, NULL, NULL },
     { "rwlock_read_mostly", nmb_sc_rwlock_read_mostly, { 4, 2, 2000, 0, 0, 0, 0 }, NULL, NULL },
+    { "sem_permits", nmb_sc_sem_permits, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
 };
 #define NSCENARIOS (sizeof scenarios / sizeof scenarios[0])
 

@@ -290,4 +290,7 @@ int nmb_sc_cond_broadcast16(const scenario_t *sc);
 /* scenarios_rwlock.c */
 int nmb_sc_rwlock_read_mostly(const scenario_t *sc);
 
+/* scenarios_sem.c */
+int nmb_sc_sem_permits(const scenario_t *sc);
+
 #endif

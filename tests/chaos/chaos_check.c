@@ -726,6 +726,9 @@ static const char *op_name(int op, int mode)
              : op == 't' ? (w ? "trywrlock" : "tryrdlock")
                          : "?";
     }
+    if (mode == 's')
+        return op == 'l' ? "sem_wait" : op == 'T' ? "sem_clockwait" : op == 't' ? "sem_trywait"
+                                                                              : "?";
     switch (op) {
     case 'l': return "lock";
     case 'T': return "timedlock";

@@ -109,6 +109,21 @@
  *                          any key of the name left three leases after the
  *                          workers; a summary line at the end adds the
  *                          families up.  Quorum mode has no rwlocks.
+ *   sem/<family>           a netmutex_sem_t of 3 permits under the holder
+ *                          and waiter kills, the holder's SIGSTOP past its
+ *                          lease, both CLIENT KILLs and the empty restart
+ *                          (chaos_sem_worker.c): the rwlock families' three
+ *                          processes of three threads and a prober take
+ *                          permits by wait, clockwait and trywait and post
+ *                          them; the checker (chaos_sem_check.h) fails
+ *                          more than 3 valid holders at once (an empty
+ *                          restart between them is the documented limit),
+ *                          a call past its bound or that never returns, a
+ *                          result the API does not allow, any key of the
+ *                          name left three leases after the workers, and a
+ *                          family in which all 3 permits were never validly
+ *                          held at once; a summary line at the end adds the
+ *                          families up.  Quorum mode has no semaphores.
  * plus /chaos/checker/..., the checkers on hand-made logs.
  *
  * Real redis-servers only, started by the fixture (one with
@@ -119,7 +134,7 @@
  * shared by the families by weight (default 20, which keeps `make check`
  * at about a minute; CI's long phase sets 240): a robust family 2 (its
  * sigstop/waiter 4), a cached one 1 (2), a condition family 3, a
- * read-write lock family 2, so with the default a robust family (and a
+ * read-write lock family and a semaphore family 2, so with the default a robust family (and a
  * read-write lock family) injects for about 0.4 s, a cached one for about
  * 0.2 s and a condition family for about 0.6 s.  A family
  * always injects at least one fault, so under valgrind or TSan, whose
@@ -133,7 +148,9 @@
  * chaos_check.[ch] the checker (chaos_cond_check.[ch] the conditions');
  * chaos_selftest.[ch] and chaos_cond_selftest.c their tests;
  * chaos_rw_worker.[ch], chaos_rw_check.[ch] and chaos_rw_selftest.c the
- * read-write lock families'.
+ * read-write lock families'; chaos_sem_worker.[ch], chaos_sem_check.[ch]
+ * and chaos_sem_selftest.c the semaphore families'; chaos_wutil.[ch] what
+ * the last two families' workers share.
  */
 #include "ac_config.h"
 
@@ -150,6 +167,10 @@
 #define MAX_SECONDS (24u * 3600u)
 #define COND_WEIGHT 3
 #define RW_WEIGHT 2
+#define SEM_WEIGHT 2
+#define SEM_FAMILY(name_, inject_, gap_)                                                       \
+    { .name = (name_), .inject = (inject_), .gap_ms = (gap_), .mode = CHAOS_SINGLE,            \
+      .weight = SEM_WEIGHT }
 
 /* Weights: a robust family 2, its cached sibling 1 (half the time: the
  * same faults, on the code the two share, plus the cache's own paths); a
@@ -250,6 +271,19 @@ static const ChaosFamily families[] = {
       false, false, true },
 };
 
+/* Semaphore families: permits of one netmutex_sem_t taken and posted
+ * (chaos_sem_worker.c), judged by chaos_sem_check.h; the weight of a
+ * read-write lock family. */
+static const ChaosFamily sem_families[] = {
+    SEM_FAMILY("sem/baseline", NULL, 100),
+    SEM_FAMILY("sem/sigstop/holder", chaos_inject_stop_holder, 300),
+    SEM_FAMILY("sem/kill/holder", chaos_inject_kill_holder, 800),
+    SEM_FAMILY("sem/kill/waiter", chaos_inject_kill_waiter, 300),
+    SEM_FAMILY("sem/client-kill/normal", chaos_inject_client_kill_normal, 150),
+    SEM_FAMILY("sem/client-kill/blocked", chaos_inject_client_kill_blocked, 150),
+    SEM_FAMILY("sem/restart-empty", chaos_inject_restart_empty, 400),
+};
+
 static ChaosEnv env;
 
 static unsigned int total_weight(void)
@@ -258,6 +292,8 @@ static unsigned int total_weight(void)
 
     for (gsize i = 0; i < G_N_ELEMENTS(families); i++)
         w += families[i].weight ? families[i].weight : 1;
+    for (gsize i = 0; i < G_N_ELEMENTS(sem_families); i++)
+        w += sem_families[i].weight;
     return w;
 }
 
@@ -289,9 +325,28 @@ static void print_rw_totals(void)
            t->write_holds, t->write_valid, t->lost, t->faults);
 }
 
+/* The semaphore families together. */
+static void print_sem_totals(void)
+{
+    const ChaosSemTotals *t = &chaos_sem_totals;
+
+    if (t->families == 0)
+        return;
+    printf("# chaos semaphore families: %u run, %zu wait calls, %zu permits taken (%zu valid), "
+           "at most %zu of %u valid holders at once, %zu holds began with all held, %zu lost "
+           "holds; %zu faults\n",
+           t->families, t->calls, t->holds, t->valid, t->max_holders, CHAOS_SEM_PERMITS, t->full,
+           t->lost, t->faults);
+}
+
 static void run_family(gconstpointer data)
 {
     chaos_run_family(data, &env);
+}
+
+static void run_sem_family(gconstpointer data)
+{
+    chaos_run_sem_family(data, &env);
 }
 
 /* Read before nm_test_init, which clears NETMUTEX_* from the environment
@@ -325,9 +380,15 @@ int main(int argc, char **argv)
     chaos_selftest_register();
     chaos_cond_selftest_register();
     chaos_rw_selftest_register();
+    chaos_sem_selftest_register();
     for (gsize i = 0; i < G_N_ELEMENTS(families); i++) {
         char *path = g_strdup_printf("/chaos/%s", families[i].name);
         g_test_add_data_func(path, &families[i], run_family);
+        g_free(path);
+    }
+    for (gsize i = 0; i < G_N_ELEMENTS(sem_families); i++) {
+        char *path = g_strdup_printf("/chaos/%s", sem_families[i].name);
+        g_test_add_data_func(path, &sem_families[i], run_sem_family);
         g_free(path);
     }
     env.family_ms = seconds * 1000u / total_weight();
@@ -337,6 +398,7 @@ int main(int argc, char **argv)
     rc = nm_test_finish(g_test_run());
     print_cond_totals();
     print_rw_totals();
+    print_sem_totals();
     nm_redis_free(env.redis);
     return rc;
 }

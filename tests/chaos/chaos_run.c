@@ -83,6 +83,8 @@
 #include "chaos_cond_worker.h"
 #include "chaos_rw_check.h"
 #include "chaos_rw_worker.h"
+#include "chaos_sem_check.h"
+#include "chaos_sem_worker.h"
 #include "keytag.h"
 
 #define PROCS 3 /* plus the prober */
@@ -106,9 +108,12 @@ G_STATIC_ASSERT(COND_PROCS <= CHAOS_MAX_WORKERS && COND_PROCS <= CHAOS_MAX_RINGS
 #define COND_RMW_US 20u
 #define COND_HOLD_US 1000u
 #define COND_THINK_US 200u
+/* Semaphore families: at most this long more a permit is held. */
+#define SEM_HOLD_US 5000u
 
 ChaosCondTotals chaos_cond_totals;
 ChaosRwTotals chaos_rw_totals;
+ChaosSemTotals chaos_sem_totals;
 
 /* How long FAM injects faults. */
 static unsigned int family_ms(const ChaosFamily *fam, const ChaosEnv *env)
@@ -152,6 +157,7 @@ void chaos_run_respawn(ChaosRun *run, int slot)
      * exit-time leak check, which would only see this program's memory. */
     pid = nm_fork_run_unchecked(run->fam->cond ? chaos_cond_worker_main
                                 : run->fam->rw ? chaos_rw_worker_main
+                                : run->sem ? chaos_sem_worker_main
                                                : chaos_worker_main,
                                 &cfg);
     chaos_store(&p->pid, (int32_t)pid);
@@ -331,9 +337,15 @@ static void setup_workers(ChaosRun *run)
     c->long_min_ms = run->lease_ms / 3;
     c->long_max_ms = 3 * run->lease_ms / 2;
     c->threads = nm_slowdown() >= 5 ? 2 : 3;
-    c->robust = !run->fam->cached && !run->fam->rw;
+    c->robust = !run->fam->cached && !run->fam->rw && !run->sem;
+    c->permits = CHAOS_SEM_PERMITS;
     c->think_us = run->fam->cached ? THINK_US : 0;
     run->nworkers = PROCS + 1;
+    /* Semaphore families: holds long enough against the round trips of a
+     * wait and a post that all permits are often held at once, under a
+     * slowdown too (the family fails if they never were). */
+    if (run->sem)
+        c->hold_us = SEM_HOLD_US;
     if (run->fam->cond) {
         run->nworkers = run->nrings = nm_slowdown() >= 5 ? COND_PROCS_SLOW : COND_PROCS;
         c->rings = run->nrings;
@@ -372,27 +384,29 @@ static void setup_rings(ChaosRun *run)
     }
 }
 
-/* The write lock key <prefix>{r<tag>}NAME of rwlock NAME (lib.lua): its
- * queue (:q) and entries (:w) are where the injectors find waiters. */
-static char *rw_key(const char *name)
+/* The key <prefix>{<kind><tag>}NAME of rwlock (KIND 'r': its write lock
+ * key) or semaphore ('s') NAME (lib.lua): its queue (:q) and entries (:w)
+ * are where the injectors find waiters. */
+static char *shared_key(char kind, const char *name)
 {
     char tag[NM_TEST_TAG_LEN + 1];
 
     nm_test_key_tag(name, strlen(name), tag);
-    return g_strdup_printf("netmutex:{r%s}%s", tag, name);
+    return g_strdup_printf("netmutex:{%c%s}%s", kind, tag, name);
 }
 
-static void setup_run(ChaosRun *run, const ChaosFamily *fam, const ChaosEnv *env)
+static void setup_run(ChaosRun *run, const ChaosFamily *fam, const ChaosEnv *env, bool sem)
 {
     memset(run, 0, sizeof *run);
     run->fam = fam;
+    run->sem = sem;
     run->lease_ms = nm_ms(LEASE_MS);
     run->rand = g_rand_new();
-    run->name = nm_test_name(fam->cond ? "ring" : fam->rw ? "rw" : "m");
+    run->name = nm_test_name(fam->cond ? "ring" : fam->rw ? "rw" : sem ? "sem" : "m");
     if (fam->cond)
         setup_rings(run);
-    else if (fam->rw)
-        run->key = rw_key(run->name);
+    else if (fam->rw || sem)
+        run->key = shared_key(fam->rw ? 'r' : 's', run->name);
     else
         run->key = nm_lock_key(run->name);
     run->log = chaos_log_new(log_capacity(fam, env, run->lease_ms));
@@ -785,29 +799,20 @@ static void add_rw_totals(const ChaosRun *run, const ChaosRwCounts *k)
     t->faults += run->injected;
 }
 
-static void judge_rw(ChaosRun *run)
+/* The verdict on REP, the report on a shared lock's log (a rwlock's or a
+ * semaphore's), whose holds are printed and dumped with the valid
+ * intervals chaos_rw_view gives them; REP is cleared. */
+static void judge_shared(ChaosRun *run, ChaosReport *rep)
 {
     const ChaosShared *log = run->log;
     uint32_t n = chaos_log_count(run->log);
-    ChaosParams p = params(run);
-    ChaosReport rep = { 0 };
-    ChaosRwCounts counts;
-    ChaosRec *view;
-    size_t failures;
-    char *kinds;
+    ChaosRec *view = chaos_rw_view(log->recs, n, log->faults, log->nfaults);
+    size_t failures = chaos_report_failures(rep);
+    char *kinds = kinds_text(rep->count);
 
-    chaos_rw_check(log->recs, n, log->faults, log->nfaults, &p, &rep);
-    chaos_rw_count(log->recs, n, log->faults, log->nfaults, &counts);
-    summarize_rw(run, &rep, &counts);
-    add_rw_totals(run, &counts);
-    chaos_rw_totals.lost += rep.stats.lost;
-    /* Printed and dumped with the intervals judged. */
-    view = chaos_rw_view(log->recs, n, log->faults, log->nfaults);
-    failures = chaos_report_failures(&rep);
-    kinds = kinds_text(rep.count);
-    if (failures || rep.nv) {
+    if (failures || rep->nv) {
         g_printerr("chaos %s: %zu violations (%s)\n", run->fam->name, failures, kinds);
-        chaos_report_print(&rep, view, run->t0_ns, PRINT_MAX, stderr);
+        chaos_report_print(rep, view, run->t0_ns, PRINT_MAX, stderr);
     }
     if (g_getenv("NETMUTEX_TEST_CHAOS_DUMP")) {
         memcpy(run->log->recs, view, (size_t)n * sizeof *view);
@@ -826,7 +831,83 @@ static void judge_rw(ChaosRun *run)
         g_test_fail();
     }
     g_free(kinds);
-    chaos_report_clear(&rep);
+    chaos_report_clear(rep);
+}
+
+static void judge_rw(ChaosRun *run)
+{
+    const ChaosShared *log = run->log;
+    uint32_t n = chaos_log_count(run->log);
+    ChaosParams p = params(run);
+    ChaosReport rep = { 0 };
+    ChaosRwCounts counts;
+
+    chaos_rw_check(log->recs, n, log->faults, log->nfaults, &p, &rep);
+    chaos_rw_count(log->recs, n, log->faults, log->nfaults, &counts);
+    summarize_rw(run, &rep, &counts);
+    add_rw_totals(run, &counts);
+    chaos_rw_totals.lost += rep.stats.lost;
+    judge_shared(run, &rep);
+}
+
+/* ---- the semaphore families' verdict ---------------------------------------------- */
+
+static void summarize_sem(const ChaosRun *run, const ChaosReport *rep, const ChaosSemCounts *k)
+{
+    const ChaosStats *s = &rep->stats;
+    char *limits = kinds_text(rep->limits);
+
+    g_test_message("chaos %s: %zu wait calls, %zu permits taken (%zu valid); at most %zu of "
+                   "%u valid holders at once, %zu holds began with all %u held, all held "
+                   "%.0f ms in all; %zu lost holds, %zu killed holding, post ENOLCK %zu / EIO "
+                   "%zu; %u faults injected (%u flagged); documented limits seen: %s",
+                   run->fam->name, k->calls, k->holds, k->valid, k->max_holders,
+                   CHAOS_SEM_PERMITS, k->full, CHAOS_SEM_PERMITS, k->full_ns / 1e6, s->lost,
+                   s->killed_holding, s->unlock_enolck, s->unlock_eio, run->injected,
+                   run->flagged, limits);
+    g_free(limits);
+}
+
+static void add_sem_totals(const ChaosRun *run, const ChaosReport *rep, const ChaosSemCounts *k)
+{
+    ChaosSemTotals *t = &chaos_sem_totals;
+
+    t->families++;
+    t->calls += k->calls;
+    t->holds += k->holds;
+    t->valid += k->valid;
+    t->lost += rep->stats.lost;
+    t->full += k->full;
+    t->max_holders = MAX(t->max_holders, k->max_holders);
+    t->faults += run->injected;
+}
+
+/* The permits must have been used, not only never exceeded: all of them
+ * held at once at some moment. */
+static void check_sem_used(const ChaosRun *run, const ChaosSemCounts *k)
+{
+    if (k->full > 0)
+        return;
+    g_printerr("chaos %s: never all %u permits validly held at once (at most %zu)\n",
+               run->fam->name, CHAOS_SEM_PERMITS, k->max_holders);
+    g_test_message("chaos %s FAILED: the permits were never all used", run->fam->name);
+    g_test_fail();
+}
+
+static void judge_sem(ChaosRun *run)
+{
+    const ChaosShared *log = run->log;
+    uint32_t n = chaos_log_count(run->log);
+    ChaosParams p = params(run);
+    ChaosReport rep = { 0 };
+    ChaosSemCounts counts;
+
+    chaos_sem_check(log->recs, n, log->faults, log->nfaults, CHAOS_SEM_PERMITS, &p, &rep);
+    chaos_sem_count(log->recs, n, log->faults, log->nfaults, CHAOS_SEM_PERMITS, &counts);
+    summarize_sem(run, &rep, &counts);
+    add_sem_totals(run, &rep, &counts);
+    check_sem_used(run, &counts);
+    judge_shared(run, &rep);
 }
 
 /* Keys of the family's names still on the server (at most MAX, in
@@ -882,11 +963,11 @@ static void check_keys_left(ChaosRun *run)
     g_free(list);
 }
 
-void chaos_run_family(const ChaosFamily *fam, const ChaosEnv *env)
+static void run_family(const ChaosFamily *fam, const ChaosEnv *env, bool sem)
 {
     ChaosRun run;
 
-    setup_run(&run, fam, env);
+    setup_run(&run, fam, env, sem);
     for (int s = 0; s < run.nworkers; s++)
         chaos_run_respawn(&run, s);
     if (wait_for_activity(&run)) {
@@ -896,14 +977,26 @@ void chaos_run_family(const ChaosFamily *fam, const ChaosEnv *env)
         g_test_fail();
     }
     stop_workers(&run);
-    if (fam->cond || fam->rw) {
+    if (fam->cond || fam->rw || sem) {
         if (fam->cond)
             judge_cond(&run);
-        else
+        else if (fam->rw)
             judge_rw(&run);
+        else
+            judge_sem(&run);
         check_keys_left(&run);
     } else {
         judge(&run);
     }
     teardown(&run);
+}
+
+void chaos_run_family(const ChaosFamily *fam, const ChaosEnv *env)
+{
+    run_family(fam, env, false);
+}
+
+void chaos_run_sem_family(const ChaosFamily *fam, const ChaosEnv *env)
+{
+    run_family(fam, env, true);
 }

@@ -41,6 +41,9 @@ typedef struct ChaosFamily {
                                     (chaos_rw_worker.c) */
 } ChaosFamily;
 
+/* The semaphore families' permits: fewer than the threads that want one. */
+#define CHAOS_SEM_PERMITS 3u
+
 /* What all families share. */
 typedef struct ChaosEnv {
     NmRedis *redis;         /* the single server, --enable-debug-command yes */
@@ -69,6 +72,7 @@ struct ChaosRun {
     int nrings;                             /* condition families: one ring per
                                                worker slot */
     char *cw[CHAOS_MAX_RINGS];              /* each ring's list of waiters (CW) */
+    bool sem;                               /* a semaphore family's run */
 };
 
 /* What the condition families added up to in this run (for the summary
@@ -90,8 +94,20 @@ typedef struct ChaosRwTotals {
 
 extern ChaosRwTotals chaos_rw_totals;
 
+/* What the semaphore families added up to in this run. */
+typedef struct ChaosSemTotals {
+    unsigned int families;
+    size_t calls, holds, valid, lost, full, max_holders, faults;
+} ChaosSemTotals;
+
+extern ChaosSemTotals chaos_sem_totals;
+
 /* Runs FAM (a GLib test case's body): fails the test case on violations. */
 void chaos_run_family(const ChaosFamily *fam, const ChaosEnv *env);
+/* The same for a semaphore family: one netmutex_sem_t of
+ * CHAOS_SEM_PERMITS permits taken and posted (chaos_sem_worker.c), judged
+ * by chaos_sem_check.h, under FAM's faults (a single server's). */
+void chaos_run_sem_family(const ChaosFamily *fam, const ChaosEnv *env);
 
 /* For the injectors. */
 ChaosProc *chaos_run_proc(ChaosRun *run, int slot); /* NULL: none */

@@ -43,6 +43,8 @@
 
 #include "netmutex.h"
 
+#include "chaos_wutil.h"
+
 typedef struct RWorker {
     const ChaosWorkerCfg *cfg;
     ChaosShared *log;
@@ -58,26 +60,14 @@ typedef struct RThread {
     pthread_t tid;
 } RThread;
 
-/* xorshift64*, as chaos_worker.c. */
-static uint64_t next_random(RThread *t)
-{
-    t->rng ^= t->rng >> 12;
-    t->rng ^= t->rng << 25;
-    t->rng ^= t->rng >> 27;
-    return t->rng * 2685821657736338717ull;
-}
-
 static unsigned int random_upto(RThread *t, unsigned int n)
 {
-    return n ? (unsigned int)(next_random(t) % (n + 1u)) : 0;
+    return chaos_rand_upto(&t->rng, n);
 }
 
 static void sleep_us(unsigned int us)
 {
-    struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
+    chaos_sleep_us(us);
 }
 
 static void set_phase(RThread *t, int phase)
@@ -88,17 +78,9 @@ static void set_phase(RThread *t, int phase)
 static void on_lost(const char *name, void *arg)
 {
     RWorker *w = arg;
-    int64_t now = chaos_now_ns();
 
     (void)name;
-    __atomic_fetch_add(&w->proc->lost_calls, 1, __ATOMIC_SEQ_CST);
-    for (int i = 0; i < w->proc->nthreads; i++) {
-        int phase = chaos_load(&w->proc->phase[i]);
-        int32_t rec = chaos_load(&w->proc->rec[i]);
-
-        if ((phase == CHAOS_HOLDING || phase == CHAOS_UNLOCKING) && rec >= 0)
-            chaos_set_once(&w->log->recs[rec].lost_ns, now);
-    }
+    chaos_stamp_lost(w->log, w->proc);
 }
 
 /* ---- one hold ------------------------------------------------------------ */
@@ -266,8 +248,7 @@ static int run_threads(RWorker *w)
 
     for (int i = 0; i < n; i++) {
         t[i] = (RThread){ .w = w, .index = i };
-        t[i].rng = ((uint64_t)w->pid << 20) ^ (uint64_t)chaos_now_ns() ^ ((uint64_t)i << 8);
-        t[i].rng |= 1;
+        t[i].rng = chaos_rand_seed(w->pid, i);
         if (pthread_create(&t[i].tid, NULL, thread_main, &t[i]) != 0)
             break;
         started++;

@@ -10,5 +10,8 @@ void chaos_cond_selftest_register(void);
 /* /chaos/checker/rwlock/...: the read-write lock families' checker
  * (chaos_rw_selftest.c). */
 void chaos_rw_selftest_register(void);
+/* /chaos/checker/sem/...: the semaphore families' checker
+ * (chaos_sem_selftest.c). */
+void chaos_sem_selftest_register(void);
 
 #endif /* CHAOS_SELFTEST_H */

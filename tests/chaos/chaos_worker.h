@@ -33,6 +33,8 @@ typedef struct ChaosWorkerCfg {
                                                 rings follow it (respawns too) */
     int rings;                               /* condition families: how many
                                                 (one per worker slot) */
+    unsigned int permits;                    /* semaphore families: the
+                                                semaphore's permits */
 } ChaosWorkerCfg;
 
 /* The worker's main (an NmCallFunc): runs until log->stop, then unlocks,
