@@ -164,8 +164,29 @@ void chaos_run_respawn(ChaosRun *run, int slot)
     run->slot[slot] = index;
 }
 
-/* Marks the records P's threads had open when it died (or hung) at T. */
-static void mark_open_records(ChaosRun *run, ChaosProc *p, int64_t t, bool hung)
+/* A record P took and had not yet published (p->rec) when it was killed
+ * at T: a thread allocates its record, then publishes it, then makes the
+ * call; a kill in between leaves a record whose call never started, which
+ * the checker would take for a call that never returned.  Records are
+ * handed out in order, so such a one is among P's newest. */
+static void mark_unpublished(ChaosShared *log, const ChaosProc *p, int64_t t)
+{
+    uint32_t n = chaos_log_count(log);
+
+    for (uint32_t i = 0; i < n; i++) {
+        ChaosRec *r = &log->recs[i];
+        if (r->pid == p->pid && r->rc == CHAOS_PENDING && r->call_ns == 0 &&
+            r->end == CHAOS_END_NORMAL) {
+            r->end = CHAOS_END_KILLED_LOCKING; /* never waiting: wakes nothing */
+            r->end_ns = t;
+        }
+    }
+}
+
+/* chaos_run.h.  A condition wait holds the mutex again by chaos_is_hold, ETIMEDOUT
+ * included, and its unlock may be what the kill cut.  (A lock's rc is
+ * stored before its return time, so a lock that returned 0 counts.) */
+void chaos_run_mark_open(ChaosShared *log, ChaosProc *p, int64_t t, bool hung)
 {
     for (int i = 0; i < p->nthreads; i++) {
         int32_t idx = chaos_load(&p->rec[i]);
@@ -173,18 +194,21 @@ static void mark_open_records(ChaosRun *run, ChaosProc *p, int64_t t, bool hung)
 
         if (idx < 0)
             continue;
-        r = &run->log->recs[idx];
+        r = &log->recs[idx];
         if (r->rc == CHAOS_PENDING)
             r->end = hung              ? CHAOS_END_HUNG
                    : chaos_is_wait(r)  ? CHAOS_END_KILLED_WAITING
                                        : CHAOS_END_KILLED_LOCKING;
-        else if ((r->rc == 0 || r->rc == EOWNERDEAD) && r->unlock_end_ns == 0)
+        else if ((chaos_is_wait(r) ? chaos_is_hold(r) : r->rc == 0 || r->rc == EOWNERDEAD) &&
+                 r->unlock_end_ns == 0)
             r->end = hung ? CHAOS_END_HUNG
                    : r->unlock_ns ? CHAOS_END_KILLED_UNLOCKING : CHAOS_END_KILLED_HOLDING;
         else
             continue;
         r->end_ns = t;
     }
+    if (!hung)
+        mark_unpublished(log, p, t);
 }
 
 ChaosFault *chaos_run_kill(ChaosRun *run, int slot)
@@ -198,7 +222,7 @@ ChaosFault *chaos_run_kill(ChaosRun *run, int slot)
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
     chaos_fault_end(f);
-    mark_open_records(run, p, at, false);
+    chaos_run_mark_open(run->log, p, at, false);
     run->slot[slot] = -1;
     return f;
 }
@@ -252,7 +276,7 @@ static void kill_straggler(ChaosRun *run, int slot)
     g_printerr("chaos: worker %d did not finish within the stop bound\n", p->pid);
     g_test_message("chaos %s: worker %d hung", run->fam->name, p->pid);
     g_test_fail();
-    mark_open_records(run, p, chaos_now_ns(), true);
+    chaos_run_mark_open(run->log, p, chaos_now_ns(), true);
     kill(p->pid, SIGKILL);
     waitpid(p->pid, &status, 0);
     run->slot[slot] = -1;

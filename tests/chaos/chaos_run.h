@@ -116,6 +116,11 @@ ChaosProc *chaos_run_proc(ChaosRun *run, int slot); /* NULL: none */
  * fresh worker in the slot (unless the process table is full). */
 ChaosFault *chaos_run_kill(ChaosRun *run, int slot);
 void chaos_run_respawn(ChaosRun *run, int slot);
+/* Marks the records P had open when it was killed (or found hung, HUNG)
+ * at T: its threads' current records, and any record it took but had not
+ * yet published or called, so that none looks like a call that never
+ * returned. */
+void chaos_run_mark_open(ChaosShared *log, ChaosProc *p, int64_t t, bool hung);
 /* Milliseconds in [lo, hi]. */
 unsigned int chaos_run_between(ChaosRun *run, unsigned int lo, unsigned int hi);
 

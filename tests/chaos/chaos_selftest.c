@@ -19,6 +19,7 @@
 #include <glib.h>
 
 #include "chaos_check.h"
+#include "chaos_run.h"
 #include "chaos_selftest.h"
 
 #define MS 1000000LL
@@ -215,6 +216,37 @@ static void rmw(ChaosRec *r, double read, double write, int64_t value)
     r->rmw_write_ns = at_ms(write);
     r->rmw_value = value;
     r->rmw_state = CHAOS_RMW_WRITTEN;
+}
+
+/* The driver's marking of a killed worker's records (chaos_run.c): a
+ * condition wait that returned ETIMEDOUT holds the mutex again, so a kill
+ * in its unlock is "killed in unlock"; a record taken but not yet
+ * published when the kill came never started its call.  Unmarked, either
+ * would read as a call that never returned. */
+static void test_killed_records_marked(void)
+{
+    ChaosShared *log = chaos_log_new(4);
+    int index;
+    int32_t a, b;
+    ChaosProc *p = chaos_proc_add(log, 2, &index);
+    ChaosRec *w, *l;
+
+    g_assert_nonnull(p);
+    p->pid = 4242;
+    w = chaos_log_add(log, p->pid, 0, &a);
+    w->op = 'W';
+    w->call_ns = at_ms(1);
+    w->ret_ns = at_ms(200);
+    w->rc = ETIMEDOUT;
+    w->unlock_ns = at_ms(201);
+    chaos_store(&p->rec[0], a);
+    l = chaos_log_add(log, p->pid, 1, &b); /* taken, not yet published */
+    l->op = 'l';
+    chaos_run_mark_open(log, p, at_ms(202), false);
+    g_assert_cmpint(w->end, ==, CHAOS_END_KILLED_UNLOCKING);
+    g_assert_cmpint(l->end, ==, CHAOS_END_KILLED_LOCKING);
+    g_assert_cmpint(l->end_ns, ==, at_ms(202));
+    chaos_log_free(log);
 }
 
 static void test_lost_update_flagged(void)
@@ -443,6 +475,7 @@ void chaos_selftest_register(void)
     g_test_add_func("/chaos/checker/restart-overlap-is-documented-limit",
                     test_restart_overlap_is_documented_limit);
     g_test_add_func("/chaos/checker/lost-update-flagged", test_lost_update_flagged);
+    g_test_add_func("/chaos/checker/killed-records-marked", test_killed_records_marked);
     g_test_add_func("/chaos/checker/bounds-flagged", test_bounds_flagged);
     g_test_add_func("/chaos/checker/hang-flagged", test_hang_flagged);
     g_test_add_func("/chaos/checker/results-flagged", test_results_flagged);
