@@ -13,7 +13,9 @@
  *     while it is not this member's turn: wait on the condition (timed,
  *       on CLOCK_REALTIME or CLOCK_MONOTONIC, with a random deadline, or
  *       one wait in five untimed); a member woken with a signal (the wait
- *       returned 0) while a turn is still pending passes one on ("relay"):
+ *       returned 0), or whose wait timed out while a turn has been pending
+ *       for long (see stalled()), passes one on ("relay") if a turn is
+ *       still pending:
  *       the condition wakes its longest waiter, which may not be the one
  *       whose turn it is, and that one must not swallow the signal;
  *     on its turn: take it (pending 0) and unlock;
@@ -76,6 +78,7 @@ typedef struct CThread {
     ChaosRec *rec; /* the segment being held, NULL between rounds */
     int32_t rec_index;
     bool woke;   /* the last wait returned 0 */
+    bool timed_out; /* it returned ETIMEDOUT */
 } CThread;
 
 void chaos_cond_ring_name(char *buf, size_t size, const char *base, char kind, int ring)
@@ -252,6 +255,7 @@ static bool wait_once(CThread *t)
     w->ret_ns = chaos_now_ns();
     w->rc = rc;
     t->woke = rc == 0;
+    t->timed_out = rc == ETIMEDOUT;
     t->rec = w;
     t->rec_index = index;
     if (!holds_after_wait(rc)) {
@@ -307,6 +311,7 @@ static void pass_turn(CThread *t)
         return;
     chaos_store(&g->turn, (t->index + 1) % t->members);
     chaos_store(&g->pending, 1);
+    __atomic_store_n(&g->pending_ns, chaos_now_ns(), __ATOMIC_RELEASE);
     cond_call(t, r, random_upto(t, BROADCAST_ONE_IN - 1) == 0 ? 'b' : 's', false);
 }
 
@@ -315,6 +320,22 @@ static void close_ring(CThread *t)
 {
     chaos_store(&ring_of(t)->closed, 1);
     cond_call(t, t->rec, 'b', false);
+}
+
+/* Whether the turn pending has waited far longer than any timed wait:
+ * then a member whose wait timed out passes a signal on as well.  A
+ * signaller killed after it passed the turn on but before its signal
+ * (kill/signaller) sends none, and if the member whose turn it is waits
+ * untimed, nothing else would ever wake it; once every member waits
+ * untimed, nobody is left to close the ring at the end.  A signal the
+ * library lost is flagged before this, by the timed waits that needed
+ * it (chaos_cond_check.c). */
+static bool stalled(const CThread *t, ChaosRing *g)
+{
+    int64_t since = __atomic_load_n(&g->pending_ns, __ATOMIC_ACQUIRE);
+
+    return t->timed_out && since &&
+           chaos_now_ns() - since > 4 * (int64_t)t->w->cfg->timed_max_ms * 1000000;
 }
 
 /* Holding the mutex: wait until this member's turn (true once taken),
@@ -332,7 +353,7 @@ static bool hold_until_turn(CThread *t)
         }
         if (chaos_load(&g->turn) == t->index)
             return take_turn(t);
-        if (t->woke && chaos_load(&g->pending) && take_promise(t, t->rec))
+        if ((t->woke || stalled(t, g)) && chaos_load(&g->pending) && take_promise(t, t->rec))
             cond_call(t, t->rec, 's', true);
         if (!wait_once(t))
             return false;

@@ -151,6 +151,7 @@ typedef struct ChaosRing {
     int32_t closed;
     int32_t reserved;
     int64_t counter;
+    int64_t pending_ns; /* when the turn pending was passed on */
 } ChaosRing;
 
 typedef struct ChaosShared {
