@@ -9,7 +9,8 @@
 # The cases that do not apply (a descriptor, a file, fcntl(2) locks, a byte
 # range, a descriptor inherited by the command) are listed with the reason
 # in netmutex.1, DIFFERENCES FROM FLOCK(1); the last part of this test
-# checks that what the command inherits is what that page says.
+# checks that each of their options is refused with a usage error that
+# says why, and that what the command inherits is what that page says.
 #
 # Timing: util-linux checks that its timed waiter got the lock between 3 and
 # 5 seconds after a 3-second shared hold began.  The lower bound is checked
@@ -113,6 +114,51 @@ check "... and no line but those: $(grep -v '^netmutex: ' "$tmp/v.err" | head -n
 check "no file was made at the path used as a NAME" test ! -e "$name"
 
 # ---- the cases that do not apply -------------------------------------------
+# Each is refused with exit 2 and a message that names what it asked for,
+# and runs nothing (see DIFFERENCES FROM FLOCK(1)).
+
+# refused WANT DESC ARGS...: netmutex ARGS exits 2, runs nothing, and says
+# WANT (a grep pattern) on stderr.
+refused() {
+    want=$1 desc=$2; shift 2
+    rm -f "$tmp/ran"
+    (cd "$tmp" && exec "$NM" "$@") >/dev/null 2>"$tmp/refused.err"
+    rc=$?
+    if [ "$rc" = 2 ] && [ ! -e "$tmp/ran" ] && grep -q -- "$want" "$tmp/refused.err"; then
+        ok "$desc"
+    else
+        not_ok "$desc"; diag "exit $rc, stderr: $(cat "$tmp/refused.err")"
+    fi
+}
+
+# flock:fcntl-* (every case run again with --fcntl), flock:fcntl-vs-flock
+# and range-lock (--fcntl --start 1 --length 2 on a directory): fcntl(2)
+# locks and byte ranges are locks of a file.
+refused "--fcntl is flock(1)'s for a file" "flock-fcntl-*: --fcntl is refused" \
+    --fcntl --nonblocking --conflict-exit-code 123 "$name" touch "$tmp/ran"
+refused "--start is flock(1)'s for a file" "range-lock: --start is refused" \
+    --shared --start 1 --length 2 --no-fork . -c 'touch ran'
+refused "--length is flock(1)'s for a file" "range-lock: --length is refused" \
+    --shared --length 2 --no-fork . -c 'touch ran'
+
+# flock:flock-fd (a descriptor open on the file, locked by its number) and
+# unlock's first run (the same with --verbose): a lone number is a NAME
+# with its COMMAND missing, and flock's "file named 4" mistake cannot
+# happen: nothing is created.
+exec 4<>"$tmp/fdfile"
+refused "file descriptor" "flock-fd: NAME 4 without a COMMAND is refused" \
+    --nonblocking --exclusive --conflict-exit-code 123 4
+refused "file descriptor" "unlock: --exclusive --nonblock --verbose 10 is refused" \
+    --exclusive --nonblock --verbose 10
+exec 4>&-
+check "... and no file named after the number was made" test ! -e "$tmp/4" -a ! -e "$tmp/10"
+
+# unlock (second run): --unlock of a descriptor.  A run's lock goes with
+# its command; `netmutex break` frees one held by someone else.
+refused "--unlock is flock(1)'s" "unlock: --unlock is refused" --unlock 10
+
+# close (both runs): --fd names the descriptor to lock.
+refused "--fd is flock(1)'s for a file" "close: --fd is refused" --exclusive --close --fd 10 --command 'touch ran'
 
 # close (second run): without --close, flock's command inherits the locked
 # descriptor, and the same lock asked for inside it is granted (0).  A
