@@ -20,7 +20,7 @@ NETMUTEX_TEST_ACL=1; export NETMUTEX_TEST_ACL
 # choose others.
 over=
 progs_all="test_api test_wait test_robust test_cache test_quorum test_cond test_rwlock test_sem"
-cli_all="run exclusion admin quorum flock names interrupt usage shared permits rwstatus"
+cli_all="run exclusion admin quorum flock flock_suite names interrupt usage shared permits rwstatus"
 if [ "${NETMUTEX_TEST_TLS:-}" = 1 ]; then
     # Not test_cond, which is not of the TLS set (its proxy speaks plain).
     over=" over TLS"

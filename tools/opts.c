@@ -14,7 +14,9 @@
  * that is not one, as in flock(1), so the command's own options are never
  * ours.  flock's own spellings are taken too (--nb, --nonblocking, --wait,
  * -x, -e, -o, -s, -F); see "DIFFERENCES FROM FLOCK(1)" in netmutex.1.  As
- * in flock, the last of -s and -x wins.
+ * in flock, the last of -s and -x wins.  flock's options for a file or a
+ * descriptor (--unlock, --fcntl, --start, --length, --fd, and a lone
+ * number for a descriptor) are usage errors that say why.
  */
 #include "ac_config.h"
 
@@ -43,7 +45,9 @@
 enum {
     OPT_LEASE = 256, OPT_ON_LOST, OPT_JSON, OPT_URL_FILE,
     OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_SERVER_NAME, OPT_TLS_INSECURE,
-    OPT_PERMITS, OPT_RWLOCK, OPT_SEM
+    OPT_PERMITS, OPT_RWLOCK, OPT_SEM,
+    /* flock(1)'s options for a file or a descriptor, refused by name. */
+    OPT_FLOCK_UNLOCK, OPT_FLOCK_FCNTL, OPT_FLOCK_START, OPT_FLOCK_LENGTH, OPT_FLOCK_FD
 };
 
 static const struct option long_opts[] = {
@@ -71,6 +75,11 @@ static const struct option long_opts[] = {
     { "sem", no_argument, NULL, OPT_SEM },
     { "on-lost", required_argument, NULL, OPT_ON_LOST },
     { "json", no_argument, NULL, OPT_JSON },
+    { "unlock", no_argument, NULL, OPT_FLOCK_UNLOCK },
+    { "fcntl", no_argument, NULL, OPT_FLOCK_FCNTL },
+    { "start", required_argument, NULL, OPT_FLOCK_START },
+    { "length", required_argument, NULL, OPT_FLOCK_LENGTH },
+    { "fd", required_argument, NULL, OPT_FLOCK_FD },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 }
@@ -127,6 +136,8 @@ static void usage(FILE *f)
           "  -v, --verbose             report waiting, acquired, released\n"
           "  -h, --help                this text\n"
           "  -V, --version             the version\n"
+          "flock(1)'s --unlock, --fcntl, --start, --length and --fd are refused:\n"
+          "a NAME is no file (netmutex(1), DIFFERENCES FROM FLOCK(1)).\n"
           "\n"
           "list prints the held locks whose names match PATTERN (a Redis glob).\n"
           "acl prints the ACL SETUSER command of a Redis user that may use the\n"
@@ -211,6 +222,18 @@ static int parse_signal(const char *s, int *sig)
     return EINVAL;
 }
 
+/* The spelling of a refused flock(1) option, for its message (ARG is its
+ * value, not its name, when it takes one). */
+static const char *flock_file_option(int c)
+{
+    switch (c) {
+    case OPT_FLOCK_FCNTL: return "--fcntl";
+    case OPT_FLOCK_START: return "--start";
+    case OPT_FLOCK_LENGTH: return "--length";
+    default: return "--fd";
+    }
+}
+
 /* -u: the URL is copied, and then its password, if any, overwritten where
  * ps(1) shows it (see url.c); the caller warns once all options are read. */
 static int take_url(char *arg, struct cli_opts *o)
@@ -292,6 +315,12 @@ static int take_option(int c, char *arg, struct cli_opts *o)
         if (parse_signal(arg, &o->lost_sig) == 0)
             return 0;
         return usage_error("bad signal '%s': want e.g. TERM, KILL, 9 or none", arg);
+    case OPT_FLOCK_UNLOCK:
+        return usage_error("%s", "--unlock is flock(1)'s for a descriptor: NAME is released "
+                           "when COMMAND exits, and 'netmutex break NAME' frees a held one");
+    case OPT_FLOCK_FCNTL: case OPT_FLOCK_START: case OPT_FLOCK_LENGTH: case OPT_FLOCK_FD:
+        return usage_error("%s is flock(1)'s for a file: a NAME has no descriptor, "
+                           "fcntl(2) lock or byte range", flock_file_option(c));
     case 'h': usage(stdout); return CLI_EX_DONE;
     case 'V': puts("netmutex " PACKAGE_VERSION); return CLI_EX_DONE;
     case ':': return usage_error("option '%s' needs a value", arg);
@@ -364,6 +393,10 @@ static int take_command(char **rest, struct cli_opts *o)
     if (rc != 0)
         return rc;
     set_name(rest[0], o);
+    /* flock(1) takes a lone number for a descriptor to lock (flock 9). */
+    if (rest[1] == NULL && strspn(rest[0], "0123456789") == strlen(rest[0]))
+        return usage_error("missing COMMAND after NAME '%s' (a NAME, never a file "
+                           "descriptor as in flock(1)'s 'flock 9')", o->shown_name);
     if (rest[1] == NULL)
         return usage_error("%s", "missing COMMAND");
     if (strcmp(rest[1], "-c") != 0 && strcmp(rest[1], "--command") != 0) {

@@ -1,6 +1,7 @@
 #!/bin/sh
 # flock(1)'s spellings work: --nb, --nonblock, --wait, --timeout, -x, -e,
-# --exclusive, -o, --close, -F, --no-fork (-s: shared.sh; -F: nofork.sh).  -o
+# --exclusive, -o, --close, -F, --no-fork, and every long option of flock's
+# that netmutex takes (-s: shared.sh; -F: nofork.sh).  -o
 # changes nothing, because the command never holds anything of the lock:
 # the lock is released when the command exits, even if a child it left
 # behind still runs.
@@ -11,6 +12,16 @@ NETMUTEX_URL=$redis_url; export NETMUTEX_URL
 
 for opt in -x -e --exclusive -o --close; do
     expect_rc 3 "$opt runs the command (exit status passed through)" "$NM" "$opt" job sh -c 'exit 3'
+done
+
+# Every long option of flock(1) that netmutex takes, spelled out, on a free
+# NAME (those it refuses: flock_suite.sh).
+for opt in --shared --exclusive --nonblock --nonblocking --nb --timeout=1 --wait=1     --conflict-exit-code=9 --close --no-fork --verbose; do
+    expect_rc 3 "$opt runs the command on a free NAME" quiet "$NM" "$opt" job sh -c 'exit 3'
+done
+expect_rc 3 "NAME --command runs a shell command" "$NM" job --command 'exit 3'
+for opt in --help --version; do
+    expect_rc 0 "$opt exits 0" quiet "$NM" "$opt"
 done
 
 hold job
