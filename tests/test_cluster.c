@@ -1157,9 +1157,9 @@ static void test_cond_cancel_other_node(void)
     nm_assert_rc(netmutex_cond_signal(&c), 0);
     nm_assert_rc(nm_call_wait(a, PROMPT_MS), 0);
     gint64 end = nmt_now_ms() + PROMPT_MS;
-    while (cond_keys_on(node) != 0 && nmt_now_ms() < end)
+    while (cond_keys_of(node, cw) != 0 && nmt_now_ms() < end)
         nmt_sleep_ms(10);
-    g_assert_cmpint(cond_keys_on(node), ==, 0);
+    g_assert_cmpint(cond_keys_of(node, cw), ==, 0);
     nm_assert_rc(netmutex_cond_destroy(&c), 0);
     nm_assert_rc(netmutex_destroy(&m), 0);
     nm_assert_rc(netmutex_shutdown(), 0);
