@@ -258,24 +258,20 @@ static void hold_shared_locked(nm_entry_t *e, nm_hold_node_t *node, const netmut
     node->hold.lease.fence = e->rshare->hold.lease.fence;
 }
 
-/* Before going to the server: a reader of a caching handle reads through
- * the process's cached share (1, NODE its hold); a writer revokes it.  A
- * cached share that cannot be used goes back first. */
-static int through_cache(nm_entry_t *e, netmutex_rwlock_t *rw, nm_hold_node_t *node,
-                         nm_hold_kind_t kind)
+/* Under e->mu, for a thread without a hold: a reader of a caching handle
+ * reads through the process's cached share (1, NODE its hold); a writer
+ * revokes it.  *SWEEP: a cached share that cannot be used is to go back
+ * (cache.h). */
+static int through_cache_locked(nm_entry_t *e, netmutex_rwlock_t *rw, nm_hold_node_t *node,
+                                nm_hold_kind_t kind, int *sweep)
 {
     int reader = kind == NM_HOLD_SHARE;
-    nm_hold_node_t *stale = NULL;
     if (reader && !cache_allowed(rw))
         return 0;
-    pthread_mutex_lock(&e->mu);
-    int joined = nm_cache_share_join_locked(e, reader, &stale);
-    if (joined)
-        hold_shared_locked(e, node, rw);
-    pthread_mutex_unlock(&e->mu);
-    if (stale)
-        nm_cache_share_give_back(e, stale);
-    return joined;
+    if (!nm_cache_share_join_locked(e, reader, sweep))
+        return 0;
+    hold_shared_locked(e, node, rw);
+    return 1;
 }
 
 /* Under e->mu: the calling thread's fresh hold NODE goes on E's list; a
@@ -299,19 +295,24 @@ static int rw_lock(netmutex_rwlock_t *rw, nm_hold_kind_t kind, nm_wait_t wait,
     int err = handle_entry(rw, &e);
     if (err)
         return err;
-    pthread_mutex_lock(&e->mu);
-    nm_hold_node_t *mine = nm_entry_hold_mine(e);
-    if (mine)
-        err = relock(mine, kind, wait);
-    pthread_mutex_unlock(&e->mu);
-    if (mine)
-        return err;
-
     nm_hold_node_t *node = calloc(1, sizeof *node);
     if (!node)
         return ENOMEM;
-    if (through_cache(e, rw, node, kind))
-        return 0;
+    pthread_mutex_lock(&e->mu);
+    nm_hold_node_t *mine = nm_entry_hold_mine(e);
+    int joined = 0, sweep = 0;
+    if (mine)
+        err = relock(mine, kind, wait);
+    else
+        joined = through_cache_locked(e, rw, node, kind, &sweep);
+    pthread_mutex_unlock(&e->mu);
+    if (sweep)
+        nm_cache_sweep_soon();
+    if (mine || joined) {
+        if (mine)
+            free(node);
+        return err;
+    }
     unsigned int flags = NM_RW_KIND(rw) == NETMUTEX_RWLOCK_PREFER_READER
                              ? NM_SHARES_PREFER_READERS
                              : 0;

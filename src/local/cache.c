@@ -273,7 +273,7 @@ static nm_hold_node_t *share_detach_locked(nm_entry_t *e)
     return n;
 }
 
-int nm_cache_share_join_locked(nm_entry_t *e, int reader, nm_hold_node_t **stale)
+int nm_cache_share_join_locked(nm_entry_t *e, int reader, int *sweep)
 {
     if (!e->rshare)
         return 0;
@@ -284,9 +284,15 @@ int nm_cache_share_join_locked(nm_entry_t *e, int reader, nm_hold_node_t **stale
     /* A writer of ours is a writer too: no local reader joins any more. */
     if (!reader)
         e->cache.revoked = 1;
-    if (e->rreaders == 0)
-        *stale = share_detach_locked(e);
+    /* The sweep gives it back, not this call: a lock call spends its time
+     * on its own acquisition, within its bound. */
+    *sweep = e->rreaders == 0;
     return 0;
+}
+
+void nm_cache_sweep_soon(void)
+{
+    sweep_soon();
 }
 
 int nm_cache_share_install_locked(nm_entry_t *e, nm_hold_node_t *n)

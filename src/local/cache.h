@@ -117,10 +117,13 @@ void nm_cache_forget(void);
 
 /* Under e->mu, in rdlock (READER) or wrlock (!READER) of rwlock entry E by
  * a thread without a hold: 1 when a reader joins E's cached share
- * (e->rreaders counts it); else 0, with a cached share no thread is in
- * that must not be used (or a writer's, which revokes it) moved to
- * *STALE, for nm_cache_share_give_back() once e->mu is released. */
-int nm_cache_share_join_locked(nm_entry_t *e, int reader, nm_hold_node_t **stale);
+ * (e->rreaders counts it); else 0 (a writer revokes the share), with
+ * *SWEEP set when a cached share no thread is in is to go back: the
+ * caller calls nm_cache_sweep_soon() once e->mu is released. */
+int nm_cache_share_join_locked(nm_entry_t *e, int reader, int *sweep);
+
+/* Has the background thread sweep at once (it has a share to give back). */
+void nm_cache_sweep_soon(void);
 
 /* Under e->mu: N becomes E's cached share, the calling thread its first
  * reader (1); 0 when E has one already. */
