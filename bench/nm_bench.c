@@ -174,6 +174,20 @@
  *                      for a permit and posts it back for -d / 2 seconds:
  *                      "uncontended_cycles_per_s", "rtt_bound_per_s",
  *                      "ratio_to_rtt_bound".
+ *   rwlock_cached_read 1 process x 1 thread rdlocks and unlocks one
+ *                      netmutex_rwlock_t whose read shares are cached
+ *                      (netmutex_rwlockattr_setcache), no writer: after a
+ *                      warm-up until the share stays cached, 5 slices of
+ *                      -d/5 seconds, the median.  "ns_per_cycle",
+ *                      "script_calls" (during the slices: renewals only);
+ *                      "cycles_per_s", target >= 1,000,000.
+ *   rwlock_revoke      2 processes in turns: a reader with caching on
+ *                      reads until its share stays cached and idle, then
+ *                      a writer's netmutex_rwlock_timedwrlock takes the
+ *                      lock from it.  A sample is the writer's call to its
+ *                      return (its first 5 turns left out); at least 200,
+ *                      more if -d allows.  "revoke_p50_us", "revoke_p90_us",
+ *                      "revoke_max_us"; "revoke_p99_ms", target <= 2.
  *   timedlock_late     How late a timed wait returns.  1 process, one name
  *                      held by a lock key written by hand (a token of
  *                      nobody's, so only the waiter talks to the server),
@@ -480,6 +494,8 @@ static const scenario_t scenarios[] = {
     { "cond_broadcast16", nmb_sc_cond_broadcast16, { 8, 2, 0, 0, 0, 0, 1 }, NULL, NULL },
     { "rwlock_read_mostly", nmb_sc_rwlock_read_mostly, { 4, 2, 2000, 0, 0, 0, 0 }, NULL, NULL },
     { "sem_permits", nmb_sc_sem_permits, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
+    { "rwlock_cached_read", nmb_sc_rwlock_cached_read, { 1, 1, 0, 0, 0, 0, 1 }, NULL, NULL },
+    { "rwlock_revoke", nmb_sc_rwlock_revoke, { 2, 1, 0, 0, 0, 0, 1 }, NULL, NULL },
 };
 #define NSCENARIOS (sizeof scenarios / sizeof scenarios[0])
 

@@ -289,6 +289,8 @@ int nmb_sc_cond_broadcast16(const scenario_t *sc);
 
 /* scenarios_rwlock.c */
 int nmb_sc_rwlock_read_mostly(const scenario_t *sc);
+int nmb_sc_rwlock_cached_read(const scenario_t *sc);
+int nmb_sc_rwlock_revoke(const scenario_t *sc);
 
 /* scenarios_sem.c */
 int nmb_sc_sem_permits(const scenario_t *sc);

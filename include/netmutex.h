@@ -378,6 +378,17 @@ NETMUTEX_API int netmutex_rwlockattr_getkind(const netmutex_rwlockattr_t *attr, 
 NETMUTEX_API int netmutex_rwlockattr_setlease(netmutex_rwlockattr_t *attr, unsigned int ms);
 NETMUTEX_API int netmutex_rwlockattr_getlease(const netmutex_rwlockattr_t *attr,
                                               unsigned int *ms);
+/* Lease caching of read shares (off by default): after the last local
+ * reader's unlock the process keeps its read share while no writer wants
+ * the lock, and the next rdlock of any of its threads reads through it
+ * without a round trip (several threads at once through one share); a
+ * writer of any process that finds it kept out makes every caching process
+ * give its share back as soon as no local reader is in it, and keeps new
+ * local readers out meanwhile.  ON: 1 or 0.  NETMUTEX_CACHE=0 (or
+ * NETMUTEX_CACHE_OFF, netmutex_configure()) turns it off for the process,
+ * and cache_idle_ms bounds how long an unused share is kept.  EINVAL. */
+NETMUTEX_API int netmutex_rwlockattr_setcache(netmutex_rwlockattr_t *attr, int on);
+NETMUTEX_API int netmutex_rwlockattr_getcache(const netmutex_rwlockattr_t *attr, int *on);
 /* The callback for a lost hold, as netmutex_attr_setlostfn (FN NULL: the
  * global one of netmutex_config_t). */
 NETMUTEX_API int netmutex_rwlockattr_setlostfn(netmutex_rwlockattr_t *attr,

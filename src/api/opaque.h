@@ -54,13 +54,16 @@
 #define NM_RWLOCKATTR_MAGIC 0x6e6d7261u /* "nmra" */
 #define NM_RW_KIND(r) ((r)->nm_opaque_u[0])     /* NETMUTEX_RWLOCK_PREFER_* */
 #define NM_RW_LEASE_MS(r) ((r)->nm_opaque_u[1]) /* 0: the configured default */
+#define NM_RW_FLAGS(r) ((r)->nm_opaque_u[2])    /* NM_RW_FLAG_* */
 #define NM_RW_HANDLE(r) ((r)->nm_opaque_p[0])   /* nm_entry_t *, atomic */
 #define NM_RW_LOST(r) ((r)->nm_opaque_p[1])     /* netmutex_lost_fn */
 #define NM_RW_LOST_ARG(r) ((r)->nm_opaque_p[2])
 #define NM_RA_KIND(a) ((a)->nm_opaque_u[0])
 #define NM_RA_LEASE_MS(a) ((a)->nm_opaque_u[1])
+#define NM_RA_FLAGS(a) ((a)->nm_opaque_u[2])
 #define NM_RA_LOST(a) ((a)->nm_opaque_p[0])
 #define NM_RA_LOST_ARG(a) ((a)->nm_opaque_p[1])
+#define NM_RW_FLAG_CACHE 1u /* read shares are cached (rwlockattr_setcache) */
 
 /* Whether MS is a lease an attribute may name: 0 (the configured one) or
  * within [NETMUTEX_LEASE_MIN_MS, NETMUTEX_LEASE_MAX_MS]. */

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
 #include "clock.h"
 #include "entry.h"
 #include "lease.h"
@@ -97,6 +98,25 @@ int netmutex_rwlockattr_getlease(const netmutex_rwlockattr_t *attr, unsigned int
     return 0;
 }
 
+int netmutex_rwlockattr_setcache(netmutex_rwlockattr_t *attr, int on)
+{
+    if (!rattr_ok(attr) || (on != 0 && on != 1))
+        return EINVAL;
+    if (on)
+        NM_RA_FLAGS(attr) |= NM_RW_FLAG_CACHE;
+    else
+        NM_RA_FLAGS(attr) &= ~NM_RW_FLAG_CACHE;
+    return 0;
+}
+
+int netmutex_rwlockattr_getcache(const netmutex_rwlockattr_t *attr, int *on)
+{
+    if (!rattr_ok(attr) || !on)
+        return EINVAL;
+    *on = !!(NM_RA_FLAGS(attr) & NM_RW_FLAG_CACHE);
+    return 0;
+}
+
 int netmutex_rwlockattr_setlostfn(netmutex_rwlockattr_t *attr, netmutex_lost_fn fn, void *arg)
 {
     if (!rattr_ok(attr))
@@ -158,6 +178,7 @@ int netmutex_rwlock_init(netmutex_rwlock_t *rw, const char *name,
     if (attr) {
         NM_RW_KIND(rw) = NM_RA_KIND(attr);
         NM_RW_LEASE_MS(rw) = NM_RA_LEASE_MS(attr);
+        NM_RW_FLAGS(rw) = NM_RA_FLAGS(attr);
         NM_RW_LOST(rw) = NM_RA_LOST(attr);
         NM_RW_LOST_ARG(rw) = NM_RA_LOST_ARG(attr);
     }
@@ -177,6 +198,8 @@ int netmutex_rwlock_destroy(netmutex_rwlock_t *rw)
     pthread_mutex_unlock(&e->mu);
     if (held_here)
         return EBUSY;
+    /* As a mutex's: a share kept cached goes back now. */
+    nm_cache_drop(e);
     nm_registry_put(e);
     memset(rw, 0, sizeof *rw);
     return 0;
@@ -220,6 +243,51 @@ static int start_watching(const netmutex_rwlock_t *rw, const nm_entry_t *e, nm_l
     return err;
 }
 
+/* Whether RW's read shares may be cached (cache.h). */
+static int cache_allowed(const netmutex_rwlock_t *rw)
+{
+    return (NM_RW_FLAGS(rw) & NM_RW_FLAG_CACHE) != 0;
+}
+
+/* Under e->mu: NODE becomes the calling thread's hold through E's cached
+ * share. */
+static void hold_shared_locked(nm_entry_t *e, nm_hold_node_t *node, const netmutex_rwlock_t *rw)
+{
+    nm_entry_hold_add(e, node, rw, NM_HOLD_SHARE);
+    node->hold.shared = 1;
+    node->hold.lease.fence = e->rshare->hold.lease.fence;
+}
+
+/* Under e->mu, for a thread without a hold: a reader of a caching handle
+ * reads through the process's cached share (1, NODE its hold); a writer
+ * revokes it.  *SWEEP: a cached share that cannot be used is to go back
+ * (cache.h). */
+static int through_cache_locked(nm_entry_t *e, netmutex_rwlock_t *rw, nm_hold_node_t *node,
+                                nm_hold_kind_t kind, int *sweep)
+{
+    int reader = kind == NM_HOLD_SHARE;
+    if (reader && !cache_allowed(rw))
+        return 0;
+    if (!nm_cache_share_join_locked(e, reader, sweep))
+        return 0;
+    hold_shared_locked(e, node, rw);
+    return 1;
+}
+
+/* Under e->mu: the calling thread's fresh hold NODE goes on E's list; a
+ * read share of a caching handle becomes E's cached share if E has none
+ * (THIN, then, is the thread's hold through it). */
+static void add_fresh_locked(nm_entry_t *e, netmutex_rwlock_t *rw, nm_hold_node_t *node,
+                             nm_hold_node_t **thin, nm_hold_kind_t kind)
+{
+    if (*thin && nm_cache_share_install_locked(e, node)) {
+        hold_shared_locked(e, *thin, rw);
+        *thin = NULL;
+        return;
+    }
+    nm_entry_hold_add(e, node, rw, kind);
+}
+
 static int rw_lock(netmutex_rwlock_t *rw, nm_hold_kind_t kind, nm_wait_t wait,
                    int64_t deadline)
 {
@@ -227,31 +295,44 @@ static int rw_lock(netmutex_rwlock_t *rw, nm_hold_kind_t kind, nm_wait_t wait,
     int err = handle_entry(rw, &e);
     if (err)
         return err;
-    pthread_mutex_lock(&e->mu);
-    nm_hold_node_t *mine = nm_entry_hold_mine(e);
-    if (mine)
-        err = relock(mine, kind, wait);
-    pthread_mutex_unlock(&e->mu);
-    if (mine)
-        return err;
-
     nm_hold_node_t *node = calloc(1, sizeof *node);
     if (!node)
         return ENOMEM;
+    pthread_mutex_lock(&e->mu);
+    nm_hold_node_t *mine = nm_entry_hold_mine(e);
+    int joined = 0, sweep = 0;
+    if (mine)
+        err = relock(mine, kind, wait);
+    else
+        joined = through_cache_locked(e, rw, node, kind, &sweep);
+    pthread_mutex_unlock(&e->mu);
+    if (sweep)
+        nm_cache_sweep_soon();
+    if (mine || joined) {
+        if (mine)
+            free(node);
+        return err;
+    }
     unsigned int flags = NM_RW_KIND(rw) == NETMUTEX_RWLOCK_PREFER_READER
                              ? NM_SHARES_PREFER_READERS
                              : 0;
     err = nm_shares_acquire(&node->hold.lease, share_kind(kind), e->name, e->name_len,
                             NM_RW_LEASE_MS(rw), flags, 0, wait, deadline);
+    nm_hold_node_t *thin = NULL;
+    if (!err && kind == NM_HOLD_SHARE && cache_allowed(rw) && node->hold.lease.cfg->cache &&
+        nm_cache_attach(e, &node->hold.lease) == 0)
+        thin = calloc(1, sizeof *thin);
     if (!err)
         err = start_watching(rw, e, &node->hold.lease, kind);
     if (err) {
+        free(thin);
         free(node);
         return err;
     }
     pthread_mutex_lock(&e->mu);
-    nm_entry_hold_add(e, node, rw, kind);
+    add_fresh_locked(e, rw, node, &thin, kind);
     pthread_mutex_unlock(&e->mu);
+    free(thin);
     return 0;
 }
 
@@ -319,6 +400,19 @@ static int lock_own_hold(netmutex_rwlock_t *rw, nm_entry_t **out, nm_hold_node_t
     return 0;
 }
 
+/* Under e->mu, which it releases: the end of MINE, a hold through E's
+ * cached share, which goes back if it is not to stay cached. */
+static int unlock_shared(nm_entry_t *e, nm_hold_node_t *mine)
+{
+    int lost;
+    nm_entry_hold_remove(e, mine);
+    nm_hold_node_t *back = nm_cache_share_leave_locked(e, &lost);
+    pthread_mutex_unlock(&e->mu);
+    free(mine);
+    int err = back ? nm_cache_share_give_back(e, back) : 0;
+    return lost ? ENOLCK : err;
+}
+
 int netmutex_rwlock_unlock(netmutex_rwlock_t *rw)
 {
     nm_entry_t *e;
@@ -330,6 +424,8 @@ int netmutex_rwlock_unlock(netmutex_rwlock_t *rw)
         pthread_mutex_unlock(&e->mu);
         return 0;
     }
+    if (mine->hold.shared)
+        return nm_errno_public(unlock_shared(e, mine));
     nm_entry_hold_remove(e, mine);
     pthread_mutex_unlock(&e->mu);
 

@@ -12,6 +12,7 @@
 #include "lease.h"
 #include "log.h"
 #include "renew.h"
+#include "shares.h"
 #include "subscriber.h"
 #include "wake.h"
 #include "watchdog.h"
@@ -21,6 +22,7 @@
  * subscription instead of subscribing at every acquisition. */
 #define LISTEN_LINGER_MS 2000
 #define CHANNEL_SUFFIX ":r"
+#define SHARES_SUFFIX ":s"
 /* How long a cached lease stays unused before the server is told that no
  * thread of ours is in it (netmutex_status' idle). */
 #define IDLE_MARK_MS 100
@@ -32,6 +34,8 @@ static pthread_mutex_t sweep_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
 static nm_entry_t *listed;   /* list_lock; each holds a registry reference */
 static int sweep_due;        /* atomic: a request came, sweep at once */
+
+static int64_t sweep_share(nm_entry_t *e, int64_t now, int all);
 
 /* The background thread sweeps at once (cache.h: it has work). */
 static void sweep_soon(void)
@@ -158,6 +162,10 @@ static void give_back_taken(nm_entry_t *e, nm_lease_t *out)
 
 void nm_cache_drop(nm_entry_t *e)
 {
+    if (e->family == NM_FAMILY_RWLOCK) {
+        sweep_share(e, nm_now_ms(), 1);
+        return;
+    }
     nm_lease_t out = { 0 };
     pthread_mutex_lock(&e->mu);
     if (e->state == NM_CACHED)
@@ -237,6 +245,142 @@ static void on_subscribed(nm_entry_t *e)
         sweep_soon();
 }
 
+/* ---- read shares of read-write locks -------------------------------------- */
+
+/* Under e->mu: whether a local reader may join E's cached share: requests
+ * reach us, no writer asked for it, and it is renewed (half of it left,
+ * as a cached lease). */
+static int share_usable_locked(const nm_entry_t *e)
+{
+    const nm_lease_t *l = &e->rshare->hold.lease;
+    return e->cache.listening && !e->cache.revoked && !nm_renew_lost(l) &&
+           nm_renew_valid_ms(l) > (int64_t)l->lease_ms / 2;
+}
+
+/* Under e->mu: whether E's share, no reader in it, may stay cached. */
+static int share_keepable_locked(const nm_entry_t *e)
+{
+    return e->cache.listening && !e->cache.revoked && !nm_renew_lost(&e->rshare->hold.lease);
+}
+
+/* Under e->mu: E's cached share, taken off E (to go back). */
+static nm_hold_node_t *share_detach_locked(nm_entry_t *e)
+{
+    nm_hold_node_t *n = e->rshare;
+    e->rshare = NULL;
+    e->rreaders = 0;
+    e->cache.revoked = 0;
+    return n;
+}
+
+int nm_cache_share_join_locked(nm_entry_t *e, int reader, int *sweep)
+{
+    if (!e->rshare)
+        return 0;
+    if (reader && share_usable_locked(e)) {
+        e->rreaders++;
+        return 1;
+    }
+    /* A writer of ours is a writer too: no local reader joins any more. */
+    if (!reader)
+        e->cache.revoked = 1;
+    /* The sweep gives it back, not this call: a lock call spends its time
+     * on its own acquisition, within its bound. */
+    *sweep = e->rreaders == 0;
+    return 0;
+}
+
+void nm_cache_sweep_soon(void)
+{
+    sweep_soon();
+}
+
+int nm_cache_share_install_locked(nm_entry_t *e, nm_hold_node_t *n)
+{
+    if (e->rshare)
+        return 0;
+    e->rshare = n;
+    e->rreaders = 1;
+    e->cache.revoked = 0;
+    return 1;
+}
+
+nm_hold_node_t *nm_cache_share_leave_locked(nm_entry_t *e, int *lost)
+{
+    nm_hold_node_t *n = e->rshare;
+    *lost = nm_renew_lost(&n->hold.lease);
+    if (--e->rreaders > 0)
+        return NULL;
+    if (share_keepable_locked(e)) {
+        /* As a mutex's keep: a writer's request that Redis handled before
+         * this unlock is read first.  Meanwhile another reader may join
+         * the share, or the sweep give it back. */
+        pthread_mutex_unlock(&e->mu);
+        nm_subscriber_settle(nm_now_ms() + SETTLE_MS);
+        pthread_mutex_lock(&e->mu);
+        if (e->rshare != n || e->rreaders > 0)
+            return NULL;
+        if (share_keepable_locked(e)) {
+            e->cache.idle_since = nm_now_ms();
+            nm_watchdog_look_by(e->cache.idle_since + (int64_t)n->hold.lease.cfg->cache_idle_ms);
+            return NULL;
+        }
+    }
+    return share_detach_locked(e);
+}
+
+int nm_cache_share_give_back(nm_entry_t *e, nm_hold_node_t *n)
+{
+    int lost = nm_renew_lost(&n->hold.lease);
+    nm_renew_untrack(&n->hold.lease);
+    int err = nm_shares_release(&n->hold.lease, NM_SHARE_READ, e->name, e->name_len, 0);
+    free(n);
+    if (err)
+        netmutex_log(NETMUTEX_LOG_DEBUG, "giving back a cached read share: %s",
+                     netmutex_strerror(err));
+    return lost && !err ? ENOLCK : err;
+}
+
+/* The channel's events for a rwlock entry: any message is a writer kept
+ * out by shares (rwlock.lua); a dropped subscription may miss the next. */
+static void on_share_event(nm_entry_t *e, nm_wake_event_t ev)
+{
+    pthread_mutex_lock(&e->mu);
+    if (ev == NM_WAKE_SUBSCRIBED) {
+        e->cache.listening = 1;
+    } else {
+        if (ev == NM_WAKE_DROPPED)
+            e->cache.listening = 0;
+        if (e->rshare)
+            e->cache.revoked = 1;
+    }
+    int due = e->rshare && e->rreaders == 0 && e->cache.revoked;
+    pthread_mutex_unlock(&e->mu);
+    if (due)
+        sweep_soon();
+}
+
+/* The sweep of a rwlock entry: its cached share, if no reader is in it,
+ * goes back when asked for, idle too long or no longer usable (ALL:
+ * flush).  Returns when it is next due. */
+static int64_t sweep_share(nm_entry_t *e, int64_t now, int all)
+{
+    int64_t next = NM_FOREVER;
+    nm_hold_node_t *back = NULL;
+    pthread_mutex_lock(&e->mu);
+    if (e->rshare && e->rreaders == 0) {
+        int64_t until = e->cache.idle_since + e->rshare->hold.lease.cfg->cache_idle_ms;
+        if (all || now >= until || !share_usable_locked(e))
+            back = share_detach_locked(e);
+        else
+            next = until;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (back)
+        nm_cache_share_give_back(e, back);
+    return next;
+}
+
 /* The channel's events (wake.h).  A dropped subscription may miss requests
  * from now on, and a server restart (which drops it) may have taken the
  * lease with it: give it back and acquire anew. */
@@ -244,6 +388,10 @@ static void on_event(void *arg, nm_wake_event_t ev, const char *msg, size_t len)
 {
     nm_entry_t *e = arg;
     int due = 0;
+    if (e->family == NM_FAMILY_RWLOCK) {
+        on_share_event(e, ev);
+        return;
+    }
     if (ev == NM_WAKE_MESSAGE) {
         on_message(e, msg, len);
         return;
@@ -289,12 +437,16 @@ static void install_exit_flush(void)
 
 static nm_chan_t *listen_for_requests(nm_entry_t *e, const nm_lease_t *l)
 {
-    size_t len = l->key_len + strlen(CHANNEL_SUFFIX);
+    /* A read share's key is its lock's share set, K SHARES_SUFFIX. */
+    size_t base = l->key_len;
+    if (e->family == NM_FAMILY_RWLOCK && base > strlen(SHARES_SUFFIX))
+        base -= strlen(SHARES_SUFFIX);
+    size_t len = base + strlen(CHANNEL_SUFFIX);
     char *channel = malloc(len + 1);
     if (!channel)
         return NULL;
-    memcpy(channel, l->key, l->key_len);
-    strcpy(channel + l->key_len, CHANNEL_SUFFIX);
+    memcpy(channel, l->key, base);
+    strcpy(channel + base, CHANNEL_SUFFIX);
     nm_chan_t *ch = nm_wake_subscribe(channel, len, on_event, e);
     free(channel);
     return ch;
@@ -360,7 +512,7 @@ enum unlist_what {
 static void unlist(nm_entry_t *e, int64_t now, enum unlist_what what)
 {
     pthread_mutex_lock(&e->mu);
-    int in_use = e->cache.able || e->state == NM_CACHED;
+    int in_use = e->cache.able || e->state == NM_CACHED || e->rshare;
     pthread_mutex_unlock(&e->mu);
     if (in_use && what != UNLIST_ALL)
         return;
@@ -464,6 +616,8 @@ static void do_work(nm_entry_t *e, sweep_work_t *w)
  * tells the server whether the lease is idle.  Returns when E is next due. */
 static int64_t sweep_one(nm_entry_t *e, int64_t now, int all)
 {
+    if (e->family == NM_FAMILY_RWLOCK)
+        return sweep_share(e, now, all);
     sweep_work_t w = { .mark = -1 };
     int64_t next = NM_FOREVER;
 

@@ -33,6 +33,18 @@
  * message per local lock), mutexes without autorenew, fair mutexes and
  * quorum mode.
  *
+ * Read shares of a read-write lock (netmutex_rwlockattr_setcache) are
+ * cached the same way, one share per process and name: the last local
+ * reader's unlock keeps it (e->rshare, renewed like any hold) and a later
+ * rdlock of any thread of the process reads through it with no round
+ * trip, several threads at once (e->rreaders counts them).  A writer kept
+ * out by live shares publishes on the lock's channel R (rwlock.lua, at
+ * every attempt, so at every queue refresh: a missed message costs a
+ * refresh); a process that caches marks its share revoked: no new local
+ * reader joins it (they queue at the server behind the writer, so
+ * writers are not starved), and it goes back as soon as no local reader
+ * is in it.  A writer of the process itself revokes it the same way.
+ *
  * Locks: every function named _locked runs under the entry's mutex.  The
  * cache's own locks: sweep_lock, taken first of all, serializes the walks
  * that give leases back (the background thread's sweep job, flush); the
@@ -63,8 +75,10 @@ int nm_cache_keep_locked(nm_entry_t *e);
 void nm_cache_give_back(nm_lease_t *l, int64_t deadline);
 
 /* After a network acquisition of cacheable lease L of E, before it is
- * tracked: listens for requests on its channel.  0, or an error: then the
- * lease must not be cached (the caller clears l->cache). */
+ * tracked: listens for requests on its channel (a rwlock entry's: L is a
+ * read share, its key the share set S, the channel its lock's R).  0, or
+ * an error: then the lease (share) must not be cached (the caller clears
+ * l->cache). */
 int nm_cache_attach(nm_entry_t *e, const nm_lease_t *l);
 
 /* Under e->mu, once E holds a freshly acquired lease: its caching state,
@@ -74,7 +88,8 @@ void nm_cache_acquired_locked(nm_entry_t *e);
 /* Under e->mu, when E's lease goes back to the server. */
 void nm_cache_released_locked(nm_entry_t *e);
 
-/* Gives back E's cached lease now, if it has one (netmutex_destroy). */
+/* Gives back E's cached lease (or idle cached read share) now, if it has
+ * one (netmutex_destroy, netmutex_rwlock_destroy). */
 void nm_cache_drop(nm_entry_t *e);
 
 /* E's lease was broken by this process (netmutex_break): never keep it. */
@@ -97,6 +112,32 @@ void nm_cache_flush(void);
 /* netmutex_shutdown(), after the flush, with the watchdog stopped: stops
  * listening for every name. */
 void nm_cache_forget(void);
+
+/* ---- read shares of read-write locks (see the top) ---- */
+
+/* Under e->mu, in rdlock (READER) or wrlock (!READER) of rwlock entry E by
+ * a thread without a hold: 1 when a reader joins E's cached share
+ * (e->rreaders counts it); else 0 (a writer revokes the share), with
+ * *SWEEP set when a cached share no thread is in is to go back: the
+ * caller calls nm_cache_sweep_soon() once e->mu is released. */
+int nm_cache_share_join_locked(nm_entry_t *e, int reader, int *sweep);
+
+/* Has the background thread sweep at once (it has a share to give back). */
+void nm_cache_sweep_soon(void);
+
+/* Under e->mu: N becomes E's cached share, the calling thread its first
+ * reader (1); 0 when E has one already. */
+int nm_cache_share_install_locked(nm_entry_t *e, nm_hold_node_t *n);
+
+/* Under e->mu, in unlock of a hold through E's cached share: whether the
+ * share was lost meanwhile (*LOST), and the share to give back with
+ * nm_cache_share_give_back() (NULL: readers are still in it, or it stays
+ * cached).  Releases e->mu for a moment, as nm_cache_keep_locked(). */
+nm_hold_node_t *nm_cache_share_leave_locked(nm_entry_t *e, int *lost);
+
+/* Gives share N of E back to the server and frees it: 0, ENOLCK (it was
+ * lost), or the release's error. */
+int nm_cache_share_give_back(nm_entry_t *e, nm_hold_node_t *n);
 
 /* pthread_atfork hooks: the child has nothing cached. */
 void nm_cache_before_fork(void);

@@ -187,6 +187,12 @@ void nm_entry_reset_in_child(nm_entry_t *e)
         nm_lease_forget(&n->hold.lease);
         free(n);
     }
+    if (e->rshare) { /* the parent's cached read share */
+        nm_lease_forget(&e->rshare->hold.lease);
+        free(e->rshare);
+        e->rshare = NULL;
+    }
+    e->rreaders = 0;
     if (e->hold.lease.key)
         nm_lease_forget(&e->hold.lease);
     memset(&e->hold, 0, sizeof e->hold);

@@ -65,8 +65,10 @@
  * What the list knows locally is who holds what: a thread's second read
  * lock counts in its hold (depth), a write lock asked by a holder is
  * EDEADLK rather than a wait for itself, and an unlock finds the caller's
- * hold.  A rwlock entry stays FREE; its e->hold is unused.  (A cached
- * share, later, is a hold on the list that no thread holds.)
+ * hold.  A rwlock entry stays FREE; its e->hold is unused.  With lease
+ * caching (cache.h), the process keeps one read share, e->rshare, off
+ * the list: the threads that read through it have holds on the list
+ * marked shared, with no lease of their own, counted in e->rreaders.
  */
 #ifndef NM_ENTRY_H
 #define NM_ENTRY_H
@@ -112,6 +114,8 @@ typedef struct nm_hold {
     unsigned int depth;       /* HELD: recursion depth */
     unsigned char kind;       /* nm_hold_kind_t */
     unsigned char inconsistent; /* robust: EOWNERDEAD given, not repaired */
+    unsigned char shared;     /* a read hold through the entry's cached
+                                 share (e->rshare): no lease of its own */
 } nm_hold_t;
 
 /* A hold on an entry's list of holds (see the top): one thread's. */
@@ -159,6 +163,10 @@ typedef struct nm_entry {
     int64_t returning_until;  /* RETURNING: trylock waits for it until then */
     nm_hold_t hold;
     nm_hold_node_t *holds;    /* the holds of several threads at once */
+    nm_hold_node_t *rshare;   /* a rwlock's cached read share (cache.h):
+                                 the process's, on no thread's list; its
+                                 local readers hold through it */
+    unsigned int rreaders;    /* the threads holding through rshare */
     nm_entry_cache_t cache;
     char name[];              /* NUL-terminated copy, in the entry's own
                                  allocation */

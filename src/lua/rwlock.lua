@@ -25,6 +25,8 @@
 --   'v' {1, free} the permits not held (live shares and grants counted);
 --   'a', 'v' of a semaphore: {-2, n} the set's bound is n, not ARGV[8]:
 --       its processes disagree on its permits (nothing written).
+-- A writer's 'a' that finds live shares publishes on R (lib.lua) for the
+-- processes that cache theirs (cache.h).
 -- The pairs name the queued waiters this call granted the lock to (a share
 -- or the write lock, reserved for the claim) whose grant lists the caller
 -- pushes with grant.lua: in a Redis Cluster only (lib.lua, Grants).
@@ -310,6 +312,13 @@ if not redis.call('GET', K) then
 end
 if ttl > 0 then
   enqueue()
+end
+-- A writer kept out by read shares asks the processes that may keep theirs
+-- cached (cache.c) to give them back: "<token> w" on R, sent again at every
+-- attempt (so at every queue refresh: a message missed costs a refresh).
+-- pcall: an ACL user without channel rights must still be able to lock.
+if kind == 'w' and not redis.call('GET', K) and shares_live(S, now) > 0 then
+  redis.pcall(in_cluster() and 'SPUBLISH' or 'PUBLISH', R, token .. ' w')
 end
 local pttl = -1
 if redis.call('GET', K) then

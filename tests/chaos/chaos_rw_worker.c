@@ -6,7 +6,10 @@
  * netmutex_rwlock_t of the family's name with a short lease and a
  * lost-hold callback; the worker in an odd slot prefers readers
  * (NETMUTEX_RWLOCK_PREFER_READER), the others writers (the default), so
- * that both kinds wait in the one queue.  Each thread loops, until the
+ * that both kinds wait in the one queue.  The workers in the first two
+ * slots (one of each kind) cache their read shares
+ * (netmutex_rwlockattr_setcache), so that cached shares are joined,
+ * revoked by writers, lost and given back under every fault.  Each thread loops, until the
  * driver sets log->stop, over one round: a write lock in three (one in two
  * for the prober) or a read lock, by
  *     the blocking call   (half of the rounds),
@@ -233,6 +236,8 @@ static int setup(RWorker *w)
                                                         : NETMUTEX_RWLOCK_PREFER_WRITER);
     if (rc == 0)
         rc = netmutex_rwlockattr_setlease(&attr, c->lease_ms);
+    if (rc == 0)
+        rc = netmutex_rwlockattr_setcache(&attr, !c->prober && c->slot < 2);
     if (rc == 0)
         rc = netmutex_rwlockattr_setlostfn(&attr, on_lost, w);
     if (rc == 0)
