@@ -333,9 +333,12 @@ static void print_sem_totals(void)
     if (t->families == 0)
         return;
     printf("# chaos semaphore families: %u run, %zu wait calls, %zu permits taken (%zu valid), "
-           "at most %zu of %u valid holders at once, %zu holds began with all held, %zu lost "
+           "at most %zu of %u valid holders at once%s, %zu holds began with all held, %zu lost "
            "holds; %zu faults\n",
-           t->families, t->calls, t->holds, t->valid, t->max_holders, CHAOS_SEM_PERMITS, t->full,
+           t->families, t->calls, t->holds, t->valid, t->max_holders, CHAOS_SEM_PERMITS,
+           t->max_holders > CHAOS_SEM_PERMITS ? " (the excess only across empty restarts: "
+                                                "the documented limit)" : "",
+           t->full,
            t->lost, t->faults);
 }
 

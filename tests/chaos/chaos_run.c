@@ -882,11 +882,14 @@ static void summarize_sem(const ChaosRun *run, const ChaosReport *rep, const Cha
     char *limits = kinds_text(rep->limits);
 
     g_test_message("chaos %s: %zu wait calls, %zu permits taken (%zu valid); at most %zu of "
-                   "%u valid holders at once, %zu holds began with all %u held, all held "
+                   "%u valid holders at once%s, %zu holds began with all %u held, all held "
                    "%.0f ms in all; %zu lost holds, %zu killed holding, post ENOLCK %zu / EIO "
                    "%zu; %u faults injected (%u flagged); documented limits seen: %s",
                    run->fam->name, k->calls, k->holds, k->valid, k->max_holders,
-                   CHAOS_SEM_PERMITS, k->full, CHAOS_SEM_PERMITS, k->full_ns / 1e6, s->lost,
+                   CHAOS_SEM_PERMITS,
+                   k->max_holders > CHAOS_SEM_PERMITS ? " (the excess only across an empty "
+                                                        "restart: the documented limit)" : "",
+                   k->full, CHAOS_SEM_PERMITS, k->full_ns / 1e6, s->lost,
                    s->killed_holding, s->unlock_enolck, s->unlock_eio, run->injected,
                    run->flagged, limits);
     g_free(limits);
