@@ -25,7 +25,7 @@ NETMUTEX_URL=$redis_url; export NETMUTEX_URL
 # A path, as flock(1) takes: for netmutex it is a NAME like any other, and
 # nothing is created there.
 name=$tmp/lockfile
-never='You will never see this!'
+never='a refused run printed this'
 
 # into OUT ERR COMMAND...: COMMAND with its stdout and stderr appended to
 # OUT and ERR (for expect_rc, whose own lines must stay on stdout).
@@ -43,7 +43,7 @@ has_child() {
 
 # flock (the general lock): a shared holder in the background, whose
 # command runs for 3 seconds; its lock is there once it has a child.
-"$NM" --shared "$name" sh -c 'echo "API: netmutex"; echo Locking; sleep 3; echo Unlocking' \
+"$NM" --shared "$name" sh -c 'echo "holder in"; sleep 3; echo "holder out"' \
     >>"$tmp/general" 2>&1 &
 general=$!
 bg_pids="$bg_pids $general"
@@ -60,7 +60,7 @@ expect_rc 123 "flock-no-fork: --no-fork --nonblocking --conflict-exit-code 123 g
 
 # flock:flock-shared
 expect_rc 0 "flock-shared: --shared runs beside the shared holder" \
-    into "$tmp/out" "$tmp/err" "$NM" --shared "$name" echo "Have shared lock"
+    into "$tmp/out" "$tmp/err" "$NM" --shared "$name" echo "shared beside the holder"
 
 # flock:flock-exclusive (the default mode, asked for by name)
 expect_rc 123 "flock-exclusive: --nb --exclusive --conflict-exit-code 123 gives 123" \
@@ -68,7 +68,7 @@ expect_rc 123 "flock-exclusive: --nb --exclusive --conflict-exit-code 123 gives 
     "$NM" --nb --exclusive --conflict-exit-code 123 "$name" echo "$never"
 
 check "... no refused command ran, the shared one did" \
-    test "$(cat "$tmp/out")" = "Have shared lock"
+    test "$(cat "$tmp/out")" = "shared beside the holder"
 check "... and none of them said anything on stderr: $(head -n 3 "$tmp/err")" \
     test ! -s "$tmp/err"
 
@@ -77,9 +77,9 @@ check "... and none of them said anything on stderr: $(head -n 3 "$tmp/err")" \
 # flock:fcntl-vs-flock do not apply: see the top.)
 expect_rc 0 "flock-timeout: --timeout 5 --conflict-exit-code 5 waits and runs (exit 0)" \
     into "$tmp/general" "$tmp/general" \
-    "$NM" --timeout "$(secs 5)" --conflict-exit-code 5 "$name" echo "After timeout."
+    "$NM" --timeout "$(secs 5)" --conflict-exit-code 5 "$name" echo "waiter ran"
 # flock:flock-time-check, as an order (see the top)
-printf '%s\n' "API: netmutex" Locking Unlocking "After timeout." >"$tmp/want"
+printf '%s\n' "holder in" "holder out" "waiter ran" >"$tmp/want"
 check "flock-time-check: the waiter ran only after the shared run had ended ($(tr '\n' '|' <"$tmp/general"))" \
     cmp -s "$tmp/want" "$tmp/general"
 wait "$general"
