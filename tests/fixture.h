@@ -214,6 +214,12 @@ redisContext *nm_redis_connect(NmRedis *r, int db);
 redisReply *nm_redis_cmd(NmRedis *r, const char *fmt, ...);
 /* Like nm_redis_cmd, and also asserts the reply is not an error. */
 void nm_redis_ok(NmRedis *r, const char *fmt, ...);
+/* How many keys in R's db 0 belong to the primitives whose tag letter is
+ * KIND ('c' conditions, 'r' read-write locks, 's' semaphores): those under
+ * "netmutex:{" KIND and a 16-digit tag "}", by SCAN.  The tag's length is
+ * matched too, so a lock's own keys, whose hex tag may begin with 'c',
+ * never count. */
+long long nm_redis_kind_keys(NmRedis *r, char kind);
 /* Binary-safe GET of KEY (KEYLEN bytes) in DB: a new string, or NULL if the
  * key does not exist. */
 char *nm_redis_get(NmRedis *r, int db, const char *key, size_t keylen);
@@ -265,6 +271,24 @@ int nm_call_run(NmCallFunc fn, void *arg, unsigned int timeout_ms);
 int nm_cycles(netmutex_t *m, int n);
 int nm_call_lock_unlock(void *m);
 int nm_call_trylock_unlock(void *m);
+
+/* A thread that locks M and waits on C until it is cancelled
+ * (netmutex_cond_wait is a cancellation point while it blocks); its
+ * clean-up handler unlocks M.  nm_cond_victim_start starts it (the
+ * caller then waits until it is registered); nm_cond_victim_cancel
+ * cancels it, asserts that the handler ran within BOUND_MS and that the
+ * thread ended cancelled, and joins it.  Then RC is what a wait returned
+ * had one returned (-1: none), UNLOCKED the handler's netmutex_unlock. */
+typedef struct NmCondVictim {
+    netmutex_cond_t *c;
+    netmutex_t *m;
+    int rc;
+    int unlocked;
+    int cleaned;      /* atomic */
+    pthread_t thread;
+} NmCondVictim;
+void nm_cond_victim_start(NmCondVictim *v, netmutex_cond_t *c, netmutex_t *m);
+void nm_cond_victim_cancel(NmCondVictim *v, unsigned int bound_ms);
 
 /* A thread that locks M and holds it until told to unlock. */
 typedef struct NmHolder NmHolder;

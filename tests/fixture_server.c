@@ -368,6 +368,23 @@ redisReply *nm_redis_cmd(NmRedis *r, const char *fmt, ...)
     return reply;
 }
 
+long long nm_redis_kind_keys(NmRedis *r, char kind)
+{
+    char pattern[64], cursor[32] = "0";
+    long long n = 0;
+
+    snprintf(pattern, sizeof pattern, "netmutex:{%c%.*s}*", kind, NM_TEST_TAG_LEN,
+             "????????????????????????????????");
+    do {
+        redisReply *reply = nm_redis_cmd(r, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
+        g_assert_cmpint(reply->type, ==, REDIS_REPLY_ARRAY);
+        g_strlcpy(cursor, reply->element[0]->str, sizeof cursor);
+        n += (long long)reply->element[1]->elements;
+        freeReplyObject(reply);
+    } while (strcmp(cursor, "0") != 0);
+    return n;
+}
+
 void nm_redis_ok(NmRedis *r, const char *fmt, ...)
 {
     va_list ap;

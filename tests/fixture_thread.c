@@ -141,6 +141,50 @@ int nm_call_trylock_unlock(void *m)
     return rc ? rc : netmutex_unlock(m);
 }
 
+static void victim_cleanup(void *p)
+{
+    NmCondVictim *v = p;
+    v->unlocked = netmutex_unlock(v->m);
+    g_atomic_int_set(&v->cleaned, 1);
+}
+
+static void *victim_run(void *p)
+{
+    NmCondVictim *v = p;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL); /* lock is no cancellation point */
+    if (netmutex_lock(v->m) != 0)
+        return NULL;
+    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+    pthread_cleanup_push(victim_cleanup, v);
+    do
+        v->rc = netmutex_cond_wait(v->c, v->m);
+    while (v->rc == 0);
+    pthread_cleanup_pop(0);
+    netmutex_unlock(v->m);
+    return NULL;
+}
+
+void nm_cond_victim_start(NmCondVictim *v, netmutex_cond_t *c, netmutex_t *m)
+{
+    memset(v, 0, sizeof *v);
+    v->c = c;
+    v->m = m;
+    v->rc = v->unlocked = -1;
+    g_assert_cmpint(pthread_create(&v->thread, NULL, victim_run, v), ==, 0);
+}
+
+void nm_cond_victim_cancel(NmCondVictim *v, unsigned int bound_ms)
+{
+    void *res = NULL;
+    g_assert_cmpint(pthread_cancel(v->thread), ==, 0);
+    gint64 until = nmt_now_ms() + bound_ms;
+    while (!g_atomic_int_get(&v->cleaned) && nmt_now_ms() < until)
+        nmt_sleep_ms(2);
+    g_assert_true(g_atomic_int_get(&v->cleaned));
+    g_assert_cmpint(pthread_join(v->thread, &res), ==, 0);
+    g_assert_true(res == PTHREAD_CANCELED);
+}
+
 struct NmHolder {
     pthread_t thread;
     pthread_mutex_t lock;

@@ -997,14 +997,6 @@ static bool cond_waiters(NmRedis *node, const char *cw, long long n)
     return cond_llen(node, cw) == n;
 }
 
-static long long cond_keys_on(NmRedis *node)
-{
-    redisReply *r = nm_redis_cmd(node, "KEYS netmutex:{c*");
-    long long n = r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
-    freeReplyObject(r);
-    return n;
-}
-
 /* How many keys of the condition whose CW is CW are on NODE: those
  * under its tag (hex digits, so no glob character), whatever their
  * suffix. */
@@ -1080,7 +1072,7 @@ static void test_cond_other_node(void)
     nm_assert_rc(nm_call_wait(a, PROMPT_MS), 0); /* FIFO: the first */
     nm_assert_rc(netmutex_cond_broadcast(&c), 0);
     nm_assert_rc(nm_call_wait(b, PROMPT_MS), 0);
-    g_assert_cmpint(cond_keys_on(node), ==, 0);
+    g_assert_cmpint(nm_redis_kind_keys(node, 'c'), ==, 0);
     nm_assert_rc(netmutex_cond_destroy(&c), 0);
     nm_assert_rc(netmutex_destroy(&m), 0);
     nm_assert_rc(netmutex_shutdown(), 0);
@@ -1094,35 +1086,6 @@ static void test_cond_other_node(void)
  * mutex held again (the lock from the mutex's node), its registration is
  * gone from the condition's node, and the next waiter gets the next
  * signal. */
-typedef struct CancelVictim {
-    netmutex_cond_t *c;
-    netmutex_t *m;
-    int unlocked; /* the clean-up handler's netmutex_unlock */
-    int cleaned;  /* atomic */
-} CancelVictim;
-
-static void cancel_victim_cleanup(void *p)
-{
-    CancelVictim *v = p;
-    v->unlocked = netmutex_unlock(v->m);
-    g_atomic_int_set(&v->cleaned, 1);
-}
-
-static void *cancel_victim_run(void *p)
-{
-    CancelVictim *v = p;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL); /* lock is no cancellation point */
-    if (netmutex_lock(v->m) != 0)
-        return NULL;
-    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-    pthread_cleanup_push(cancel_victim_cleanup, v);
-    while (netmutex_cond_wait(v->c, v->m) == 0)
-        ;
-    pthread_cleanup_pop(0);
-    netmutex_unlock(v->m);
-    return NULL;
-}
-
 static void test_cond_cancel_other_node(void)
 {
     if (!nm_cancel_in_poll_is_checkable()) {
@@ -1131,23 +1094,15 @@ static void test_cond_cancel_other_node(void)
     }
     netmutex_cond_t c;
     netmutex_t m;
-    pthread_t t;
-    void *res = NULL;
+    NmCondVictim v;
     char *cname, *mname = nm_test_name("m"), *cw;
     NmRedis *node = cond_on_other_node(mname, &cname, &cw);
     configure_cluster(0);
     nm_assert_rc(netmutex_init(&m, mname, NULL), 0);
     nm_assert_rc(netmutex_cond_init(&c, cname, NULL), 0);
-    CancelVictim v = { &c, &m, -1, 0 };
-    g_assert_cmpint(pthread_create(&t, NULL, cancel_victim_run, &v), ==, 0);
+    nm_cond_victim_start(&v, &c, &m);
     g_assert_true(cond_waiters(node, cw, 1));
-    g_assert_cmpint(pthread_cancel(t), ==, 0);
-    gint64 until = nmt_now_ms() + PROMPT_MS;
-    while (!g_atomic_int_get(&v.cleaned) && nmt_now_ms() < until)
-        nmt_sleep_ms(2);
-    g_assert_true(g_atomic_int_get(&v.cleaned));
-    g_assert_cmpint(pthread_join(t, &res), ==, 0);
-    g_assert_true(res == PTHREAD_CANCELED);
+    nm_cond_victim_cancel(&v, PROMPT_MS);
     nm_assert_rc(v.unlocked, 0); /* the handler held the mutex */
     g_assert_true(cond_waiters(node, cw, 0));
 

@@ -65,27 +65,12 @@ static bool wait_waiters(const char *name, long long n)
     return ok;
 }
 
-/* How many keys of conditions are on the server (the {c tags). */
-static long long cond_keys_left(void)
-{
-    long long n = 0;
-    char cursor[32] = "0";
-    do {
-        redisReply *r = nm_redis_cmd(redis, "SCAN %s MATCH netmutex:{c* COUNT 1000", cursor);
-        g_assert_cmpint(r->type, ==, REDIS_REPLY_ARRAY);
-        g_strlcpy(cursor, r->element[0]->str, sizeof cursor);
-        n += (long long)r->element[1]->elements;
-        freeReplyObject(r);
-    } while (strcmp(cursor, "0") != 0);
-    return n;
-}
-
 static bool wait_nothing_left(void)
 {
     gint64 until = nmt_now_ms() + PROMPT_MS;
-    while (cond_keys_left() != 0 && nmt_now_ms() < until)
+    while (nm_redis_kind_keys(redis, 'c') != 0 && nmt_now_ms() < until)
         nmt_sleep_ms(10);
-    return cond_keys_left() == 0;
+    return nm_redis_kind_keys(redis, 'c') == 0;
 }
 
 /* ---- arguments --------------------------------------------------------- */
@@ -134,7 +119,7 @@ static void test_bad_arguments(void)
     /* A signal with nobody waiting is fine, and not remembered. */
     nm_assert_rc(netmutex_cond_signal(&c), 0);
     nm_assert_rc(netmutex_cond_broadcast(&c), 0);
-    g_assert_cmpint(cond_keys_left(), ==, 0);
+    g_assert_cmpint(nm_redis_kind_keys(redis, 'c'), ==, 0);
 
     nm_assert_rc(netmutex_cond_destroy(&c), 0);
     nm_assert_rc(netmutex_cond_destroy(&c), EINVAL);
@@ -259,7 +244,7 @@ static void test_timedwait_times_out(gconstpointer data)
     /* Held again: an ERRORCHECK relock says so. */
     nm_assert_rc(netmutex_trylock(&m), EBUSY);
     nm_assert_rc(netmutex_unlock(&m), 0);
-    g_assert_cmpint(cond_keys_left(), ==, 0);
+    g_assert_cmpint(nm_redis_kind_keys(redis, 'c'), ==, 0);
 
     nm_assert_rc(netmutex_cond_destroy(&c), 0);
     nm_assert_rc(netmutex_destroy(&m), 0);
@@ -868,37 +853,6 @@ static void test_quorum_enotsup(void)
 
 /* ---- cancellation ---------------------------------------------------------- */
 
-typedef struct Victim {
-    netmutex_cond_t *c;
-    netmutex_t *m;
-    int rc;       /* what a wait returned, had one returned */
-    int unlocked; /* the clean-up handler's netmutex_unlock */
-    int cleaned;  /* atomic: the clean-up handler ran */
-} Victim;
-
-static void victim_cleanup(void *p)
-{
-    Victim *v = p;
-    v->unlocked = netmutex_unlock(v->m);
-    g_atomic_int_set(&v->cleaned, 1);
-}
-
-static void *victim_run(void *p)
-{
-    Victim *v = p;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL); /* lock is no cancellation point */
-    if (netmutex_lock(v->m) != 0)
-        return NULL;
-    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-    pthread_cleanup_push(victim_cleanup, v);
-    do
-        v->rc = netmutex_cond_wait(v->c, v->m);
-    while (v->rc == 0);
-    pthread_cleanup_pop(0);
-    netmutex_unlock(v->m);
-    return NULL;
-}
-
 static void test_cancel_while_blocked(void)
 {
     if (!nm_cancel_in_poll_is_checkable()) {
@@ -907,22 +861,14 @@ static void test_cancel_while_blocked(void)
     }
     netmutex_cond_t c;
     netmutex_t m;
-    pthread_t t;
-    void *res = NULL;
+    NmCondVictim v;
     char *name = nm_test_name("c");
     char *mname = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
     nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
-    Victim v = { &c, &m, -1, -1, 0 };
-    g_assert_cmpint(pthread_create(&t, NULL, victim_run, &v), ==, 0);
+    nm_cond_victim_start(&v, &c, &m);
     g_assert_true(wait_waiters(name, 1));
-    g_assert_cmpint(pthread_cancel(t), ==, 0);
     /* Cancelled where it blocks, not at a signal: nothing signals. */
-    gint64 until = nmt_now_ms() + PROMPT_MS;
-    while (!g_atomic_int_get(&v.cleaned) && nmt_now_ms() < until)
-        nmt_sleep_ms(2);
-    g_assert_true(g_atomic_int_get(&v.cleaned));
-    g_assert_cmpint(pthread_join(t, &res), ==, 0);
-    g_assert_true(res == PTHREAD_CANCELED);
+    nm_cond_victim_cancel(&v, PROMPT_MS);
     g_assert_cmpint(v.rc, ==, -1);
     nm_assert_rc(v.unlocked, 0); /* the handler held the mutex */
     g_assert_true(wait_nothing_left());

@@ -78,29 +78,14 @@ static long long shares_of(const char *name)
     return n;
 }
 
-/* How many keys of rwlocks are on the server (the {r tags). */
-static long long rw_keys_left(void)
-{
-    long long n = 0;
-    char cursor[32] = "0";
-    do {
-        redisReply *r = nm_redis_cmd(redis, "SCAN %s MATCH netmutex:{r* COUNT 1000", cursor);
-        g_assert_cmpint(r->type, ==, REDIS_REPLY_ARRAY);
-        g_strlcpy(cursor, r->element[0]->str, sizeof cursor);
-        n += (long long)r->element[1]->elements;
-        freeReplyObject(r);
-    } while (strcmp(cursor, "0") != 0);
-    return n;
-}
-
 /* Polls until no key of any rwlock is left, within BOUND_MS (well below
  * the lease: a share that was only left to expire is not "given back"). */
 static bool wait_nothing_left(void)
 {
     gint64 until = nmt_now_ms() + BOUND_MS;
-    while (rw_keys_left() != 0 && nmt_now_ms() < until)
+    while (nm_redis_kind_keys(redis, 'r') != 0 && nmt_now_ms() < until)
         nmt_sleep_ms(5);
-    if (rw_keys_left() == 0)
+    if (nm_redis_kind_keys(redis, 'r') == 0)
         return true;
     redisReply *r = nm_redis_cmd(redis, "KEYS netmutex:{r*");
     for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++)
@@ -597,11 +582,11 @@ static void test_shutdown_gives_back(void)
     char *name = rw_init(&rw, "rw", 1);
     g_assert_true(cache_share(&rw, name));
     nm_assert_rc(netmutex_shutdown(), 0);
-    g_assert_cmpint(rw_keys_left(), ==, 0);
+    g_assert_cmpint(nm_redis_kind_keys(redis, 'r'), ==, 0);
     configure_idle(LONG_IDLE_MS);
     g_assert_true(cache_share(&rw, name));
     nm_assert_rc(netmutex_rwlock_destroy(&rw), 0);
-    g_assert_cmpint(rw_keys_left(), ==, 0);
+    g_assert_cmpint(nm_redis_kind_keys(redis, 'r'), ==, 0);
     g_free(name);
 }
 
@@ -627,7 +612,7 @@ static void test_exit_gives_back(void)
     pid_t pid = nm_fork_run_unchecked(proc_cache_and_exit, &pr);
     nm_child_wait_ok(pid, PROMPT_MS);
     g_assert_true(sh->ready);
-    g_assert_cmpint(rw_keys_left(), ==, 0);
+    g_assert_cmpint(nm_redis_kind_keys(redis, 'r'), ==, 0);
     configure_idle(LONG_IDLE_MS);
     shared_free(sh);
     g_free(name);

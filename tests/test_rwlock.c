@@ -99,29 +99,14 @@ static bool wait_shares(const char *name, long long n)
     return ok;
 }
 
-/* How many keys of rwlocks are on the server (the {r tags). */
-static long long rw_keys_left(void)
-{
-    long long n = 0;
-    char cursor[32] = "0";
-    do {
-        redisReply *r = nm_redis_cmd(redis, "SCAN %s MATCH netmutex:{r* COUNT 1000", cursor);
-        g_assert_cmpint(r->type, ==, REDIS_REPLY_ARRAY);
-        g_strlcpy(cursor, r->element[0]->str, sizeof cursor);
-        n += (long long)r->element[1]->elements;
-        freeReplyObject(r);
-    } while (strcmp(cursor, "0") != 0);
-    return n;
-}
-
 /* Every key of every rwlock gone, within the bound (a queue's keys live
  * their refresh time after the last waiter left). */
 static bool wait_nothing_left(void)
 {
     gint64 until = nmt_now_ms() + PROMPT_MS;
-    while (rw_keys_left() != 0 && nmt_now_ms() < until)
+    while (nm_redis_kind_keys(redis, 'r') != 0 && nmt_now_ms() < until)
         nmt_sleep_ms(10);
-    return rw_keys_left() == 0;
+    return nm_redis_kind_keys(redis, 'r') == 0;
 }
 
 /* netmutex_rwlock_init of RW named nm_test_name(SUFFIX), with KIND and
@@ -629,13 +614,13 @@ static void test_status(void)
     g_assert_cmpuint(st.shares, ==, 0);
     g_assert_cmpint(st.writer, ==, 0);
     g_assert_cmpint(st.ttl_ms, ==, -1);
-    g_assert_cmpint(rw_keys_left(), ==, 0); /* status writes nothing */
+    g_assert_cmpint(nm_redis_kind_keys(redis, 'r'), ==, 0); /* status writes nothing */
 
     NmCall *cr = nm_call_start(locker_run, &reader);
     g_assert_true(wait_got(&reader));
     NmCall *cw = nm_call_start(locker_run, &writer);
     g_assert_true(wait_queued(name, 1));
-    long long keys = rw_keys_left();
+    long long keys = nm_redis_kind_keys(redis, 'r');
     nm_assert_rc(netmutex_rwlock_status(name, &st), 0);
     g_assert_cmpuint(st.shares, ==, 1);
     g_assert_cmpint(st.writer, ==, 0);
@@ -644,7 +629,7 @@ static void test_status(void)
     g_assert_cmpuint(st.permits, ==, 0);
     nm_assert_rc(netmutex_list_shared(NULL, count_rwlock, &listed, NULL), 0);
     g_assert_cmpint(listed, ==, 1);
-    g_assert_cmpint(rw_keys_left(), ==, keys);
+    g_assert_cmpint(nm_redis_kind_keys(redis, 'r'), ==, keys);
 
     g_atomic_int_set(&reader.release, 1);
     nm_assert_rc(nm_call_wait(cr, PROMPT_MS), 0);

@@ -65,29 +65,14 @@ static bool wait_queued(const char *name, long long n)
     return ok;
 }
 
-/* How many keys of semaphores are on the server (the {s tags). */
-static long long sem_keys_left(void)
-{
-    long long n = 0;
-    char cursor[32] = "0";
-    do {
-        redisReply *r = nm_redis_cmd(redis, "SCAN %s MATCH netmutex:{s* COUNT 1000", cursor);
-        g_assert_cmpint(r->type, ==, REDIS_REPLY_ARRAY);
-        g_strlcpy(cursor, r->element[0]->str, sizeof cursor);
-        n += (long long)r->element[1]->elements;
-        freeReplyObject(r);
-    } while (strcmp(cursor, "0") != 0);
-    return n;
-}
-
 /* Every key of every semaphore gone, within the bound (a queue's keys
  * live their refresh time after the last waiter left). */
 static bool wait_nothing_left(void)
 {
     gint64 until = nmt_now_ms() + PROMPT_MS;
-    while (sem_keys_left() != 0 && nmt_now_ms() < until)
+    while (nm_redis_kind_keys(redis, 's') != 0 && nmt_now_ms() < until)
         nmt_sleep_ms(10);
-    return sem_keys_left() == 0;
+    return nm_redis_kind_keys(redis, 's') == 0;
 }
 
 static int value_of(netmutex_sem_t *s)
@@ -214,7 +199,7 @@ static void test_try_full(void)
     nm_assert_rc(netmutex_sem_init(&s, name, 3, NULL), 0);
     nm_assert_rc(netmutex_sem_init(&other, name, 3, NULL), 0);
     g_assert_cmpint(value_of(&s), ==, 3);
-    g_assert_cmpint(sem_keys_left(), ==, 0); /* getvalue writes nothing */
+    g_assert_cmpint(nm_redis_kind_keys(redis, 's'), ==, 0); /* getvalue writes nothing */
     nm_assert_rc(netmutex_sem_trywait(&s), 0);
     g_assert_cmpint(value_of(&s), ==, 2);
     nm_assert_rc(netmutex_sem_wait(&s), 0);
@@ -614,7 +599,7 @@ static void test_status(void)
     g_assert_cmpint(st.writer, ==, 0);
     g_assert_cmpint(st.ttl_ms, ==, -1);
     g_assert_cmpuint(st.waiters, ==, 0);
-    g_assert_cmpint(sem_keys_left(), ==, 0); /* status writes nothing */
+    g_assert_cmpint(nm_redis_kind_keys(redis, 's'), ==, 0); /* status writes nothing */
 
     nm_assert_rc(netmutex_sem_init(&s, name, 2, NULL), 0);
     nm_assert_rc(netmutex_sem_wait(&s), 0);
@@ -622,7 +607,7 @@ static void test_status(void)
     Taker t = { .s = &s, .hold_ms = 1 };
     NmCall *c = nm_call_start(taker_run, &t);
     g_assert_true(wait_queued(name, 1));
-    long long keys = sem_keys_left();
+    long long keys = nm_redis_kind_keys(redis, 's');
     nm_assert_rc(netmutex_sem_status(name, &st), 0);
     g_assert_cmpuint(st.shares, ==, 2);
     g_assert_cmpuint(st.permits, ==, 2);
@@ -634,7 +619,7 @@ static void test_status(void)
     g_assert_cmpint(f.n, ==, 1);
     g_assert_cmpint(f.kind, ==, NETMUTEX_KIND_SEM);
     g_assert_cmpuint(f.st.shares, ==, 2);
-    g_assert_cmpint(sem_keys_left(), ==, keys);
+    g_assert_cmpint(nm_redis_kind_keys(redis, 's'), ==, keys);
     nm_assert_rc(netmutex_status(name, &(netmutex_status_t){ 0 }), 0);
 
     nm_assert_rc(netmutex_sem_post(&s), 0);
