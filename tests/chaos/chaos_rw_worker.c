@@ -190,15 +190,7 @@ static bool one_round(RThread *t)
         hold(t, r);
     }
     set_phase(t, CHAOS_IDLE);
-    if (rc == EBUSY || rc == EAGAIN)
-        sleep_us(2000 + random_upto(t, 3000));
-    else if (rc != 0 && rc != ETIMEDOUT)
-        sleep_us(5000);
-    else
-        sleep_us(random_upto(t, 1000));
-    sleep_us(random_upto(t, w->cfg->think_us));
-    if (w->cfg->prober)
-        sleep_us(10000 + random_upto(t, 20000));
+    chaos_pause_after(&t->rng, rc, w->cfg);
     return true;
 }
 

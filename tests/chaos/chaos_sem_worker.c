@@ -149,15 +149,7 @@ static bool one_round(SThread *t)
         hold(t, r);
     }
     set_phase(t, CHAOS_IDLE);
-    if (rc == EAGAIN)
-        chaos_sleep_us(2000 + upto(t, 3000));
-    else if (rc != 0 && rc != ETIMEDOUT)
-        chaos_sleep_us(5000);
-    else
-        chaos_sleep_us(upto(t, 1000));
-    chaos_sleep_us(upto(t, w->cfg->think_us));
-    if (w->cfg->prober)
-        chaos_sleep_us(10000 + upto(t, 20000));
+    chaos_pause_after(&t->rng, rc, w->cfg);
     return true;
 }
 

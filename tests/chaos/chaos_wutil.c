@@ -47,3 +47,16 @@ void chaos_stamp_lost(ChaosShared *log, ChaosProc *proc)
             chaos_set_once(&log->recs[rec].lost_ns, now);
     }
 }
+
+void chaos_pause_after(uint64_t *rng, int rc, const ChaosWorkerCfg *cfg)
+{
+    if (rc == EBUSY || rc == EAGAIN)
+        chaos_sleep_us(2000 + chaos_rand_upto(rng, 3000));
+    else if (rc != 0 && rc != ETIMEDOUT)
+        chaos_sleep_us(5000);
+    else
+        chaos_sleep_us(chaos_rand_upto(rng, 1000));
+    chaos_sleep_us(chaos_rand_upto(rng, cfg->think_us));
+    if (cfg->prober)
+        chaos_sleep_us(10000 + chaos_rand_upto(rng, 20000));
+}

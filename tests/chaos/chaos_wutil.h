@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "chaos_log.h"
+#include "chaos_worker.h"
 
 /* A seed for thread INDEX of process PID: never 0 (xorshift's fixed point). */
 uint64_t chaos_rand_seed(int32_t pid, int index);
@@ -19,6 +20,13 @@ unsigned int chaos_rand_upto(uint64_t *state, unsigned int n);
 
 /* Sleeps US microseconds, through signals (SIGSTOP/SIGCONT among them). */
 void chaos_sleep_us(unsigned int us);
+
+/* The pause of a thread after a call that returned RC, drawn from *RNG:
+ * a busy or unreachable lock (EBUSY, EAGAIN) is not tried again at once
+ * (a trylock must not spin and fill the log), another error waits 5 ms,
+ * a result 0 or ETIMEDOUT a little; then CFG's think time, and a prober's
+ * own slower pace. */
+void chaos_pause_after(uint64_t *rng, int rc, const ChaosWorkerCfg *cfg);
 
 /* What a lost-hold callback does: stamps the time on the record of every
  * thread of PROC that holds or is unlocking, and counts the notice in
