@@ -41,9 +41,15 @@ has_child() {
 
 # ---- flock: the cases of tests/ts/flock/flock, for the flock(2) API --------
 
-# flock (the general lock): a shared holder in the background, whose
-# command runs for 3 seconds; its lock is there once it has a child.
-"$NM" --shared "$name" sh -c 'echo "holder in"; sleep 3; echo "holder out"' \
+# flock (the general lock): a shared holder in the background; its lock is
+# there once it has a child.  util-linux's holder runs for 3 seconds; ours
+# runs until the timed case below lets it go, then one more second, so
+# that a slow machine (a sanitizer, a busy CI) cannot end the hold before
+# the cases that need it held have run (nor outlive the test's directory).
+go=$tmp/holder-may-go
+"$NM" --shared "$name" sh -c 'echo "holder in"
+    while [ ! -e "$1" ] && [ -d "${1%/*}" ]; do sleep 0.05; done
+    sleep 1; echo "holder out"' sh "$go" \
     >>"$tmp/general" 2>&1 &
 general=$!
 bg_pids="$bg_pids $general"
@@ -73,8 +79,9 @@ check "... and none of them said anything on stderr: $(head -n 3 "$tmp/err")" \
     test ! -s "$tmp/err"
 
 # flock:flock-timeout: an exclusive run that waits up to 5 seconds gets the
-# lock once the 3-second shared run is over.  (flock:flock-fd and
+# lock once the shared run is over (a second after this lets it go).  (flock:flock-fd and
 # flock:fcntl-vs-flock do not apply: see the top.)
+: >"$go"
 expect_rc 0 "flock-timeout: --timeout 5 --conflict-exit-code 5 waits and runs (exit 0)" \
     into "$tmp/general" "$tmp/general" \
     "$NM" --timeout "$(secs 5)" --conflict-exit-code 5 "$name" echo "waiter ran"
