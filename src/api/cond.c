@@ -46,6 +46,7 @@
 
 #include "clock.h"
 #include "condvar.h"
+#include "held.h"
 #include "mutex.h"
 #include "opaque.h"
 
@@ -445,12 +446,19 @@ int netmutex_cond_timedwait(netmutex_cond_t *c, netmutex_t *m, const struct time
 
 /* ---- signalling ---------------------------------------------------------- */
 
+/* A signal may return before its answer only from a thread that holds a
+ * lock of the library (held.h): that thread will call again to give it
+ * back, and that call takes the answer and sends the signal again if its
+ * connection broke first (condvar.h).  A thread that holds nothing may
+ * never call again, so its signal waits for its answer. */
 static int cond_signal(netmutex_cond_t *c, int all)
 {
     cond_rec_t *r;
     long long woken;
     int err = rec_of(c, &r);
-    return err ? err : nm_errno_public(nm_cond_signal(r->name, r->name_len, all, &woken));
+    int may_defer = nm_held_count() > 0;
+    return err ? err
+               : nm_errno_public(nm_cond_signal(r->name, r->name_len, all, may_defer, &woken));
 }
 
 int netmutex_cond_signal(netmutex_cond_t *c)

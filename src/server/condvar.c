@@ -449,10 +449,10 @@ int nm_cond_flush_due(void)
     return sent.state == SIG_AGAIN;
 }
 
-int nm_cond_signal(const char *name, size_t name_len, int all, long long *woken)
+int nm_cond_signal(const char *name, size_t name_len, int all, int may_defer, long long *woken)
 {
     nm_cond_flush(0); /* an answer still owed after this: this one waits */
-    return signal_now(name, name_len, all, woken, 1);
+    return signal_now(name, name_len, all, woken, may_defer);
 }
 
 /* The signal; MAY_WRITE: it may go without waiting for its answer. */

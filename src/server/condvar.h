@@ -112,8 +112,10 @@ void nm_cond_cancelled(nm_waiter_t *w);
 /* Signals one waiter of NAME (ALL 0) or all of them: *WOKEN how many.
  * 0, ENOTSUP (quorum mode), EAGAIN (unreachable), EACCES, EPROTO, ENOMEM.
  *
- * On one server (Sentinel's master included), on a connection known to
- * have the script, the signal is written and not waited for: it is at the
+ * With MAY_DEFER (the caller holds a lock of the library, so that it will
+ * call again to give it back: see cond.c), on one server (Sentinel's
+ * master included), on a connection known to have the script, the signal
+ * is written and not waited for: it is at the
  * server as soon as a request that waits, and ahead of every later request
  * of the calling thread there, but its answer is read by the thread's next
  * read on that connection (reply.h, an owed reply) -- most often the
@@ -131,7 +133,7 @@ void nm_cond_cancelled(nm_waiter_t *w);
  * release riding after it most often took it already); with WAIT 0 before
  * a wait's registration (which then takes it) and another signal (which
  * then waits for its own answer). */
-int nm_cond_signal(const char *name, size_t name_len, int all, long long *woken);
+int nm_cond_signal(const char *name, size_t name_len, int all, int may_defer, long long *woken);
 void nm_cond_flush(int wait);
 /* Whether the calling thread's latest signal is still owed its answer. */
 int nm_cond_owed(void);
