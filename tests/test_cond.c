@@ -18,7 +18,8 @@
  * a signal afterwards wakes the next waiter; a signal given while the
  * mutex is held reaches the waiter when its process is killed before it
  * unlocks, and with lease caching on when the signalling thread stays
- * idle after its unlock.
+ * idle after its unlock; a signal from a thread that holds no lock waits
+ * for its answer.
  */
 #include "ac_config.h"
 
@@ -807,6 +808,29 @@ static void test_signal_then_cached_unlock(void)
     g_free(name);
 }
 
+/* A signal from a thread that holds no lock of the library waits for its
+ * answer: that thread may never call the library again, so nothing later
+ * would send the signal again if its connection broke before the server
+ * read it.  The server is paused for PAUSE ms (CLIENT PAUSE), so the
+ * answer cannot come before; the call must not return sooner.  (A signal
+ * that returns once written comes back at once.) */
+#define PAUSE_MS 400
+static void test_signal_unheld_waits_answer(void)
+{
+    netmutex_cond_t c;
+    char *name = nm_test_name("c");
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    nm_assert_rc(warm_connection(name), 0);
+    nm_redis_ok(redis, "CLIENT PAUSE %d ALL", PAUSE_MS);
+    int64_t start = nmt_now_ms();
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    int64_t took = nmt_now_ms() - start;
+    g_assert_cmpint(took, >=, PAUSE_MS - 50);
+    nm_assert_rc(netmutex_cond_broadcast(&c), 0);
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    g_free(name);
+}
+
 /* ---- robust ----------------------------------------------------------- */
 
 typedef struct RobustWait {
@@ -1010,6 +1034,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cond/processes/killed-waiter", test_killed_waiter_swallows_nothing);
     g_test_add_func("/cond/processes/signal-then-killed", test_signal_then_killed);
     g_test_add_func("/cond/processes/signal-then-cached-unlock", test_signal_then_cached_unlock);
+    g_test_add_func("/cond/signal/unheld-waits-answer", test_signal_unheld_waits_answer);
     g_test_add_func("/cond/robust/eownerdead-after-wait", test_robust_eownerdead_after_wait);
     g_test_add_func("/cond/cache/cached-lease-and-waiter", test_cached_lease_and_waiter);
     g_test_add_func("/cond/quorum/enotsup", test_quorum_enotsup);
