@@ -15,7 +15,11 @@
  * wait, taken by another process that signals; quorum mode's ENOTSUP; a
  * thread cancelled while it blocks in a wait runs its clean-up handler
  * with the mutex held, leaves nothing of the condition on the server, and
- * a signal afterwards wakes the next waiter.
+ * a signal afterwards wakes the next waiter; a signal given while the
+ * mutex is held reaches the waiter when its process is killed before it
+ * unlocks, and with lease caching on when the signalling thread stays
+ * idle after its unlock; a signal from a thread that holds no lock waits
+ * for its answer.
  */
 #include "ac_config.h"
 
@@ -711,6 +715,122 @@ static void test_killed_waiter_swallows_nothing(void)
     g_free(name);
 }
 
+/* A condition's script run once on the calling thread's connection, on a
+ * condition of its own (no waiter there): the next signal may then go
+ * without waiting for its answer. */
+static int warm_connection(const char *name)
+{
+    netmutex_cond_t w;
+    char *warm = g_strconcat(name, "/warm", NULL);
+    int err = netmutex_cond_init(&w, warm, NULL);
+    if (!err)
+        err = netmutex_cond_signal(&w);
+    netmutex_cond_destroy(&w);
+    g_free(warm);
+    return err;
+}
+
+/* A child that signals while it holds the mutex, then dies before it
+ * unlocks (SIGKILL: nothing of its own runs any more). */
+static int proc_signal_then_die(void *p)
+{
+    const Proc *pr = p;
+    netmutex_cond_t c;
+    netmutex_t m;
+    char *mname = g_strconcat(pr->name, "/m", NULL);
+    proc_configure(pr->lease_ms);
+    if (netmutex_cond_init(&c, pr->name, NULL) || netmutex_init(&m, mname, NULL) ||
+        warm_connection(pr->name) != 0 || netmutex_lock(&m) != 0)
+        return 10;
+    if (netmutex_cond_signal(&c) != 0)
+        return 20;
+    kill(getpid(), SIGKILL);
+    return 30;
+}
+
+/* The signal was given when netmutex_cond_signal returned, even if its
+ * process dies right after, holding the mutex: the waiter wakes, and
+ * returns 0 once the dead holder's lease ran out, long before its
+ * deadline.  (A signal held back until the next unlock, or for a moment,
+ * dies with the process: the wait ends in ETIMEDOUT.) */
+static void test_signal_then_killed(void)
+{
+    netmutex_cond_t c;
+    netmutex_t m;
+    int status;
+    char *name = nm_test_name("c");
+    char *mname = g_strconcat(name, "/m", NULL);
+    Proc pr = { .name = name, .lease_ms = 300 };
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    nm_assert_rc(netmutex_init(&m, mname, NULL), 0);
+    Waiter w = { .c = &c, .m = &m, .timeout_ms = nm_ms(15000) };
+    NmCall *call = nm_call_start(waiter_run, &w);
+    g_assert_true(wait_waiters(name, 1));
+    pid_t pid = nm_fork_run_unchecked(proc_signal_then_die, &pr);
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    g_assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    nm_assert_rc(nm_call_wait(call, PROMPT_MS), 0);
+    g_assert_true(wait_nothing_left());
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(mname);
+    g_free(name);
+}
+
+/* A signal given while the mutex is held, with lease caching on (the
+ * default, an unlock that may send nothing), and the signalling thread
+ * idle after its unlock: the waiter in another process wakes all the
+ * same.  (A signal waiting to ride with the next release of a lease never
+ * goes when the unlock keeps it cached.) */
+static void test_signal_then_cached_unlock(void)
+{
+    netmutex_cond_t c;
+    netmutex_t m;
+    char *name = nm_test_name("c");
+    char *mname = g_strconcat(name, "/m", NULL);
+    Proc pr = { .name = name };
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    nm_assert_rc(netmutex_init(&m, mname, NULL), 0);
+    nm_assert_rc(warm_connection(name), 0);
+    /* The lease cached here first, before the waiter locks. */
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    pid_t pid = nm_fork_run_unchecked(proc_wait_once, &pr);
+    g_assert_true(wait_waiters(name, 1));
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_child_wait_ok(pid, PROMPT_MS);
+    g_assert_true(wait_nothing_left());
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(mname);
+    g_free(name);
+}
+
+/* A signal from a thread that holds no lock of the library waits for its
+ * answer: that thread may never call the library again, so nothing later
+ * would send the signal again if its connection broke before the server
+ * read it.  The server is paused for PAUSE ms (CLIENT PAUSE), so the
+ * answer cannot come before; the call must not return sooner.  (A signal
+ * that returns once written comes back at once.) */
+#define PAUSE_MS 400
+static void test_signal_unheld_waits_answer(void)
+{
+    netmutex_cond_t c;
+    char *name = nm_test_name("c");
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    nm_assert_rc(warm_connection(name), 0);
+    nm_redis_ok(redis, "CLIENT PAUSE %d ALL", PAUSE_MS);
+    int64_t start = nmt_now_ms();
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    int64_t took = nmt_now_ms() - start;
+    g_assert_cmpint(took, >=, PAUSE_MS - 50);
+    nm_assert_rc(netmutex_cond_broadcast(&c), 0);
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    g_free(name);
+}
+
 /* ---- robust ----------------------------------------------------------- */
 
 typedef struct RobustWait {
@@ -912,6 +1032,9 @@ int main(int argc, char **argv)
     g_test_add_func("/cond/processes/broadcast", test_broadcast_processes);
     g_test_add_func("/cond/processes/producer-consumer", test_producer_consumer_no_lost_wakeup);
     g_test_add_func("/cond/processes/killed-waiter", test_killed_waiter_swallows_nothing);
+    g_test_add_func("/cond/processes/signal-then-killed", test_signal_then_killed);
+    g_test_add_func("/cond/processes/signal-then-cached-unlock", test_signal_then_cached_unlock);
+    g_test_add_func("/cond/signal/unheld-waits-answer", test_signal_unheld_waits_answer);
     g_test_add_func("/cond/robust/eownerdead-after-wait", test_robust_eownerdead_after_wait);
     g_test_add_func("/cond/cache/cached-lease-and-waiter", test_cached_lease_and_waiter);
     g_test_add_func("/cond/quorum/enotsup", test_quorum_enotsup);

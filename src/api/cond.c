@@ -46,6 +46,7 @@
 
 #include "clock.h"
 #include "condvar.h"
+#include "held.h"
 #include "mutex.h"
 #include "opaque.h"
 
@@ -361,6 +362,15 @@ static int wait_on(cond_rec_t *r, netmutex_t *m, unsigned int lease_ms, int64_t 
     w.cancellable = cancellable;
     int64_t sent_until;
     err = register_unlock(&w, m, deadline, &unlocked, &uerr, &sent_until);
+    /* A signal of ours that the registration's reads found must go again
+     * goes now, not after the sleep; a BLPOP pending on the connection
+     * goes first (it is sent again by the block). */
+    if (nm_cond_flush_due()) {
+        if (sent_until)
+            nm_cond_abandon(&w);
+        sent_until = 0;
+        nm_cond_flush(0);
+    }
     if (unreached(err) || (err && unlocked)) {
         /* It may have registered all the same (its reply was lost). */
         nm_cond_run(&w, NM_COND_LEAVE, &ignored);
@@ -392,9 +402,11 @@ static int checked_wait(netmutex_cond_t *c, netmutex_t *m, int64_t deadline, int
         return err;
     if (nm_remaining_ms(deadline) == 0)
         return ETIMEDOUT;
+    nm_cond_flush(0); /* a signal of ours whose answer came */
     __atomic_add_fetch(&r->waiters, 1, __ATOMIC_ACQ_REL);
     err = wait_on(r, m, lease_ms, deadline, cancellable);
     __atomic_sub_fetch(&r->waiters, 1, __ATOMIC_ACQ_REL);
+    nm_cond_flush(1);
     return err;
 }
 
@@ -434,12 +446,19 @@ int netmutex_cond_timedwait(netmutex_cond_t *c, netmutex_t *m, const struct time
 
 /* ---- signalling ---------------------------------------------------------- */
 
+/* A signal may return before its answer only from a thread that holds a
+ * lock of the library (held.h): that thread will call again to give it
+ * back, and that call takes the answer and sends the signal again if its
+ * connection broke first (condvar.h).  A thread that holds nothing may
+ * never call again, so its signal waits for its answer. */
 static int cond_signal(netmutex_cond_t *c, int all)
 {
     cond_rec_t *r;
     long long woken;
     int err = rec_of(c, &r);
-    return err ? err : nm_errno_public(nm_cond_signal(r->name, r->name_len, all, &woken));
+    int may_defer = nm_held_count() > 0;
+    return err ? err
+               : nm_errno_public(nm_cond_signal(r->name, r->name_len, all, may_defer, &woken));
 }
 
 int netmutex_cond_signal(netmutex_cond_t *c)

@@ -25,6 +25,7 @@
 #include "cache.h"
 #include "clock.h"
 #include "cluster.h"
+#include "condvar.h"
 #include "config.h"
 #include "conn.h"
 #include "entry.h"
@@ -545,21 +546,30 @@ static int acquire(netmutex_t *m, nm_wait_t wait, int64_t deadline)
     return acquire_remote(e, m, &stale, wait, deadline, NULL);
 }
 
+/* acquire(), then a signal of the calling thread still unanswered
+ * (condvar.h) is settled. */
+static int acquire_flush(netmutex_t *m, nm_wait_t wait, int64_t deadline)
+{
+    int err = acquire(m, wait, deadline);
+    nm_cond_flush(1);
+    return err;
+}
+
 int netmutex_lock(netmutex_t *m)
 {
-    return nm_errno_public(acquire(m, NM_WAIT, NM_FOREVER));
+    return nm_errno_public(acquire_flush(m, NM_WAIT, NM_FOREVER));
 }
 
 int netmutex_trylock(netmutex_t *m)
 {
-    return nm_errno_public(acquire(m, NM_NOWAIT, NM_FOREVER));
+    return nm_errno_public(acquire_flush(m, NM_NOWAIT, NM_FOREVER));
 }
 
 int netmutex_clocklock(netmutex_t *m, clockid_t clockid, const struct timespec *abstime)
 {
     int64_t deadline;
     int err = nm_deadline_from_abstime(clockid, abstime, &deadline);
-    return err ? err : nm_errno_public(acquire(m, NM_WAIT, deadline));
+    return err ? err : nm_errno_public(acquire_flush(m, NM_WAIT, deadline));
 }
 
 int netmutex_timedlock(netmutex_t *m, const struct timespec *abstime)
@@ -623,7 +633,18 @@ static int release(nm_entry_t *e, int fair, nm_script_call_t *rider, nm_trailer_
     return err;
 }
 
+static int unlock(netmutex_t *m);
+
+/* A signal this thread sent while it held M is answered by now, with
+ * the release's answer when the lease went back (condvar.h). */
 int netmutex_unlock(netmutex_t *m)
+{
+    int err = unlock(m);
+    nm_cond_flush(1);
+    return err;
+}
+
+static int unlock(netmutex_t *m)
 {
     nm_entry_t *e;
     int err = lock_if_owner(m, &e);
@@ -634,9 +655,13 @@ int netmutex_unlock(netmutex_t *m)
         return 0;
     }
     int fair = is_fair(e->hold.handle);
+    /* Right after a signal of this thread the lease goes back, with the
+     * signal's answer (condvar.h): the next locker is most likely the
+     * waiter it woke, in another process perhaps, which would otherwise
+     * have to ask for it. */
     if (may_hand_off(e)) {
         nm_entry_hand_off(e);
-    } else if (nm_cache_keep_locked(e)) {
+    } else if (!nm_cond_owed() && nm_cache_keep_locked(e)) {
         e->reserved = fair && e->waiters > 0;
         nm_entry_keep(e);
     } else {
@@ -828,13 +853,16 @@ int netmutex_configure(const netmutex_config_t *cfg)
     int err = nm_config_build(cfg, &built);
     if (err)
         return nm_errno_public(err);
-    /* Cached leases live under the configuration that got them. */
+    /* Cached leases live under the configuration that got them, and so
+     * does a signal of ours still unanswered. */
+    nm_cond_flush(1);
     nm_cache_flush();
     return nm_errno_public(nm_config_replace(built, nm_entry_any_held));
 }
 
 int netmutex_shutdown(void)
 {
+    nm_cond_flush(1); /* a signal of ours answered, or sent again */
     nm_cache_flush();
     int err = nm_config_replace(NULL, nm_entry_any_held);
     if (!err) {

@@ -6,6 +6,7 @@
 
 #include "clock.h"
 #include "entry.h"
+#include "held.h"
 #include "log.h"
 
 static int held_total; /* atomic: names HELD, HANDOFF or RELEASING, and list holds */
@@ -47,11 +48,13 @@ static void own(nm_entry_t *e, const void *handle)
     e->hold.owner = pthread_self();
     e->hold.handle = handle;
     e->hold.depth = 1;
+    nm_held_push(NM_HELD_MUTEX, e, e->name);
 }
 
 /* Nobody holds E any more (the lease may stay: HANDOFF, CACHED). */
 static void disown(nm_entry_t *e)
 {
+    nm_held_pop(NM_HELD_MUTEX, e);
     e->hold.handle = NULL;
     e->hold.depth = 0;
 }
@@ -143,6 +146,7 @@ void nm_entry_hold_add(nm_entry_t *e, nm_hold_node_t *node, const void *handle,
     node->hold.depth = 1;
     node->next = e->holds;
     e->holds = node;
+    nm_held_push((nm_held_kind_t)kind, e, e->name);
     note_held(1);
 }
 
@@ -158,6 +162,8 @@ void nm_entry_hold_remove(nm_entry_t *e, nm_hold_node_t *node)
     }
     *p = node->next;
     node->next = NULL;
+    if (pthread_equal(node->hold.owner, pthread_self()))
+        nm_held_pop((nm_held_kind_t)node->hold.kind, e);
     note_held(-1);
 }
 
@@ -213,4 +219,5 @@ int nm_entry_any_held(void)
 void nm_entry_after_fork_child(void)
 {
     held_total = 0;
+    nm_held_after_fork_child();
 }

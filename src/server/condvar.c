@@ -357,7 +357,107 @@ int nm_cond_block(nm_waiter_t *w, int64_t until)
 
 /* ---- signals --------------------------------------------------------------- */
 
-int nm_cond_signal(const char *name, size_t name_len, int all, long long *woken)
+/* The calling thread's latest signal on one server, written without
+ * waiting for its answer (condvar.h): none, one whose reply is owed
+ * (reply.h), or one to send again (its answer said it did not run, or
+ * its connection broke first). */
+enum { SIG_NONE, SIG_OWED, SIG_AGAIN };
+static __thread struct {
+    int state;
+    int all;
+    size_t name_len;
+    char name[NETMUTEX_NAME_MAX + 1];
+} sent;
+
+/* The owed reply (nm_reply_owe): it ran, or it goes again. */
+static void signal_answered(void *arg, int err, redisReply *r)
+{
+    long long n;
+    (void)arg;
+    if (!err) {
+        err = nm_reply_integers(r, &n, 1);
+        freeReplyObject(r);
+    }
+    sent.state = err ? SIG_AGAIN : SIG_NONE;
+}
+
+/* Writes the signal ARGV (N words, the keys first) on the calling
+ * thread's connection to the one server, not waiting for its answer:
+ * 1, or 0 when it must run as a request of its own (a cluster, whose
+ * wake-ups the caller pushes; a connection not known to have the script,
+ * which would refuse it after the caller went on; a reply owed already). */
+static int signal_written(nm_config_t *cfg, const char **argv, const size_t *alens, int n,
+                          const char *name, size_t name_len, int all)
+{
+    redisContext *c;
+    if (in_cluster(cfg) || nm_reply_owing() || script_known_on == 0 ||
+        nm_conn_get(cfg, 0, nm_now_ms() + cfg->io_timeout_ms, &c) != 0 ||
+        script_known_on != nm_conn_serial(cfg, 0))
+        return 0;
+    if (nm_script_append(c, NM_SCRIPT_COND, NM_CKEY_GRANT, n, argv, alens) != 0 ||
+        nm_send(c, nm_now_ms() + cfg->io_timeout_ms) != 0) {
+        /* It may have gone out in part: the connection goes, and the
+         * signal as a request of its own (twice is a spurious wake-up). */
+        nm_conn_drop(0);
+        return 0;
+    }
+    sent.all = all;
+    sent.name_len = name_len;
+    memcpy(sent.name, name, name_len);
+    sent.name[name_len] = '\0';
+    sent.state = SIG_OWED;
+    nm_reply_owe(c, signal_answered, NULL);
+    return 1;
+}
+
+static int signal_now(const char *name, size_t name_len, int all, long long *woken,
+                      int may_write);
+
+void nm_cond_flush(int wait)
+{
+    if (sent.state == SIG_NONE)
+        return;
+    if (sent.state == SIG_OWED && !nm_reply_owing()) {
+        sent.state = SIG_NONE; /* a child's copy: the parent's to read */
+    } else if (sent.state == SIG_OWED) {
+        nm_config_t *cfg;
+        int64_t by = nm_now_ms();
+        if (wait && nm_config_current(&cfg) == 0) {
+            by += cfg->io_timeout_ms;
+            nm_config_unref(cfg);
+        }
+        int err = nm_reply_settle(by);
+        /* Broken, or no answer in time when one was waited for: the
+         * connection goes (nm_reply_forget: SIG_AGAIN). */
+        if (err && (err != ETIMEDOUT || wait))
+            nm_conn_drop(0);
+    }
+    if (sent.state == SIG_AGAIN) {
+        long long woken;
+        sent.state = SIG_NONE;
+        signal_now(sent.name, sent.name_len, sent.all, &woken, 0);
+    }
+}
+
+int nm_cond_owed(void)
+{
+    return sent.state == SIG_OWED && nm_reply_owing();
+}
+
+int nm_cond_flush_due(void)
+{
+    return sent.state == SIG_AGAIN;
+}
+
+int nm_cond_signal(const char *name, size_t name_len, int all, int may_defer, long long *woken)
+{
+    nm_cond_flush(0); /* an answer still owed after this: this one waits */
+    return signal_now(name, name_len, all, woken, may_defer);
+}
+
+/* The signal; MAY_WRITE: it may go without waiting for its answer. */
+static int signal_now(const char *name, size_t name_len, int all, long long *woken,
+                      int may_write)
 {
     nm_config_t *cfg;
     char *keys = NULL, ttl[24];
@@ -375,8 +475,11 @@ int nm_cond_signal(const char *name, size_t name_len, int all, long long *woken)
         int n = build(cfg, keys, lens, NM_CKEY_GRANT, all ? "b" : "s", ttl, sizeof ttl,
                       cfg->lease_ms, argv, alens);
         nm_script_call_t call = { NM_SCRIPT_COND, NM_CKEY_GRANT, n, argv, alens, 0, 0, NULL };
-        run_twice(cfg, &call);
-        err = take(cfg, keys, lens, &call, woken);
+        *woken = 0;
+        if (!may_write || !signal_written(cfg, argv, alens, n, name, name_len, all)) {
+            run_twice(cfg, &call);
+            err = take(cfg, keys, lens, &call, woken);
+        }
     }
     free(keys);
     nm_config_unref(cfg);

@@ -110,7 +110,35 @@ int nm_cond_block(nm_waiter_t *w, int64_t until);
 void nm_cond_cancelled(nm_waiter_t *w);
 
 /* Signals one waiter of NAME (ALL 0) or all of them: *WOKEN how many.
- * 0, ENOTSUP (quorum mode), EAGAIN (unreachable), EACCES, EPROTO, ENOMEM. */
-int nm_cond_signal(const char *name, size_t name_len, int all, long long *woken);
+ * 0, ENOTSUP (quorum mode), EAGAIN (unreachable), EACCES, EPROTO, ENOMEM.
+ *
+ * With MAY_DEFER (the caller holds a lock of the library, so that it will
+ * call again to give it back: see cond.c), on one server (Sentinel's
+ * master included), on a connection known to have the script, the signal
+ * is written and not waited for: it is at the
+ * server as soon as a request that waits, and ahead of every later request
+ * of the calling thread there, but its answer is read by the thread's next
+ * read on that connection (reply.h, an owed reply) -- most often the
+ * unlock that follows it, which so costs one round trip for both.  *WOKEN
+ * is 0 then.  A signal whose answer says it did not run, or whose
+ * connection broke before the answer, goes again as a request of its own
+ * at nm_cond_flush (twice is a spurious wake-up at worst).
+ *
+ * nm_cond_flush takes the calling thread's owed signal reply, if any: the
+ * one already received (WAIT 0), or within the I/O timeout (WAIT 1, the
+ * connection dropped when none came); then sends a signal that must go
+ * again, as a request of its own.  Called with WAIT 1 at the end of every
+ * lock, unlock and wait call, and before a configuration changes, so
+ * that no call after the signal returns before its answer came (a
+ * release riding after it most often took it already); with WAIT 0 before
+ * a wait's registration (which then takes it) and another signal (which
+ * then waits for its own answer). */
+int nm_cond_signal(const char *name, size_t name_len, int all, int may_defer, long long *woken);
+void nm_cond_flush(int wait);
+/* Whether the calling thread's latest signal is still owed its answer. */
+int nm_cond_owed(void);
+/* Whether the calling thread has a signal to send again (nm_cond_flush
+ * would send it): its connection must have nothing pending then. */
+int nm_cond_flush_due(void);
 
 #endif /* NM_CONDVAR_H */

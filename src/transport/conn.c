@@ -62,8 +62,13 @@ static void nodes_clear(conn_cache_t *cache)
     cache->nnodes = 0;
 }
 
+/* Called by the thread whose cache it is (at its exit too). */
 static void cache_clear(conn_cache_t *cache)
 {
+    /* A reply still owed (a signal's, reply.h) is read before its
+     * connection closes: once answered, the signal surely ran. */
+    if (cache->cfg && cache->epoch == fork_epoch && nm_reply_owing())
+        nm_reply_settle(nm_now_ms() + cache->cfg->io_timeout_ms);
     nodes_clear(cache);
     if (cache->cfg) {
         for (size_t i = 0; i < cache->cfg->nservers; i++)
@@ -350,5 +355,6 @@ void nm_conn_close_thread(void)
 
 void nm_conn_after_fork_child(void)
 {
+    nm_reply_forget_all();
     fork_epoch++;
 }

@@ -164,6 +164,7 @@ void nm_dial_close(redisContext *c)
 {
     if (!c)
         return;
+    nm_reply_forget(c);
     nm_tls_close(c->fd);
     redisFree(c);
 }

@@ -247,10 +247,90 @@ int nm_receive(redisContext *c)
     return c->reader->len > NM_READER_MAX ? NM_ECONN : 0;
 }
 
+/* The calling thread's owed reply (reply.h, nm_reply_owe): the next reply
+ * on C is FN's.  One at a time. */
+static __thread struct {
+    redisContext *c;
+    nm_owed_fn fn;
+    void *arg;
+} owed;
+
+void nm_reply_owe(redisContext *c, nm_owed_fn fn, void *arg)
+{
+    owed.c = c;
+    owed.fn = fn;
+    owed.arg = arg;
+}
+
+int nm_reply_owing(void)
+{
+    return owed.c != NULL;
+}
+
+/* The owed reply's outcome goes to its owner, who is owed nothing more. */
+static void owed_done(int err, redisReply *r)
+{
+    nm_owed_fn fn = owed.fn;
+    void *arg = owed.arg;
+    owed.c = NULL;
+    fn(arg, err, r);
+}
+
+/* Takes the reply owed on C, if one is and it is complete: 0 (none owed
+ * any more, or not complete yet: *PENDING), or NM_ECONN/ENOMEM. */
+static int take_owed(redisContext *c, int *pending)
+{
+    *pending = 0;
+    if (owed.c != c || !c)
+        return 0;
+    void *raw = NULL;
+    if (redisGetReplyFromReader(c, &raw) != REDIS_OK) {
+        int err = c->err == REDIS_ERR_OOM ? ENOMEM : NM_ECONN;
+        owed_done(NM_ECONN, NULL);
+        return err;
+    }
+    if (!raw) {
+        *pending = 1;
+        return 0;
+    }
+    redisReply *r = NULL;
+    int err = check_reply(raw, &r);
+    owed_done(err, err ? NULL : r);
+    return 0;
+}
+
+void nm_reply_forget(redisContext *c)
+{
+    if (c && owed.c == c)
+        owed_done(NM_ECONN, NULL);
+}
+
+void nm_reply_forget_all(void)
+{
+    owed.c = NULL;
+}
+
+int nm_reply_settle(int64_t deadline)
+{
+    redisContext *c = owed.c;
+    int pending = 0, err = take_owed(c, &pending);
+    while (!err && pending) {
+        err = poll_until(c, POLLIN, deadline);
+        if (!err)
+            err = nm_receive(c);
+        if (!err)
+            err = take_owed(c, &pending);
+    }
+    return err;
+}
+
 int nm_take_reply(redisContext *c, redisReply **out)
 {
     void *raw = NULL;
+    int pending, err = take_owed(c, &pending);
     *out = NULL;
+    if (err || pending)
+        return err;
     if (redisGetReplyFromReader(c, &raw) != REDIS_OK)
         return c->err == REDIS_ERR_OOM ? ENOMEM : NM_ECONN;
     return raw ? check_reply(raw, out) : 0;

@@ -103,6 +103,25 @@ int nm_receive(redisContext *c);
  * errno (the reply is consumed); NM_ECONN, ENOMEM. */
 int nm_take_reply(redisContext *c, redisReply **out);
 
+/* A reply owed to another layer: a request written without waiting for
+ * its answer (condvar.c's signal), whose reply the calling thread's next
+ * read on C takes first, whatever reads it (nm_take_reply and every read
+ * built on it), so that a request written after it rides in the same
+ * round trip.  FN gets its outcome, once: 0 and the reply (FN frees it),
+ * an error reply's errno, or NM_ECONN when C broke or is closed before it
+ * came (nm_reply_forget, from nm_dial_close).  FN runs inside a read of
+ * C: it may not use C.  One owed reply per thread; nm_reply_settle reads
+ * it by DEADLINE (a deadline now: only what already came): 0 once FN ran
+ * (or nothing was owed), NM_ECONN or ENOMEM (FN had NM_ECONN: drop C), or
+ * ETIMEDOUT (still owed). */
+typedef void (*nm_owed_fn)(void *arg, int err, redisReply *r);
+void nm_reply_owe(redisContext *c, nm_owed_fn fn, void *arg);
+int nm_reply_owing(void);
+int nm_reply_settle(int64_t deadline);
+void nm_reply_forget(redisContext *c);
+/* In a child after fork(): the parent's owed reply is the parent's. */
+void nm_reply_forget_all(void);
+
 /* The reply is the status SERVER_STATUS ("OK"). */
 int nm_reply_expect_status(const redisReply *r, const char *status);
 

@@ -1,0 +1,196 @@
+/*
+ * unit_held.c -- the calling thread's list of holds (src/local/held.c),
+ * without a server: pushes and pops in any order, recursion counted once
+ * through the entry moves, the heap array past the fixed one, another
+ * thread's list kept apart, the call site slot, and the walk's order.
+ */
+#include "ac_config.h"
+
+#include <glib.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nm.h"
+#include "clock.h"
+#include "config.h"
+#include "entry.h"
+#include "held.h"
+
+static int collect(const nm_held_t *h, void *arg)
+{
+    g_ptr_array_add(arg, (gpointer)h->name);
+    return 0;
+}
+
+static GPtrArray *names(void)
+{
+    GPtrArray *a = g_ptr_array_new();
+    nm_held_each(collect, a);
+    return a;
+}
+
+static void test_push_pop(void)
+{
+    int a = 0, b = 0, c = 0;
+    g_assert_cmpuint(nm_held_count(), ==, 0);
+    nm_held_push(NM_HELD_MUTEX, &a, "a");
+    nm_held_push(NM_HELD_READ, &b, "b");
+    nm_held_push(NM_HELD_PERMIT, &c, "c");
+    nm_held_push(NM_HELD_PERMIT, &c, "c");
+    g_assert_cmpuint(nm_held_count(), ==, 4);
+    /* Out of order: b first; a pop of another kind of b is not b's. */
+    nm_held_pop(NM_HELD_WRITE, &b);
+    g_assert_cmpuint(nm_held_count(), ==, 4);
+    nm_held_pop(NM_HELD_READ, &b);
+    GPtrArray *n = names();
+    g_assert_cmpuint(n->len, ==, 3);
+    g_assert_cmpstr(n->pdata[0], ==, "a");
+    g_assert_cmpstr(n->pdata[1], ==, "c");
+    g_assert_cmpstr(n->pdata[2], ==, "c");
+    g_ptr_array_free(n, TRUE);
+    nm_held_pop(NM_HELD_PERMIT, &c);
+    nm_held_pop(NM_HELD_PERMIT, &c);
+    nm_held_pop(NM_HELD_MUTEX, &a);
+    nm_held_pop(NM_HELD_MUTEX, &a); /* not held: ignored */
+    g_assert_cmpuint(nm_held_count(), ==, 0);
+    g_assert_cmpuint(nm_held_lost(), ==, 0);
+}
+
+static int first_seq(const nm_held_t *h, void *arg)
+{
+    *(const nm_held_t **)arg = h;
+    return 1;
+}
+
+static void test_fields(void)
+{
+    int a = 0, b = 0;
+    int64_t before = nm_now_ms();
+    nm_held_push(NM_HELD_WRITE, &a, "a");
+    nm_held_set_site("x.c", 12);
+    nm_held_push(NM_HELD_MUTEX, &b, "b");
+    const nm_held_t *h = NULL;
+    g_assert_cmpint(nm_held_each(first_seq, &h), ==, 1);
+    g_assert_nonnull(h);
+    g_assert_true(h->lock == &a);
+    g_assert_cmpint(h->kind, ==, NM_HELD_WRITE);
+    g_assert_cmpstr(h->file, ==, "x.c");
+    g_assert_cmpint(h->line, ==, 12);
+    g_assert_cmpint(h->since, >=, before);
+    uint64_t seq_a = h->seq;
+    nm_held_pop(NM_HELD_WRITE, &a);
+    g_assert_cmpint(nm_held_each(first_seq, &h), ==, 1);
+    g_assert_true(h->lock == &b);
+    g_assert_null(h->file);
+    g_assert_cmpuint(h->seq, >, seq_a);
+    nm_held_pop(NM_HELD_MUTEX, &b);
+}
+
+static void test_many(void)
+{
+    enum { N = 5 * NM_HELD_INLINE };
+    static int locks[N];
+    static char labels[N][8];
+    for (int i = 0; i < N; i++) {
+        snprintf(labels[i], sizeof labels[i], "%d", i);
+        nm_held_push(NM_HELD_MUTEX, &locks[i], labels[i]);
+    }
+    g_assert_cmpuint(nm_held_count(), ==, N);
+    GPtrArray *n = names();
+    for (int i = 0; i < N; i++)
+        g_assert_cmpstr(n->pdata[i], ==, labels[i]);
+    g_ptr_array_free(n, TRUE);
+    /* Every other one, then the rest: the order stays. */
+    for (int i = 0; i < N; i += 2)
+        nm_held_pop(NM_HELD_MUTEX, &locks[i]);
+    n = names();
+    g_assert_cmpuint(n->len, ==, N / 2);
+    for (guint i = 0; i < n->len; i++)
+        g_assert_cmpstr(n->pdata[i], ==, labels[2 * i + 1]);
+    g_ptr_array_free(n, TRUE);
+    for (int i = 1; i < N; i += 2)
+        nm_held_pop(NM_HELD_MUTEX, &locks[i]);
+    g_assert_cmpuint(nm_held_count(), ==, 0);
+}
+
+static void *other_thread(void *arg)
+{
+    (void)arg;
+    return GSIZE_TO_POINTER(nm_held_count());
+}
+
+static void test_per_thread(void)
+{
+    int a = 0;
+    pthread_t t;
+    void *seen;
+    nm_held_push(NM_HELD_MUTEX, &a, "a");
+    g_assert_cmpint(pthread_create(&t, NULL, other_thread, NULL), ==, 0);
+    g_assert_cmpint(pthread_join(t, &seen), ==, 0);
+    g_assert_cmpuint(GPOINTER_TO_SIZE(seen), ==, 0);
+    g_assert_cmpuint(nm_held_count(), ==, 1);
+    nm_held_pop(NM_HELD_MUTEX, &a);
+}
+
+/* Through the entry moves: a mutex's lease taken and left every way, and
+ * the list of holds. */
+static nm_config_t cfg = { .io_timeout_ms = 2000, .refs = 1 };
+
+static void test_entry_moves(void)
+{
+    nm_entry_t *e = calloc(1, sizeof *e + 2);
+    g_assert_nonnull(e);
+    strcpy(e->name, "e");
+    e->name_len = 1;
+    pthread_mutex_init(&e->mu, NULL);
+    nm_cond_init_monotonic(&e->cv);
+    int handle = 0;
+    nm_lease_t l = { .cfg = &cfg, .lease_ms = 30000 }, out;
+    l.key = g_strdup("k");
+    l.key_len = 1;
+
+    nm_entry_acquiring(e);
+    g_assert_cmpuint(nm_held_count(), ==, 0);
+    nm_entry_granted(e, &handle, &l);
+    g_assert_cmpuint(nm_held_count(), ==, 1);
+    e->hold.depth++; /* a recursive relock: no move */
+    nm_entry_hand_off(e);
+    g_assert_cmpuint(nm_held_count(), ==, 0);
+    nm_entry_take(e, &handle);
+    g_assert_cmpuint(nm_held_count(), ==, 1);
+    nm_entry_keep(e);
+    g_assert_cmpuint(nm_held_count(), ==, 0);
+    nm_entry_take(e, &handle);
+    nm_entry_releasing(e, &out);
+    g_assert_cmpuint(nm_held_count(), ==, 0);
+    nm_entry_freed(e);
+    g_free(out.key);
+
+    nm_hold_node_t a = { 0 }, b = { 0 };
+    nm_entry_hold_add(e, &a, &handle, NM_HOLD_SHARE);
+    nm_entry_hold_add(e, &b, &handle, NM_HOLD_PERMIT);
+    g_assert_cmpuint(nm_held_count(), ==, 2);
+    nm_entry_hold_remove(e, &a);
+    const nm_held_t *h = NULL;
+    nm_held_each(first_seq, &h);
+    g_assert_cmpint(h->kind, ==, NM_HELD_PERMIT);
+    g_assert_cmpstr(h->name, ==, "e");
+    nm_entry_hold_remove(e, &b);
+    g_assert_cmpuint(nm_held_count(), ==, 0);
+
+    pthread_cond_destroy(&e->cv);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/unit/held/push_pop", test_push_pop);
+    g_test_add_func("/unit/held/fields", test_fields);
+    g_test_add_func("/unit/held/many", test_many);
+    g_test_add_func("/unit/held/per_thread", test_per_thread);
+    g_test_add_func("/unit/held/entry_moves", test_entry_moves);
+    return g_test_run();
+}
