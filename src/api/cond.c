@@ -48,6 +48,7 @@
 #include "condvar.h"
 #include "mutex.h"
 #include "opaque.h"
+#include "stats.h"
 
 /* A server that could not be reached makes a spurious wake-up after this
  * pause, so that a caller looping on its predicate does not spin. */
@@ -393,7 +394,9 @@ static int checked_wait(netmutex_cond_t *c, netmutex_t *m, int64_t deadline, int
     if (nm_remaining_ms(deadline) == 0)
         return ETIMEDOUT;
     __atomic_add_fetch(&r->waiters, 1, __ATOMIC_ACQ_REL);
+    int64_t t0 = nm_stats_cond_wait_begin();
     err = wait_on(r, m, lease_ms, deadline, cancellable);
+    nm_stats_cond_wait_end(r->name, r->name_len, t0, err);
     __atomic_sub_fetch(&r->waiters, 1, __ATOMIC_ACQ_REL);
     return err;
 }
@@ -439,6 +442,8 @@ static int cond_signal(netmutex_cond_t *c, int all)
     cond_rec_t *r;
     long long woken;
     int err = rec_of(c, &r);
+    if (!err)
+        nm_stats_cond_signal(r->name, r->name_len, all);
     return err ? err : nm_errno_public(nm_cond_signal(r->name, r->name_len, all, &woken));
 }
 
