@@ -711,7 +711,7 @@ typedef struct netmutex_stats {
     uint64_t renewals;       /* leases renewed */
     uint64_t lost;           /* leases lost */
     uint64_t revocations;    /* cached leases asked back by other processes */
-    uint64_t reconnects;     /* reserved: 0 in this version */
+    uint64_t reconnects;     /* connections dialed while acquiring it */
     uint64_t deadlocks;      /* EDEADLK from deadlock detection */
     uint64_t signals;        /* condition: netmutex_cond_signal calls */
     uint64_t broadcasts;     /* condition: netmutex_cond_broadcast calls */

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conn.h"
 #include "log.h"
 #include "stats.h"
 
@@ -33,6 +34,7 @@ struct nm_stat {
     uint64_t acquisitions, contended, shared, handoffs;     /* owner's lock */
     uint64_t renewals, lost, revocations, deadlocks;       /* atomic */
     uint64_t signals, broadcasts, timeouts, wakeups;       /* atomic */
+    uint64_t reconnects;                                   /* owner's lock */
     unsigned int tick;        /* owner's lock: sampling of cheap holds */
     hist_t wait, hold;        /* owner's lock (conditions: atomic) */
     size_t len;
@@ -53,6 +55,7 @@ static nm_stat_t *all_records;           /* table lock */
 #define NM_TLS __thread __attribute__((tls_model("initial-exec")))
 static NM_TLS int64_t pending_t0;      /* 0: not timed */
 static NM_TLS unsigned char pending_contended;
+static NM_TLS unsigned long pending_dials; /* nm_conn_thread_dials() at t0 */
 
 static int64_t now_ns(void)
 {
@@ -189,13 +192,19 @@ nm_stat_t *nm_stats_record(int kind, const char *name, size_t len)
 void nm_stats_call_slow(int busy)
 {
     pending_contended = (unsigned char)(busy != 0);
-    pending_t0 = busy ? now_ns() : 0;
+    pending_t0 = 0;
+    if (busy) {
+        pending_t0 = now_ns();
+        pending_dials = nm_conn_thread_dials();
+    }
 }
 
 void nm_stats_remote_slow(void)
 {
-    if (!pending_t0)
+    if (!pending_t0) {
         pending_t0 = now_ns();
+        pending_dials = nm_conn_thread_dials();
+    }
 }
 
 int64_t nm_stats_acquired(nm_stat_t *s, int server_waited, int shared)
@@ -206,9 +215,12 @@ int64_t nm_stats_acquired(nm_stat_t *s, int server_waited, int shared)
     pending_contended = 0;
     if (!s)
         return 0;
-    if (t0)
+    if (t0) {
         now = now_ns();
-    else if (++s->tick % NM_STATS_SAMPLE == 0)
+        unsigned long dials = nm_conn_thread_dials() - pending_dials;
+        if (dials)
+            bump(&s->reconnects, dials);
+    } else if (++s->tick % NM_STATS_SAMPLE == 0)
         now = now_ns();
     bump(&s->acquisitions, 1);
     if (contended)
@@ -309,6 +321,7 @@ static void fill(const nm_stat_t *s, netmutex_stats_t *st)
     st->lost = get(&s->lost);
     st->revocations = get(&s->revocations);
     st->deadlocks = get(&s->deadlocks);
+    st->reconnects = get(&s->reconnects);
     st->signals = get(&s->signals);
     st->broadcasts = get(&s->broadcasts);
     st->timeouts = get(&s->timeouts);
@@ -320,6 +333,7 @@ static void fill(const nm_stat_t *s, netmutex_stats_t *st)
 static int used(const netmutex_stats_t *st)
 {
     return st->acquisitions || st->renewals || st->lost || st->revocations || st->deadlocks ||
+           st->reconnects ||
            st->signals || st->broadcasts || st->timeouts || st->wait.count || st->hold.count;
 }
 
@@ -376,7 +390,8 @@ static void zero(nm_stat_t *s)
 {
     uint64_t *fields[] = { &s->acquisitions, &s->contended,  &s->shared,   &s->handoffs,
                            &s->renewals,     &s->lost,       &s->revocations, &s->deadlocks,
-                           &s->signals,      &s->broadcasts, &s->timeouts, &s->wakeups };
+                           &s->signals,      &s->broadcasts, &s->timeouts, &s->wakeups,
+                           &s->reconnects };
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
         __atomic_store_n(fields[i], 0, __ATOMIC_RELAXED);
     hist_t *hs[] = { &s->wait, &s->hold };
