@@ -277,6 +277,8 @@ static int run_threads(crew_job_t *job, slot_t *slots, netmutex_t *m)
 /* Worker process PROC: its own configuration, one netmutex_t shared by
  * its threads, as a program would have.  In the pthread reference runs,
  * only the threads. */
+int nmb_worker_stats;
+
 static int worker_process(void *arg, int proc)
 {
     crew_job_t *job = arg;
@@ -289,7 +291,8 @@ static int worker_process(void *arg, int proc)
 
     if (ld->pthread_ref)
         return run_threads(job, slots, NULL);
-    if ((err = netmutex_configure(&cfg)) != 0) {
+    if ((err = netmutex_configure(&cfg)) != 0 ||
+        (nmb_worker_stats && (err = netmutex_set_stats(NETMUTEX_STATS_ON)) != 0)) {
         slot_fail(&slots[0], "netmutex_configure", err);
     } else if ((err = netmutex_attr_init(&attr)) != 0 ||
                (ld->fair && (err = set_fair_mode(&attr)) != 0)) {

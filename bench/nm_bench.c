@@ -386,7 +386,9 @@
  * cache_porting in scenarios_cache.c, cluster_names in scenarios_cluster.c,
  * timedlock_late in scenarios_wait.c, cond_pingpong and cond_broadcast16 in
  * scenarios_cond.c, rwlock_read_mostly in scenarios_rwlock.c, sem_permits
- * in scenarios_sem.c;
+ * in scenarios_sem.c; stats_cache_uncontended and stats_contended_procs
+ * (statistics off and on side by side, described there) in
+ * scenarios_stats.c;
  * the delayed link's proxy in
  * bench_proxy.c, and delayed_uncontended, delayed_quorum_uncontended and the
  * rtt_targets line in scenarios_delay.c; what the files share is declared in
@@ -496,6 +498,10 @@ static const scenario_t scenarios[] = {
     { "sem_permits", nmb_sc_sem_permits, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
     { "rwlock_cached_read", nmb_sc_rwlock_cached_read, { 1, 1, 0, 0, 0, 0, 1 }, NULL, NULL },
     { "rwlock_revoke", nmb_sc_rwlock_revoke, { 2, 1, 0, 0, 0, 0, 1 }, NULL, NULL },
+    { "stats_cache_uncontended", nmb_sc_stats_cache_uncontended, { 1, 1, 0, 0, 0, 0, 1 }, NULL,
+      NULL },
+    { "stats_contended_procs", nmb_sc_stats_contended_procs, { 4, 1, 1000, 1000, 0, 0, 0 }, NULL,
+      NULL },
 };
 #define NSCENARIOS (sizeof scenarios / sizeof scenarios[0])
 

@@ -216,6 +216,10 @@ typedef struct {
     int cache;               /* lease caching on (see nmb_bench_config) */
 } load_t;
 
+/* Statistics on in the workers nmb_run_load starts next
+ * (netmutex_set_stats; scenarios_stats.c), 0 by default. */
+extern int nmb_worker_stats;
+
 typedef struct {
     double duration_s;
     uint64_t total;          /* acquisitions within the period */
@@ -291,6 +295,9 @@ int nmb_sc_cond_broadcast16(const scenario_t *sc);
 int nmb_sc_rwlock_read_mostly(const scenario_t *sc);
 int nmb_sc_rwlock_cached_read(const scenario_t *sc);
 int nmb_sc_rwlock_revoke(const scenario_t *sc);
+/* scenarios_stats.c */
+int nmb_sc_stats_cache_uncontended(const scenario_t *sc);
+int nmb_sc_stats_contended_procs(const scenario_t *sc);
 
 /* scenarios_sem.c */
 int nmb_sc_sem_permits(const scenario_t *sc);

@@ -662,13 +662,77 @@ NETMUTEX_API int netmutex_list(const char *pattern, netmutex_list_fn fn, void *a
  * 0, ECANCELED, EINVAL, EAGAIN, EACCES, EPROTO, ENOMEM as netmutex_list;
  * ENOTSUP in quorum mode, where neither kind exists. */
 enum {
+    NETMUTEX_KIND_MUTEX = 0,  /* a netmutex_t's name (netmutex_stats) */
     NETMUTEX_KIND_RWLOCK = 1, /* a netmutex_rwlock_t's name */
-    NETMUTEX_KIND_SEM = 2     /* a netmutex_sem_t's name */
+    NETMUTEX_KIND_SEM = 2,    /* a netmutex_sem_t's name */
+    NETMUTEX_KIND_COND = 3    /* a netmutex_cond_t's name (netmutex_stats) */
 };
 typedef int (*netmutex_list_shared_fn)(const char *name, int kind,
                                        const netmutex_shared_status_t *st, void *arg);
 NETMUTEX_API int netmutex_list_shared(const char *pattern, netmutex_list_shared_fn fn,
                                       void *arg, netmutex_list_info_t *info);
+
+/* ---- statistics ----------------------------------------------------------- */
+
+/* What this process did with each lock, for finding contention
+ * (netmutex_stats(3)): counters and wait and hold times per name and kind,
+ * kept while statistics are on.  NETMUTEX_STATS in the environment, read
+ * once at the first call of the library: "1" on, printed to stderr at exit;
+ * "publish" on (and published); "0" or unset off; anything else is logged
+ * once and means off.  netmutex_set_stats() switches at run time:
+ * 0, EINVAL (MODE none of the three), ENOTSUP (PUBLISH in a build or mode
+ * that cannot publish). */
+enum {
+    NETMUTEX_STATS_OFF = 0,
+    NETMUTEX_STATS_ON = 1,
+    NETMUTEX_STATS_PUBLISH = 2
+};
+NETMUTEX_API int netmutex_set_stats(int mode);
+
+/* A distribution of times: how many, their sum, the median, the 99th
+ * percentile and the largest, in nanoseconds.  The percentiles come from
+ * a log-scale histogram (4 buckets per power of two: within 12.5 %). */
+typedef struct netmutex_timing {
+    uint64_t count;
+    uint64_t total_ns;
+    uint64_t p50_ns;
+    uint64_t p99_ns;
+    uint64_t max_ns;
+} netmutex_timing_t;
+
+/* One name's numbers (what each field means per kind: netmutex_stats(3)). */
+typedef struct netmutex_stats {
+    int kind;                /* NETMUTEX_KIND_* */
+    unsigned int processes;  /* how many processes these are the sum of */
+    uint64_t acquisitions;   /* locks, read and write locks, permits, waits */
+    uint64_t contended;      /* of which had to wait (here or at a server) */
+    uint64_t shared;         /* rwlock: of which read locks */
+    uint64_t handoffs;       /* mutex: passed to a local waiter */
+    uint64_t renewals;       /* leases renewed */
+    uint64_t lost;           /* leases lost */
+    uint64_t revocations;    /* cached leases asked back by other processes */
+    uint64_t reconnects;     /* connections dialed while acquiring it */
+    uint64_t deadlocks;      /* EDEADLK from deadlock detection */
+    uint64_t signals;        /* condition: netmutex_cond_signal calls */
+    uint64_t broadcasts;     /* condition: netmutex_cond_broadcast calls */
+    uint64_t timeouts;       /* waits that ended in ETIMEDOUT */
+    uint64_t wakeups;        /* condition: waits that returned 0 */
+    netmutex_timing_t wait;  /* from the call to the lock (condition: the wait) */
+    netmutex_timing_t hold;  /* from the lock to the unlock */
+    /* Room for what later versions report; the calls zero it. */
+    uint64_t nm_reserved[16];
+} netmutex_stats_t;
+
+/* FN is called once per name and kind this process used since statistics
+ * were turned on (or since netmutex_stats_reset), destroyed ones too, in
+ * descending order of total wait time; it returns non-zero to stop (then
+ * ECANCELED).  It runs with no lock of the library held.  NAME and ST are
+ * valid during the call only.  0, ECANCELED, EINVAL (FN NULL), ENOMEM. */
+typedef int (*netmutex_stats_fn)(const char *name, const netmutex_stats_t *st, void *arg);
+NETMUTEX_API int netmutex_stats(netmutex_stats_fn fn, void *arg);
+
+/* Zeroes every name's numbers: 0. */
+NETMUTEX_API int netmutex_stats_reset(void);
 
 /* ---- permissions ---------------------------------------------------------- */
 

@@ -49,6 +49,7 @@
 #include "held.h"
 #include "mutex.h"
 #include "opaque.h"
+#include "stats.h"
 
 /* A server that could not be reached makes a spurious wake-up after this
  * pause, so that a caller looping on its predicate does not spin. */
@@ -404,7 +405,9 @@ static int checked_wait(netmutex_cond_t *c, netmutex_t *m, int64_t deadline, int
         return ETIMEDOUT;
     nm_cond_flush(0); /* a signal of ours whose answer came */
     __atomic_add_fetch(&r->waiters, 1, __ATOMIC_ACQ_REL);
+    int64_t t0 = nm_stats_cond_wait_begin();
     err = wait_on(r, m, lease_ms, deadline, cancellable);
+    nm_stats_cond_wait_end(r->name, r->name_len, t0, err);
     __atomic_sub_fetch(&r->waiters, 1, __ATOMIC_ACQ_REL);
     nm_cond_flush(1);
     return err;
@@ -457,6 +460,8 @@ static int cond_signal(netmutex_cond_t *c, int all)
     long long woken;
     int err = rec_of(c, &r);
     int may_defer = nm_held_count() > 0;
+    if (!err)
+        nm_stats_cond_signal(r->name, r->name_len, all);
     return err ? err
                : nm_errno_public(nm_cond_signal(r->name, r->name_len, all, may_defer, &woken));
 }

@@ -37,6 +37,7 @@
 #include "registry.h"
 #include "renew.h"
 #include "resend.h"
+#include "stats.h"
 #include "status.h"
 #include "script.h"
 #include "subscriber.h"
@@ -75,10 +76,12 @@ static void before_fork(void)
     nm_config_before_fork();
     nm_journal_before_fork();
     nm_tls_before_fork();
+    nm_stats_before_fork();
 }
 
 static void after_fork_parent(void)
 {
+    nm_stats_after_fork_parent();
     nm_tls_after_fork_parent();
     nm_journal_after_fork_parent();
     nm_config_after_fork();
@@ -95,6 +98,7 @@ static void after_fork_parent(void)
  * uses none of the parent's sockets; it builds its own on first use. */
 static void after_fork_child(void)
 {
+    nm_stats_after_fork_child();
     nm_tls_after_fork_child();
     nm_journal_after_fork_child();
     nm_config_after_fork();
@@ -124,6 +128,7 @@ static void register_jobs(void)
 
 static void install_fork_handlers(void)
 {
+    nm_stats_init_from_env();
     register_jobs();
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }
@@ -387,6 +392,7 @@ static int start_watching(const netmutex_t *m, nm_entry_t *e, nm_lease_t *lease)
         .lost_arg = NM_M_LOST(m) ? NM_M_LOST_ARG(m) : lease->cfg->on_lost_arg,
         .wanted = lease->cache ? nm_cache_wanted : NULL,
         .wanted_arg = e,
+        .stat = nm_entry_stat(e),
     };
     int err = nm_renew_track(lease, e->name, &opts);
     if (err)
@@ -506,6 +512,7 @@ static int acquire_remote(nm_entry_t *e, netmutex_t *m, nm_lease_t *stale, nm_wa
     /* The stale lease goes back within the caller's bound: a trylock may
      * spend only a moment on it (its own attempt gets the I/O timeout), a
      * timed lock no more than its deadline. */
+    nm_stats_remote();
     if (stale->key)
         nm_cache_give_back(stale, wait == NM_NOWAIT ? nm_now_ms() + STALE_GIVE_BACK_MS
                                                     : deadline);
@@ -534,6 +541,7 @@ static int acquire(netmutex_t *m, nm_wait_t wait, int64_t deadline)
         return err;
 
     pthread_mutex_lock(&e->mu);
+    nm_stats_call(nm_entry_busy(e) || (e->reserved && e->waiters > 0));
     if (nm_entry_mine(e))
         err = relock(e, m, wait);
     else
@@ -703,6 +711,7 @@ int nm_mutex_lock_riding(netmutex_t *m, nm_script_call_t *rider, int *rode)
         return 0;
     }
     nm_entry_acquiring(e);
+    nm_stats_call(0);
     pthread_mutex_unlock(&e->mu);
     nm_lease_t stale = { 0 };
     *rode = 1;

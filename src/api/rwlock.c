@@ -34,6 +34,7 @@
 #include "registry.h"
 #include "renew.h"
 #include "shares.h"
+#include "stats.h"
 #include "status.h"
 
 /* ---- attributes ------------------------------------------------------- */
@@ -236,6 +237,7 @@ static int start_watching(const netmutex_rwlock_t *rw, const nm_entry_t *e, nm_l
         .autorenew = 1,
         .lost = NM_RW_LOST(rw) ? nm_slot_fn(&NM_RW_LOST(rw)) : l->cfg->on_lost,
         .lost_arg = NM_RW_LOST(rw) ? NM_RW_LOST_ARG(rw) : l->cfg->on_lost_arg,
+        .stat = nm_entry_stat(e),
     };
     int err = nm_renew_track(l, e->name, &opts);
     if (err)
@@ -299,6 +301,7 @@ static int rw_lock(netmutex_rwlock_t *rw, nm_hold_kind_t kind, nm_wait_t wait,
     if (!node)
         return ENOMEM;
     pthread_mutex_lock(&e->mu);
+    nm_stats_call(0);
     nm_hold_node_t *mine = nm_entry_hold_mine(e);
     int joined = 0, sweep = 0;
     if (mine)
@@ -316,6 +319,7 @@ static int rw_lock(netmutex_rwlock_t *rw, nm_hold_kind_t kind, nm_wait_t wait,
     unsigned int flags = NM_RW_KIND(rw) == NETMUTEX_RWLOCK_PREFER_READER
                              ? NM_SHARES_PREFER_READERS
                              : 0;
+    nm_stats_remote();
     err = nm_shares_acquire(&node->hold.lease, share_kind(kind), e->name, e->name_len,
                             NM_RW_LEASE_MS(rw), flags, 0, wait, deadline);
     nm_hold_node_t *thin = NULL;

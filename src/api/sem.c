@@ -30,6 +30,7 @@
 #include "registry.h"
 #include "renew.h"
 #include "shares.h"
+#include "stats.h"
 #include "status.h"
 
 /* ---- attributes ------------------------------------------------------- */
@@ -119,6 +120,7 @@ static int start_watching(const netmutex_sem_t *s, const nm_entry_t *e, nm_lease
         .autorenew = 1,
         .lost = l->cfg->on_lost,
         .lost_arg = l->cfg->on_lost_arg,
+        .stat = nm_entry_stat(e),
     };
     int err = nm_renew_track(l, e->name, &opts);
     if (err)
@@ -135,6 +137,8 @@ static int sem_take(netmutex_sem_t *s, nm_wait_t wait, int64_t deadline)
     nm_hold_node_t *node = calloc(1, sizeof *node);
     if (!node)
         return ENOMEM;
+    nm_stats_call(0);
+    nm_stats_remote();
     err = nm_shares_acquire(&node->hold.lease, NM_SHARE_PERMIT, e->name, e->name_len, 0, 0,
                             NM_S_PERMITS(s), wait, deadline);
     if (!err)

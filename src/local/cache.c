@@ -13,6 +13,7 @@
 #include "log.h"
 #include "renew.h"
 #include "shares.h"
+#include "stats.h"
 #include "subscriber.h"
 #include "wake.h"
 #include "watchdog.h"
@@ -131,8 +132,10 @@ void nm_cache_acquired_locked(nm_entry_t *e)
     e->cache.able = e->hold.lease.cache;
     /* Handed over from the queue with more waiters behind: they asked the
      * previous holder, not us. */
-    if (e->cache.able && (e->hold.lease.waited || strcmp(e->cache.asked, e->hold.lease.token) == 0))
+    if (e->cache.able && (e->hold.lease.waited || strcmp(e->cache.asked, e->hold.lease.token) == 0)) {
+        nm_stats_revoked(nm_entry_stat(e));
         e->cache.revoked = 1;
+    }
     e->cache.asked[0] = '\0';
 }
 
@@ -198,6 +201,8 @@ static int asked_locked(nm_entry_t *e, const char *holder, char kind, const char
     }
     if (!e->cache.able || memcmp(holder, e->hold.lease.token, NM_TOKEN_LEN) != 0)
         return 0;
+    if (!e->cache.revoked)
+        nm_stats_revoked(nm_entry_stat(e));
     e->cache.revoked = 1;
     if (kind == 't' && asker && e->state == NM_HELD) {
         memcpy(e->cache.answer, asker, NM_TOKEN_LEN);

@@ -8,6 +8,7 @@
 #include "entry.h"
 #include "held.h"
 #include "log.h"
+#include "stats.h"
 
 static int held_total; /* atomic: names HELD, HANDOFF or RELEASING, and list holds */
 
@@ -59,6 +60,31 @@ static void disown(nm_entry_t *e)
     e->hold.depth = 0;
 }
 
+/* ---- statistics (stats.h) ------------------------------------------------ */
+
+struct nm_stat *nm_entry_stat(const nm_entry_t *e)
+{
+    if (!nm_stats_on())
+        return NULL;
+    struct nm_stat *s = __atomic_load_n(&e->stat, __ATOMIC_ACQUIRE);
+    if (!s) {
+        /* The family is the kind: mutex, rwlock, semaphore.  Threads
+         * racing here find the same record. */
+        s = nm_stats_record((int)e->family, e->name, e->name_len);
+        __atomic_store_n(&((nm_entry_t *)e)->stat, s, __ATOMIC_RELEASE);
+    }
+    return s;
+}
+
+/* Under e->mu: HOLD ends. */
+static void hold_ended(nm_entry_t *e, nm_hold_t *hold)
+{
+    if (hold->stat_t0) {
+        nm_stats_released(__atomic_load_n(&e->stat, __ATOMIC_ACQUIRE), hold->stat_t0);
+        hold->stat_t0 = 0;
+    }
+}
+
 void nm_entry_acquiring(nm_entry_t *e)
 {
     move(e, BIT(NM_FREE), NM_ACQUIRING, "acquiring");
@@ -71,11 +97,13 @@ void nm_entry_granted(nm_entry_t *e, const void *handle, const nm_lease_t *lease
     e->hold.kind = NM_HOLD_MUTEX;
     own(e, handle);
     note_held(1);
+    e->hold.stat_t0 = nm_stats_acquired(nm_entry_stat(e), lease->contended, 0);
 }
 
 void nm_entry_not_granted(nm_entry_t *e)
 {
     move(e, BIT(NM_ACQUIRING), NM_FREE, "not granted");
+    nm_stats_not_acquired();
     pthread_cond_signal(&e->cv);
 }
 
@@ -86,11 +114,14 @@ void nm_entry_take(nm_entry_t *e, const void *handle)
     own(e, handle);
     if (from_cache)
         note_held(1);
+    e->hold.stat_t0 = nm_stats_acquired(nm_entry_stat(e), 0, 0);
 }
 
 void nm_entry_hand_off(nm_entry_t *e)
 {
     move(e, BIT(NM_HELD), NM_HANDOFF, "hand off");
+    hold_ended(e, &e->hold);
+    nm_stats_handoff(nm_entry_stat(e));
     disown(e);
     pthread_cond_signal(&e->cv);
 }
@@ -98,6 +129,7 @@ void nm_entry_hand_off(nm_entry_t *e)
 void nm_entry_keep(nm_entry_t *e)
 {
     move(e, BIT(NM_HELD), NM_CACHED, "keep");
+    hold_ended(e, &e->hold);
     disown(e);
     note_held(-1);
     pthread_cond_signal(&e->cv);
@@ -106,6 +138,7 @@ void nm_entry_keep(nm_entry_t *e)
 void nm_entry_releasing(nm_entry_t *e, nm_lease_t *out)
 {
     move(e, BIT(NM_HELD), NM_RELEASING, "releasing");
+    hold_ended(e, &e->hold);
     *out = e->hold.lease;
     memset(&e->hold.lease, 0, sizeof e->hold.lease);
     e->hold.inconsistent = 0;
@@ -148,6 +181,8 @@ void nm_entry_hold_add(nm_entry_t *e, nm_hold_node_t *node, const void *handle,
     e->holds = node;
     nm_held_push((nm_held_kind_t)kind, e, e->name);
     note_held(1);
+    node->hold.stat_t0 = nm_stats_acquired(nm_entry_stat(e), node->hold.lease.contended,
+                                           kind == NM_HOLD_SHARE);
 }
 
 void nm_entry_hold_remove(nm_entry_t *e, nm_hold_node_t *node)
@@ -165,6 +200,7 @@ void nm_entry_hold_remove(nm_entry_t *e, nm_hold_node_t *node)
     if (pthread_equal(node->hold.owner, pthread_self()))
         nm_held_pop((nm_held_kind_t)node->hold.kind, e);
     note_held(-1);
+    hold_ended(e, &node->hold);
 }
 
 nm_hold_node_t *nm_entry_hold_mine(const nm_entry_t *e)

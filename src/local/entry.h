@@ -116,6 +116,7 @@ typedef struct nm_hold {
     unsigned char inconsistent; /* robust: EOWNERDEAD given, not repaired */
     unsigned char shared;     /* a read hold through the entry's cached
                                  share (e->rshare): no lease of its own */
+    int64_t stat_t0;          /* HELD: when the hold started (stats.h), or 0 */
 } nm_hold_t;
 
 /* A hold on an entry's list of holds (see the top): one thread's. */
@@ -168,6 +169,9 @@ typedef struct nm_entry {
                                  local readers hold through it */
     unsigned int rreaders;    /* the threads holding through rshare */
     nm_entry_cache_t cache;
+    struct nm_stat *stat;     /* its statistics record (stats.h), once
+                                 statistics were on; e->mu to set, read
+                                 atomically */
     char name[];              /* NUL-terminated copy, in the entry's own
                                  allocation */
 } nm_entry_t;
@@ -235,6 +239,9 @@ int nm_entry_hold_through(const nm_entry_t *e, const void *handle);
 /* In a child after fork: whatever the parent did, E is FREE and nobody
  * waits (the only thread left is the one that forked). */
 void nm_entry_reset_in_child(nm_entry_t *e);
+
+/* E's statistics record (stats.h): NULL while statistics are off. */
+struct nm_stat *nm_entry_stat(const nm_entry_t *e);
 
 /* The state's name, for messages. */
 const char *nm_entry_state_name(nm_state_t s);

@@ -48,6 +48,7 @@
 #include "script.h"
 #include "sentinel.h"
 #include "settings.h"
+#include "stats.h"
 #include "watchdog.h"
 
 /* With nothing to renew the thread still looks this often (next_look_locked). */
@@ -278,6 +279,7 @@ static void declare_lost(watch_t *w, const char *why, lost_list_t *out)
 {
     if (__atomic_exchange_n(&w->lost, 1, __ATOMIC_ACQ_REL))
         return;
+    nm_stats_lost(w->opts.stat);
     w->lost_why = why;
     list_add(w, out);
 }
@@ -522,6 +524,7 @@ static void apply_round_locked(round_t *r, int64_t now, lost_list_t *lost, lost_
         watch_t *w = r->recs[i];
         if (!w->released && r->result[i] >= 1) {
             expiry_set_locked(w, r->sent_at, w->lease_ms);
+            nm_stats_renewed(w->opts.stat);
             w->next_renew = r->sent_at + w->interval;
             if (r->result[i] == 2 && w->opts.wanted)
                 list_add(w, wanted);

@@ -33,6 +33,7 @@ typedef struct nm_watch_opts {
     void *lost_arg;
     nm_wanted_fn wanted; /* cache.c's; may be NULL */
     void *wanted_arg;
+    struct nm_stat *stat; /* its statistics record (stats.h), or NULL */
 } nm_watch_opts_t;
 
 /* Registers the job with the background thread (once; mutex.c). */

@@ -893,6 +893,7 @@ static int start_listening(nm_lease_t *l, attempt_state_t *st, int64_t deadline)
 static void wait_after(nm_lease_t *l, attempt_state_t *st, int err, long long pttl,
                        uint64_t seq, int64_t *backoff, int64_t deadline)
 {
+    l->contended |= err == EBUSY;
     if (err == EBUSY && st->queued) {
         /* A broken connection here is the next attempt's to redial. */
         wait_grant(l, next_pause(err, pttl, 1, backoff), deadline);

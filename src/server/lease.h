@@ -30,6 +30,8 @@ typedef struct nm_lease {
     unsigned char robust;       /* robust bookkeeping (lib.lua) */
     unsigned char cache;        /* may be kept after unlock (cache.h) */
     unsigned char waited;       /* others were queued when it was acquired */
+    unsigned char contended;    /* refused busy at least once before the
+                                   grant (statistics, stats.h) */
     char *key;                  /* <prefix>{<tag>}<name>, then its :m :q :w keys */
     size_t key_len;             /* of the first */
     unsigned int lease_ms;

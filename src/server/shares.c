@@ -230,6 +230,7 @@ static int acquire_loop(hold_req_t *r, nm_wait_t wait, int64_t deadline)
         } else if (err != EBUSY || wait == NM_NOWAIT) {
             return err;
         }
+        r->l->contended |= err == EBUSY;
         if (nm_remaining_ms(deadline) == 0)
             return wait == NM_NOWAIT ? EAGAIN : ETIMEDOUT;
         if (err == EBUSY && r->queued) {

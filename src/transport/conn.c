@@ -147,9 +147,19 @@ void nm_conn_report(const nm_config_t *cfg, size_t i, int err, const char *cause
         netmutex_log(NETMUTEX_LOG_INFO, "%s: reachable again", where);
 }
 
+/* The calling thread's dials (nm_conn_thread_dials); initial-exec, as
+ * stats.c's thread-local fields. */
+static __thread __attribute__((tls_model("initial-exec"))) unsigned long thread_dials;
+
+unsigned long nm_conn_thread_dials(void)
+{
+    return thread_dials;
+}
+
 static int dial(const nm_config_t *cfg, const nm_server_t *srv, int64_t budget,
                 redisContext **out, char *cause, size_t size)
 {
+    thread_dials++;
     /* Connect and handshake together get the connect timeout (and so do
      * the sentinels' answers, for a server found through them). */
     int64_t until = nm_now_ms() + budget;

@@ -78,6 +78,10 @@ int nm_conn_dial_node(const nm_config_t *cfg, const char *host, int port, int64_
 /* Closes the calling thread's connection to node HOST:PORT. */
 void nm_conn_drop_node(const char *host, int port);
 
+/* How many connections the calling thread has dialed (attempts, failed
+ * ones included), for statistics (stats.h). */
+unsigned long nm_conn_thread_dials(void);
+
 /* Closes every connection of the calling thread. */
 void nm_conn_close_thread(void);
 
