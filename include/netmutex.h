@@ -688,6 +688,30 @@ typedef int (*netmutex_list_shared_fn)(const char *name, int kind,
 NETMUTEX_API int netmutex_list_shared(const char *pattern, netmutex_list_shared_fn fn,
                                       void *arg, netmutex_list_info_t *info);
 
+/* The waits deadlock detection published (netmutex_attr_setdeadlock), for
+ * people and tools (netmutex(1) waits, deadlocks): FN is called once per
+ * thread that has waited more than about 150 ms for a mutex with
+ * detection, in byte order of the waiters, until it returns non-zero.
+ * WAITER is its "host:pid:tid" (the holder string of netmutex_status),
+ * NAME the mutex it waits for, HELD the NHELD mutexes it holds, SEQ the
+ * wait's number (the highest is the youngest wait, the one a cycle
+ * ends), and HOLDER the waiter that holds NAME when that holder waits too
+ * (NULL otherwise): following HOLDER from waiter to waiter walks the
+ * wait-for graph.  The strings live until FN returns.  Looks where
+ * netmutex_list looks (SCAN), then two reads per waiter; a snapshot, not
+ * atomic.  Changes nothing.  0, ECANCELED, EINVAL (FN NULL), EAGAIN,
+ * EACCES, EPROTO, ENOMEM as netmutex_list; ENOTSUP in quorum mode. */
+typedef struct netmutex_wait {
+    const char *waiter;
+    const char *name;
+    const char *holder;
+    unsigned long long seq;
+    const char *const *held;
+    unsigned int nheld;
+} netmutex_wait_t;
+typedef int (*netmutex_waits_fn)(const netmutex_wait_t *w, void *arg);
+NETMUTEX_API int netmutex_waits(netmutex_waits_fn fn, void *arg, netmutex_list_info_t *info);
+
 /* ---- permissions ---------------------------------------------------------- */
 
 /* The Redis ACL rule a netmutex user needs under the key prefix PREFIX

@@ -180,6 +180,8 @@ static int process(void *p)
 /* Runs R: one process per member, but the first THREADS_OF_FIRST members
  * share one.  Waits for all but KILLED (may be -1), which it kills (9) or
  * stops for a while (SIGSTOP) once every member holds its own name. */
+static void (*during_run)(Ring *r); /* called once the members run */
+
 static void ring_run(Ring *r, int victim_signal, int victim)
 {
     pid_t pids[MAX_MEMBERS];
@@ -193,6 +195,8 @@ static void ring_run(Ring *r, int victim_signal, int victim)
         np++;
     }
     int sig_proc = victim < 0 ? -1 : victim < first ? 0 : victim - first + 1;
+    if (during_run)
+        during_run(r);
     if (victim_signal) {
         gint64 bound = nmt_now_ms() + nm_ms(60000);
         while (__atomic_load_n(&r->locked, __ATOMIC_SEQ_CST) < r->n && nmt_now_ms() < bound)
@@ -276,13 +280,57 @@ static void test_off(gconstpointer data)
     ring_free(r);
 }
 
+typedef struct Seen {
+    int n;
+    char waiter[2][128], holder[2][128], name[2][NAME_LEN];
+} Seen;
+
+static int see(const netmutex_wait_t *w, void *arg)
+{
+    Seen *s = arg;
+    if (s->n < 2) {
+        g_strlcpy(s->waiter[s->n], w->waiter, sizeof s->waiter[0]);
+        g_strlcpy(s->holder[s->n], w->holder ? w->holder : "", sizeof s->holder[0]);
+        g_strlcpy(s->name[s->n], w->name, sizeof s->name[0]);
+    }
+    s->n++;
+    return 0;
+}
+
+/* While the chain waits: netmutex_waits shows members 0 and 1 waiting,
+ * 0 for a name 1 holds (a holder that waits too), 1 for the last one's
+ * (a holder that does not wait: none). */
+static void chain_waits_seen(Ring *r)
+{
+    Seen s;
+    gint64 bound = nmt_now_ms() + nm_ms(r->last_hold_ms);
+    nm_configure(redis);
+    do {
+        memset(&s, 0, sizeof s);
+        nm_assert_rc(netmutex_waits(see, &s, NULL), 0);
+        if (s.n == 2)
+            break;
+        nmt_sleep_ms(20);
+    } while (nmt_now_ms() < bound);
+    g_assert_cmpint(s.n, ==, 2);
+    int zero = strcmp(s.name[0], r->names[1]) == 0 ? 0 : 1;
+    g_assert_cmpstr(s.name[zero], ==, r->names[1]);
+    g_assert_cmpstr(s.name[1 - zero], ==, r->names[2]);
+    g_assert_cmpstr(s.holder[zero], ==, s.waiter[1 - zero]);
+    g_assert_cmpstr(s.holder[1 - zero], ==, "");
+    nm_assert_rc(netmutex_waits(NULL, NULL, NULL), EINVAL);
+    nm_assert_rc(netmutex_shutdown(), 0);
+}
+
 /* A chain that ends: the last member waits for nobody and lets go. */
 static void test_chain(void)
 {
     Ring *r = ring_new(3, NETMUTEX_ERRORCHECK, "chain");
     r->chain = 1;
-    r->last_hold_ms = 1500;
+    r->last_hold_ms = 3000;
+    during_run = chain_waits_seen;
     ring_run(r, 0, -1);
+    during_run = NULL;
     g_assert_cmpint(r->edeadlk, ==, 0);
     g_assert_cmpint(r->bad, ==, 0);
     for (int i = 0; i < 3; i++)

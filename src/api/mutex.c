@@ -894,6 +894,16 @@ int netmutex_list_shared(const char *pattern, netmutex_list_shared_fn fn, void *
     return nm_errno_public(nm_list_shared(pattern ? pattern : "*", fn, arg, info));
 }
 
+int netmutex_waits(netmutex_waits_fn fn, void *arg, netmutex_list_info_t *info)
+{
+    if (info)
+        memset(info, 0, sizeof *info);
+    if (!fn)
+        return EINVAL;
+    library_init();
+    return nm_errno_public(nm_list_waits(fn, arg, info));
+}
+
 /* ---- configuration ------------------------------------------------------- */
 
 int netmutex_configure(const netmutex_config_t *cfg)

@@ -166,5 +166,11 @@ int nm_keys_shared_name_of(const nm_config_t *cfg, const char *key, size_t len, 
 char *nm_keys_waiter(const nm_config_t *cfg, const char *id, size_t id_len, size_t *len);
 char *nm_keys_held_by(const nm_config_t *cfg, const char *name, size_t name_len, size_t *len);
 char *nm_keys_wait_seq(const nm_config_t *cfg, size_t *len);
+/* Listing the waiters: the SCAN MATCH pattern of every waiter's record
+ * under CFG's prefix (malloc'ed, NULL when out of memory), and whether KEY
+ * (LEN bytes) is one: 1 with the waiter's id in [*ID, *ID + *ID_LEN). */
+char *nm_keys_match_waiters(const nm_config_t *cfg);
+int nm_keys_waiter_of(const nm_config_t *cfg, const char *key, size_t len, const char **id,
+                      size_t *id_len);
 
 #endif /* NM_KEYS_H */
