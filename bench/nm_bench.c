@@ -188,6 +188,14 @@
  *                      return (its first 5 turns left out); at least 200,
  *                      more if -d allows.  "revoke_p50_us", "revoke_p90_us",
  *                      "revoke_max_us"; "revoke_p99_ms", target <= 2.
+ *   deadlock_cycle     How soon a cycle of waits ends.  2 processes, each
+ *                      round an AB/BA cycle of ERRORCHECK mutexes (fresh
+ *                      names); a sample is the time from the second wait's
+ *                      start to the EDEADLK's return.  "cycles" (2 per
+ *                      second of -d, 10 to 256), "edeadlk_p50_ms",
+ *                      "edeadlk_p99_ms" (target <= 1000), "edeadlk_max_ms",
+ *                      "edeadlk_per_cycle" (target 1: never two),
+ *                      "other_errors" (target 0).
  *   timedlock_late     How late a timed wait returns.  1 process, one name
  *                      held by a lock key written by hand (a token of
  *                      nobody's, so only the waiter talks to the server),
@@ -384,7 +392,8 @@
  * the quorum scenarios are in scenarios_basic.c; server_cpu, handoff and
  * residue in scenarios_footprint.c, cache_uncontended, cache_revoke and
  * cache_porting in scenarios_cache.c, cluster_names in scenarios_cluster.c,
- * timedlock_late in scenarios_wait.c, cond_pingpong and cond_broadcast16 in
+ * timedlock_late in scenarios_wait.c, deadlock_cycle in
+ * scenarios_deadlock.c, cond_pingpong and cond_broadcast16 in
  * scenarios_cond.c, rwlock_read_mostly in scenarios_rwlock.c, sem_permits
  * in scenarios_sem.c; stats_cache_uncontended and stats_contended_procs
  * (statistics off and on side by side, described there) in
@@ -478,6 +487,7 @@ static const scenario_t scenarios[] = {
     { "contended_procs", nmb_sc_contended_procs, { 4, 1, 1000, 1000, 0, 0, 0 }, NULL, NULL },
     { "handoff", nmb_sc_handoff, { 2, 1, 0, 0, 0, 0, 0 }, "delayed_handoff", NULL },
     { "timedlock_late", nmb_sc_timedlock_late, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
+    { "deadlock_cycle", nmb_sc_deadlock_cycle, { 2, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
     { "threads", nmb_sc_threads, { 1, 8, 0, 0, 0, 0, 0 }, NULL, NULL },
     { "threads_two_procs", nmb_sc_threads_two_procs, { 2, 8, 0, 0, 0, 0, 0 }, NULL, NULL },
     { "residue", nmb_sc_residue, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },

@@ -287,6 +287,9 @@ int nmb_sc_cluster_names(const scenario_t *sc);
 /* scenarios_wait.c */
 int nmb_sc_timedlock_late(const scenario_t *sc);
 
+/* scenarios_deadlock.c */
+int nmb_sc_deadlock_cycle(const scenario_t *sc);
+
 /* scenarios_cond.c */
 int nmb_sc_cond_pingpong(const scenario_t *sc);
 int nmb_sc_cond_broadcast16(const scenario_t *sc);

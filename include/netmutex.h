@@ -134,6 +134,20 @@ NETMUTEX_API int netmutex_attr_getfair(const netmutex_attr_t *attr, int *on);
 NETMUTEX_API int netmutex_attr_setcache(netmutex_attr_t *attr, int on);
 NETMUTEX_API int netmutex_attr_getcache(const netmutex_attr_t *attr, int *on);
 
+/* Deadlock detection across processes and hosts (on for ERRORCHECK
+ * mutexes, off for the others, unless NETMUTEX_DEADLOCK=detect in the
+ * environment turns it on for every lock; this attribute overrides both).
+ * A lock call of a mutex with detection that waits longer than about
+ * 150 ms publishes, with an expiry, what it waits for and which mutexes
+ * it holds; when these waits close a cycle across processes, hosts and
+ * threads, one waiter of the cycle (the youngest wait) returns EDEADLK,
+ * holding nothing new, and the others go on.  A cycle is read twice
+ * before a waiter is chosen, so one that breaks by itself gives no
+ * EDEADLK.  Not in quorum mode.  ON: 1 or 0.  EINVAL.  getdeadlock gives
+ * what a mutex made with ATTR does. */
+NETMUTEX_API int netmutex_attr_setdeadlock(netmutex_attr_t *attr, int on);
+NETMUTEX_API int netmutex_attr_getdeadlock(const netmutex_attr_t *attr, int *on);
+
 /* The callback for a lost lease of mutexes made with ATTR (FN NULL: the
  * global one of netmutex_config_t, if any). */
 NETMUTEX_API int netmutex_attr_setlostfn(netmutex_attr_t *attr, netmutex_lost_fn fn,
@@ -180,7 +194,11 @@ NETMUTEX_API int netmutex_destroy(netmutex_t *m);
  * retrying until the connection returns.  A waiter sleeps until a release
  * is published (or the holder's lease would have run out); it never polls
  * at a fixed interval while the server is reachable.
- * EDEADLK: the calling thread already holds it (not RECURSIVE).
+ * EDEADLK: the calling thread already holds it (not RECURSIVE); or, with
+ *          deadlock detection (netmutex_attr_setdeadlock), this wait closed
+ *          a cycle of waits across threads, processes or hosts and was
+ *          chosen to end it: nothing new is held (timedlock and clocklock
+ *          too; a condition wait's re-take of the mutex is such a wait).
  * EAGAIN:  RECURSIVE depth would overflow.
  * EOWNERDEAD: (ROBUST only) the mutex is ours, but its previous holder's
  *          lease expired while it held it; call netmutex_consistent() once
@@ -733,6 +751,32 @@ NETMUTEX_API int netmutex_stats(netmutex_stats_fn fn, void *arg);
 
 /* Zeroes every name's numbers: 0. */
 NETMUTEX_API int netmutex_stats_reset(void);
+
+/* The waits deadlock detection published (netmutex_attr_setdeadlock), for
+ * people and tools (netmutex(1) waits, deadlocks): FN is called once per
+ * thread that has waited more than about 150 ms for a mutex with
+ * detection, in byte order of the waiters, until it returns non-zero.
+ * WAITER is its "host:pid:tid" (the holder string of netmutex_status),
+ * NAME the mutex it waits for, HELD the NHELD mutexes it holds, SEQ the
+ * wait's number (the highest is the youngest wait, the one a cycle
+ * ends), and HOLDER the waiter that holds NAME when that holder waits too
+ * (NULL otherwise): following HOLDER from waiter to waiter walks the
+ * wait-for graph.  The strings live until FN returns.  Looks where
+ * netmutex_list looks (SCAN), then two reads per waiter; a snapshot, not
+ * atomic.  Changes nothing.  0, ECANCELED, EINVAL (FN NULL), EAGAIN,
+ * EACCES, EPROTO, ENOMEM as netmutex_list; ENOTSUP in quorum mode. */
+typedef struct netmutex_wait {
+    const char *waiter;
+    const char *name;
+    const char *holder;
+    unsigned long long seq;
+    const char *const *held;
+    unsigned int nheld;
+    /* Room for what later versions report; zeroed. */
+    void *nm_reserved[4];
+} netmutex_wait_t;
+typedef int (*netmutex_waits_fn)(const netmutex_wait_t *w, void *arg);
+NETMUTEX_API int netmutex_waits(netmutex_waits_fn fn, void *arg, netmutex_list_info_t *info);
 
 /* ---- permissions ---------------------------------------------------------- */
 

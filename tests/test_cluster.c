@@ -1483,6 +1483,76 @@ static void test_sem_cluster(void)
     nm_assert_rc(netmutex_shutdown(), 0);
 }
 
+/* ---- deadlock detection across nodes ------------------------------------- */
+
+typedef struct DlShared {
+    char names[2][128];
+    int locked;  /* atomic */
+    int rc[2];
+} DlShared;
+
+static DlShared *dl_shared;
+
+/* Member I: holds names[I], then waits for names[1 - I] (ERRORCHECK: with
+ * detection). */
+static int dl_member(void *arg)
+{
+    int i = GPOINTER_TO_INT(arg);
+    netmutex_attr_t a;
+    netmutex_t own, next;
+    configure_cluster(0);
+    netmutex_attr_init(&a);
+    netmutex_attr_settype(&a, NETMUTEX_ERRORCHECK);
+    if (netmutex_init(&own, dl_shared->names[i], &a) != 0 ||
+        netmutex_init(&next, dl_shared->names[1 - i], &a) != 0 || netmutex_lock(&own) != 0)
+        return 2;
+    __atomic_add_fetch(&dl_shared->locked, 1, __ATOMIC_SEQ_CST);
+    gint64 bound = nmt_now_ms() + PROMPT_MS;
+    while (__atomic_load_n(&dl_shared->locked, __ATOMIC_SEQ_CST) < 2 && nmt_now_ms() < bound)
+        nmt_sleep_ms(5);
+    int rc = netmutex_lock(&next);
+    dl_shared->rc[i] = rc;
+    if (rc == 0)
+        netmutex_unlock(&next);
+    else if (rc == EDEADLK && netmutex_unlock(&next) != EPERM)
+        return 3;
+    netmutex_unlock(&own);
+    netmutex_shutdown();
+    return rc == 0 || rc == EDEADLK ? 0 : 4;
+}
+
+/* An AB/BA cycle of two processes whose mutexes are on different masters:
+ * the records and holder keys are read and written per key on their own
+ * nodes, and exactly one member gets EDEADLK. */
+static void test_deadlock_across_nodes(void)
+{
+    dl_shared = mmap(NULL, sizeof *dl_shared, PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    g_assert_true(dl_shared != MAP_FAILED);
+    memset(dl_shared, 0, sizeof *dl_shared);
+    char *a = nm_test_name("a");
+    g_strlcpy(dl_shared->names[0], a, sizeof dl_shared->names[0]);
+    NmRedis *master_a = nm_topo_master_of(topo, slot_of_name(a));
+    for (int n = 0; n < 1000; n++) {
+        char suffix[16];
+        snprintf(suffix, sizeof suffix, "b%d", n);
+        char *b = nm_test_name(suffix);
+        int apart = nm_topo_master_of(topo, slot_of_name(b)) != master_a;
+        g_strlcpy(dl_shared->names[1], b, sizeof dl_shared->names[1]);
+        g_free(b);
+        if (apart)
+            break;
+    }
+    pid_t p0 = nm_fork_run(dl_member, GINT_TO_POINTER(0));
+    pid_t p1 = nm_fork_run(dl_member, GINT_TO_POINTER(1));
+    nm_child_wait_ok(p0, nm_ms(60000));
+    nm_child_wait_ok(p1, nm_ms(60000));
+    g_assert_cmpint((dl_shared->rc[0] == EDEADLK) + (dl_shared->rc[1] == EDEADLK), ==, 1);
+    g_assert_cmpint(dl_shared->rc[0] == 0 || dl_shared->rc[1] == 0, ==, 1);
+    munmap(dl_shared, sizeof *dl_shared);
+    g_free(a);
+}
+
 int main(int argc, char **argv)
 {
     int rc;
@@ -1518,6 +1588,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cluster/cond/migration-waiters-signallers", test_cond_migration);
     g_test_add_func("/cluster/rwlock/readers-writers-one-slot", test_rwlock_cluster);
     g_test_add_func("/cluster/sem/permits-one-slot", test_sem_cluster);
+    g_test_add_func("/cluster/deadlock/cycle-across-nodes", test_deadlock_across_nodes);
 
     rc = g_test_run();
     nm_topo_free(topo);

@@ -114,6 +114,36 @@ static void test_many(void)
     g_assert_cmpuint(nm_held_count(), ==, 0);
 }
 
+/* 10,000 holds given back oldest first, then newest first: each pop is
+ * cheap (this would take seconds if each one shifted the list). */
+static void test_fifo_lifo(void)
+{
+    enum { N = 10000 };
+    static int locks[N];
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < N; i++)
+            nm_held_push(NM_HELD_MUTEX, &locks[i], "x");
+        g_assert_cmpuint(nm_held_count(), ==, N);
+        for (int i = 0; i < N; i++)
+            nm_held_pop(NM_HELD_MUTEX, &locks[round == 0 ? i : N - 1 - i]);
+        g_assert_cmpuint(nm_held_count(), ==, 0);
+    }
+    /* Tombstones in the middle are swept out as the list grows again. */
+    for (int i = 0; i < N; i++)
+        nm_held_push(NM_HELD_MUTEX, &locks[i], "x");
+    for (int i = 1; i < N - 1; i++)
+        nm_held_pop(NM_HELD_MUTEX, &locks[i]);
+    for (int i = 1; i < N - 1; i++)
+        nm_held_push(NM_HELD_MUTEX, &locks[i], "x");
+    g_assert_cmpuint(nm_held_count(), ==, N);
+    GPtrArray *n = names();
+    g_assert_cmpuint(n->len, ==, N);
+    g_ptr_array_free(n, TRUE);
+    for (int i = 0; i < N; i++)
+        nm_held_pop(NM_HELD_MUTEX, &locks[i]);
+    g_assert_cmpuint(nm_held_count(), ==, 0);
+}
+
 static void *other_thread(void *arg)
 {
     (void)arg;
@@ -190,6 +220,7 @@ int main(int argc, char **argv)
     g_test_add_func("/unit/held/push_pop", test_push_pop);
     g_test_add_func("/unit/held/fields", test_fields);
     g_test_add_func("/unit/held/many", test_many);
+    g_test_add_func("/unit/held/fifo_lifo", test_fifo_lifo);
     g_test_add_func("/unit/held/per_thread", test_per_thread);
     g_test_add_func("/unit/held/entry_moves", test_entry_moves);
     return g_test_run();

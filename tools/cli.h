@@ -11,6 +11,7 @@
  *               the lock
  *   admin.c     status, break, and acl (the rule a Redis ACL user needs)
  *   list.c      list: the held locks (netmutex_list)
+ *   waits.c     waits and deadlocks: who waits for whom (netmutex_waits)
  *   escape.c    names and holders made safe for a terminal and for JSON
  *   url.c       passwords: hidden in argv, masked in messages, --url-file
  *
@@ -43,7 +44,7 @@
 /* Room for any name or holder once escaped: 4 bytes per byte at most. */
 #define CLI_TEXT_MAX (4 * NETMUTEX_NAME_MAX + 1)
 
-enum cli_cmd { CLI_RUN, CLI_STATUS, CLI_BREAK, CLI_LIST, CLI_ACL };
+enum cli_cmd { CLI_RUN, CLI_STATUS, CLI_BREAK, CLI_LIST, CLI_ACL, CLI_WAITS, CLI_DEADLOCKS };
 
 /* What NAME is: status --rwlock, --sem. */
 enum cli_kind { CLI_KIND_MUTEX, CLI_KIND_RWLOCK, CLI_KIND_SEM };
@@ -172,6 +173,10 @@ int cli_run(struct cli_opts *o);
 int cli_status(const struct cli_opts *o);
 int cli_break(const struct cli_opts *o);
 int cli_list(const struct cli_opts *o);
+
+/* waits.c */
+int cli_waits(const struct cli_opts *o);
+int cli_deadlocks(const struct cli_opts *o);
 /* admin.c: prints the ACL SETUSER command of a netmutex user (no server
  * is asked, nothing configured). */
 int cli_acl(const struct cli_opts *o);

@@ -26,6 +26,8 @@ static int run_command(struct cli_opts *o)
     switch (o->cmd) {
     case CLI_STATUS: return cli_status(o);
     case CLI_BREAK: return cli_break(o);
+    case CLI_WAITS: return cli_waits(o);
+    case CLI_DEADLOCKS: return cli_deadlocks(o);
     default: return cli_list(o);
     }
 }

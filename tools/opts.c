@@ -8,8 +8,8 @@
  *   netmutex [options] list [--json] [PATTERN]
  *   netmutex acl [PREFIX]
  *
- * "status", "break", "list" and "acl" are words only in the first position after
- * the options; a lock with such a name is reached with "run" or "--" (both
+ * "status", "break", "list", "acl", "waits" and "deadlocks" are words only
+ * in the first position after the options; a lock with such a name is reached with "run" or "--" (both
  * make the next word a NAME whatever it is).  Options stop at the first word
  * that is not one, as in flock(1), so the command's own options are never
  * ours.  flock's own spellings are taken too (--nb, --nonblocking, --wait,
@@ -40,7 +40,8 @@
 #define FOR_BREAK 4u
 #define FOR_LIST 8u
 #define FOR_ACL 16u
-#define FOR_ALL (FOR_RUN | FOR_STATUS | FOR_BREAK | FOR_LIST | FOR_ACL)
+#define FOR_WAITS 32u          /* waits and deadlocks */
+#define FOR_ALL (FOR_RUN | FOR_STATUS | FOR_BREAK | FOR_LIST | FOR_ACL | FOR_WAITS)
 
 enum {
     OPT_LEASE = 256, OPT_ON_LOST, OPT_JSON, OPT_URL_FILE,
@@ -102,6 +103,7 @@ static void usage(FILE *f)
           "  netmutex [-u URL] break NAME\n"
           "  netmutex [-u URL] list [--json] [PATTERN]\n"
           "  netmutex acl [PREFIX]\n"
+          "  netmutex [-u URL] waits | deadlocks\n"
           "\n"
           "Runs COMMAND while holding the cluster-wide lock NAME (kept in Redis).\n"
           "\n"
@@ -143,6 +145,8 @@ static void usage(FILE *f)
           "acl prints the ACL SETUSER command of a Redis user that may use the\n"
           "locks under PREFIX (default $NETMUTEX_PREFIX, else netmutex:) and\n"
           "nothing else: put the user's name and password in its place.\n"
+          "waits prints who waits for whom (deadlock detection's records);\n"
+          "deadlocks prints their cycles (exit 0: some, 1: none).\n"
           "\n"
           "Exit: COMMAND's status (128+N if killed by signal N); 1 conflict;\n"
           "2 usage; 65 unrecoverable; 69 unreachable; 75 lease lost;\n"
@@ -453,6 +457,10 @@ static int command_word(const char *w, enum cli_cmd *cmd)
         *cmd = CLI_LIST;
     else if (strcmp(w, "acl") == 0)
         *cmd = CLI_ACL;
+    else if (strcmp(w, "waits") == 0)
+        *cmd = CLI_WAITS;
+    else if (strcmp(w, "deadlocks") == 0)
+        *cmd = CLI_DEADLOCKS;
     else
         return 0;
     return 1;
@@ -462,7 +470,8 @@ static int parse_all(int argc, char **argv, struct cli_opts *o)
 {
     static const unsigned int bit[] = { [CLI_RUN] = FOR_RUN, [CLI_STATUS] = FOR_STATUS,
                                         [CLI_BREAK] = FOR_BREAK, [CLI_LIST] = FOR_LIST,
-                                        [CLI_ACL] = FOR_ACL };
+                                        [CLI_ACL] = FOR_ACL, [CLI_WAITS] = FOR_WAITS,
+                                        [CLI_DEADLOCKS] = FOR_WAITS };
     unsigned int scope = FOR_ALL;
     int rc;
 
@@ -492,6 +501,8 @@ static int parse_all(int argc, char **argv, struct cli_opts *o)
         return take_pattern(argv + optind, o);
     if (o->cmd == CLI_ACL)
         return take_prefix(argv + optind, o);
+    if (o->cmd == CLI_WAITS || o->cmd == CLI_DEADLOCKS)
+        return argv[optind] ? usage_error("unexpected argument '%s'", argv[optind]) : 0;
     return take_name_only(argv + optind, o);
 }
 

@@ -28,6 +28,7 @@
 #include "condvar.h"
 #include "config.h"
 #include "conn.h"
+#include "deadlock.h"
 #include "entry.h"
 #include "journal.h"
 #include "lease.h"
@@ -49,6 +50,8 @@
 #define FLAG_NO_RENEW 2u
 #define FLAG_FAIR 4u
 #define FLAG_NO_CACHE 8u
+#define FLAG_DEADLOCK_SET 16u /* netmutex_attr_setdeadlock was called */
+#define FLAG_DEADLOCK 32u     /* ... with 1 */
 /* What a trylock may spend giving back a cached lease it cannot use. */
 #define STALE_GIVE_BACK_MS 50
 
@@ -68,6 +71,7 @@ static void before_fork(void)
 {
     nm_cache_before_fork();
     nm_registry_before_fork();
+    nm_deadlock_before_fork();
     nm_wake_before_fork();
     nm_renew_before_fork();
     nm_watchdog_before_fork();
@@ -90,6 +94,7 @@ static void after_fork_parent(void)
     nm_watchdog_after_fork_parent();
     nm_renew_after_fork_parent();
     nm_wake_after_fork_parent();
+    nm_deadlock_after_fork_parent();
     nm_registry_after_fork_parent();
     nm_cache_after_fork_parent();
 }
@@ -108,6 +113,7 @@ static void after_fork_child(void)
     nm_subscriber_after_fork_child();
     nm_renew_after_fork_child();
     nm_wake_after_fork_child();
+    nm_deadlock_after_fork_child();
     nm_registry_after_fork_child();
     nm_cache_after_fork_child();
     nm_conn_after_fork_child();
@@ -124,6 +130,7 @@ static void register_jobs(void)
     nm_cache_register();
     nm_resend_register();
     nm_subscriber_register();
+    nm_deadlock_register();
 }
 
 static void install_fork_handlers(void)
@@ -275,6 +282,38 @@ int netmutex_attr_getcache(const netmutex_attr_t *attr, int *on)
     return 0;
 }
 
+int netmutex_attr_setdeadlock(netmutex_attr_t *attr, int on)
+{
+    if (on != 0 && on != 1)
+        return EINVAL;
+    int err = set_flag(attr, FLAG_DEADLOCK_SET, 1);
+    return err ? err : set_flag(attr, FLAG_DEADLOCK, on);
+}
+
+/* Whether a mutex of TYPE and FLAGS has deadlock detection: as its
+ * attribute says, else for every lock under NETMUTEX_DEADLOCK=detect,
+ * else for an error-checking mutex. */
+static int detects(unsigned int type, unsigned int flags)
+{
+    if (flags & FLAG_DEADLOCK_SET)
+        return (flags & FLAG_DEADLOCK) != 0;
+    return type == NETMUTEX_ERRORCHECK || nm_deadlock_everywhere();
+}
+
+static int mutex_detects(const netmutex_t *m)
+{
+    unsigned int flags = m->nm_init == NM_STATE_LIVE ? NM_M_FLAGS(m) : 0;
+    return detects((unsigned int)nm_m_type(m), flags);
+}
+
+int netmutex_attr_getdeadlock(const netmutex_attr_t *attr, int *on)
+{
+    if (!attr_ok(attr) || !on)
+        return EINVAL;
+    *on = detects(NM_A_TYPE(attr), NM_A_FLAGS(attr));
+    return 0;
+}
+
 int netmutex_attr_setlostfn(netmutex_attr_t *attr, netmutex_lost_fn fn, void *arg)
 {
     if (!attr_ok(attr))
@@ -415,15 +454,22 @@ static int try_local_turn(nm_entry_t *e, int newcomer_barred)
 
 /* Waits, under e->mu, until E is no longer busy (entry.h): free, or its
  * lease kept here for the next local lock. */
-static int wait_local_turn(nm_entry_t *e, nm_wait_t wait, int64_t deadline)
+static int wait_local_turn(nm_entry_t *e, nm_wait_t wait, int64_t deadline, int detect)
 {
     int err = 0;
+    nm_deadlock_wait_t *dl = NULL; /* deadlock.h: registered once it waits */
     /* A turn reserved (fair mode) belongs to a thread already waiting. */
     int newcomer_barred = e->reserved && e->waiters > 0;
     if (wait == NM_NOWAIT)
         return try_local_turn(e, newcomer_barred);
     e->waiters++;
     while ((nm_entry_busy(e) || newcomer_barred) && !err) {
+        if (!dl && nm_entry_busy(e))
+            dl = nm_deadlock_begin(e->name, e->name_len, e, detect);
+        if (nm_deadlock_chosen(dl)) {
+            err = EDEADLK;
+            break;
+        }
         if (deadline == NM_FOREVER) {
             pthread_cond_wait(&e->cv, &e->mu);
         } else {
@@ -434,6 +480,7 @@ static int wait_local_turn(nm_entry_t *e, nm_wait_t wait, int64_t deadline)
         /* Woken while idle: this waiter takes the reserved turn. */
         newcomer_barred = 0;
     }
+    err = nm_deadlock_end(dl, err);
     if (!err)
         e->reserved = 0;
     e->waiters--;
@@ -518,8 +565,11 @@ static int acquire_remote(nm_entry_t *e, netmutex_t *m, nm_lease_t *stale, nm_wa
                                                     : deadline);
     unsigned int flags = (NM_M_FLAGS(m) & FLAG_ROBUST ? NM_LEASE_ROBUST : 0) |
                          (cache_allowed(m) ? NM_LEASE_CACHE : 0);
-    int err = nm_lease_acquire_riding(&lease, e->name, e->name_len, NM_M_LEASE_MS(m), flags,
-                                      wait, deadline, rider);
+    nm_deadlock_wait_t *dl =
+        nm_deadlock_begin(e->name, e->name_len, NULL, wait == NM_WAIT && mutex_detects(m));
+    int err = nm_deadlock_end(dl, nm_lease_acquire_riding(&lease, e->name, e->name_len,
+                                                          NM_M_LEASE_MS(m), flags, wait,
+                                                          deadline, rider));
     if (!err)
         err = start_watching(m, e, &lease);
 
@@ -545,7 +595,7 @@ static int acquire(netmutex_t *m, nm_wait_t wait, int64_t deadline)
     if (nm_entry_mine(e))
         err = relock(e, m, wait);
     else
-        err = wait_local_turn(e, wait, deadline);
+        err = wait_local_turn(e, wait, deadline, mutex_detects(m));
     if (err || e->state == NM_HELD || take_kept(e, m, &stale)) {
         pthread_mutex_unlock(&e->mu);
         return err;
@@ -851,6 +901,16 @@ int netmutex_list_shared(const char *pattern, netmutex_list_shared_fn fn, void *
         return EINVAL;
     library_init();
     return nm_errno_public(nm_list_shared(pattern ? pattern : "*", fn, arg, info));
+}
+
+int netmutex_waits(netmutex_waits_fn fn, void *arg, netmutex_list_info_t *info)
+{
+    if (info)
+        memset(info, 0, sizeof *info);
+    if (!fn)
+        return EINVAL;
+    library_init();
+    return nm_errno_public(nm_list_waits(fn, arg, info));
 }
 
 /* ---- configuration ------------------------------------------------------- */

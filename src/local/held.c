@@ -7,8 +7,16 @@
 #include "clock.h"
 #include "held.h"
 
+/* A hold given back out of order leaves a tombstone (kind DEAD) rather
+ * than shift the list: unlocking in the order of locking (FIFO) or the
+ * reverse (LIFO) costs O(1) each, since both ends are looked at first
+ * and trimmed; the tombstones are swept out when they are half the list. */
+#define DEAD 0xff
+
 typedef struct held_list {
-    size_t n;           /* listed */
+    size_t n;           /* slots in use, tombstones included */
+    size_t head;        /* slots before it are tombstones */
+    size_t live;        /* holds listed */
     size_t cap;         /* of more (0: none) */
     size_t lost;        /* left out */
     uint64_t seq;       /* acquisitions so far */
@@ -37,9 +45,22 @@ static int make_room(void)
     return 0;
 }
 
+/* Sweeps the tombstones out, keeping the order. */
+static void compact(void)
+{
+    size_t w = 0;
+    for (size_t i = held.head; i < held.n; i++)
+        if (slot(i)->kind != DEAD)
+            *slot(w++) = *slot(i);
+    held.n = w;
+    held.head = 0;
+}
+
 void nm_held_push(nm_held_kind_t kind, const void *lock, const char *name)
 {
     held.seq++;
+    if (held.n - held.live >= NM_HELD_INLINE && 2 * (held.n - held.live) >= held.n)
+        compact();
     if (make_room() != 0) {
         held.lost++;
         return;
@@ -52,21 +73,38 @@ void nm_held_push(nm_held_kind_t kind, const void *lock, const char *name)
     h->file = NULL;
     h->line = 0;
     h->kind = (unsigned char)kind;
+    held.live++;
+}
+
+static int is(size_t i, nm_held_kind_t kind, const void *lock)
+{
+    const nm_held_t *h = slot(i);
+    return h->kind == kind && h->lock == lock;
 }
 
 void nm_held_pop(nm_held_kind_t kind, const void *lock)
 {
     size_t i = held.n;
-    while (i > 0 && !(slot(i - 1)->lock == lock && slot(i - 1)->kind == kind))
-        i--;
-    if (i == 0) {
+    /* The oldest first (FIFO unlocking), then from the newest down. */
+    if (held.head < held.n && is(held.head, kind, lock) &&
+        !(held.n - 1 > held.head && is(held.n - 1, kind, lock)))
+        i = held.head + 1;
+    else
+        while (i > held.head && !is(i - 1, kind, lock))
+            i--;
+    if (i == held.head) {
         if (held.lost > 0)
             held.lost--;
         return;
     }
-    for (i--; i + 1 < held.n; i++)
-        *slot(i) = *slot(i + 1);
-    held.n--;
+    slot(i - 1)->kind = DEAD;
+    held.live--;
+    while (held.n > held.head && slot(held.n - 1)->kind == DEAD)
+        held.n--;
+    while (held.head < held.n && slot(held.head)->kind == DEAD)
+        held.head++;
+    if (held.live == 0)
+        held.n = held.head = 0;
     if (held.more && held.n <= NM_HELD_INLINE) {
         free(held.more);
         held.more = NULL;
@@ -76,7 +114,7 @@ void nm_held_pop(nm_held_kind_t kind, const void *lock)
 
 void nm_held_set_site(const char *file, int line)
 {
-    if (held.n == 0)
+    if (held.live == 0)
         return;
     nm_held_t *h = slot(held.n - 1);
     h->file = file;
@@ -85,7 +123,7 @@ void nm_held_set_site(const char *file, int line)
 
 size_t nm_held_count(void)
 {
-    return held.n;
+    return held.live;
 }
 
 size_t nm_held_lost(void)
@@ -95,7 +133,9 @@ size_t nm_held_lost(void)
 
 int nm_held_each(int (*fn)(const nm_held_t *h, void *arg), void *arg)
 {
-    for (size_t i = 0; i < held.n; i++) {
+    for (size_t i = held.head; i < held.n; i++) {
+        if (slot(i)->kind == DEAD)
+            continue;
         int r = fn(slot(i), arg);
         if (r)
             return r;

@@ -51,9 +51,11 @@ typedef struct nm_held {
  * entry). */
 void nm_held_push(nm_held_kind_t kind, const void *lock, const char *name);
 
-/* The calling thread gave back a hold of KIND of LOCK: the most recent one
- * goes.  A hold not on the list (left out, or another thread's) is
- * ignored. */
+/* The calling thread gave back a hold of KIND of LOCK: one such hold goes
+ * (of several, as semaphore permits, any one: they differ only in their
+ * times).  A hold not on the list (left out, or another thread's) is
+ * ignored.  O(1) when holds are given back newest first or oldest first;
+ * a hold in the middle leaves a tombstone, swept out later. */
 void nm_held_pop(nm_held_kind_t kind, const void *lock);
 
 /* Names the call site of the calling thread's most recent hold (a layer

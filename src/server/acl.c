@@ -24,6 +24,8 @@ static const char *const commands[] = {
     "+publish", "+spublish", "+cluster|keyslot",
     /* ... and what a read-write lock's queue and shares need besides */
     "+zadd", "+zscore", "+zrem", "+zrange", "+zremrangebyscore", "+zcard",
+    /* the wait-for graph's counter (waitfor.c) */
+    "+incr",
     /* a queued waiter's grant (lease.c) */
     "+blpop",
     /* wake-on-release and lease caching (wake.c) */

@@ -363,3 +363,83 @@ int nm_keys_shared_name_of(const nm_config_t *cfg, const char *key, size_t len, 
     }
     return 0;
 }
+
+/* <prefix>{d<tag of WHAT>}<MARK><WHAT>, or <prefix>{d}<MARK> when WHAT is
+ * NULL. */
+static char *deadlock_key(const nm_config_t *cfg, const char *mark, const char *what,
+                          size_t what_len, size_t *len)
+{
+    size_t mark_len = strlen(mark);
+    size_t n = cfg->prefix_len + 3 + (what ? NM_KEY_TAG_LEN + what_len : 0) + mark_len;
+    char *k = malloc(n + 1), *w = k;
+    if (!k)
+        return NULL;
+    memcpy(w, cfg->prefix, cfg->prefix_len);
+    w += cfg->prefix_len;
+    *w++ = '{';
+    *w++ = 'd';
+    if (what) {
+        nm_keys_tag(what, what_len, w);
+        w += NM_KEY_TAG_LEN;
+    }
+    *w++ = '}';
+    memcpy(w, mark, mark_len);
+    w += mark_len;
+    if (what) {
+        memcpy(w, what, what_len);
+        w += what_len;
+    }
+    *w = '\0';
+    *len = n;
+    return k;
+}
+
+char *nm_keys_waiter(const nm_config_t *cfg, const char *id, size_t id_len, size_t *len)
+{
+    return deadlock_key(cfg, "w:", id, id_len, len);
+}
+
+char *nm_keys_held_by(const nm_config_t *cfg, const char *name, size_t name_len, size_t *len)
+{
+    return deadlock_key(cfg, "h:", name, name_len, len);
+}
+
+char *nm_keys_wait_seq(const nm_config_t *cfg, size_t *len)
+{
+    return deadlock_key(cfg, "seq", NULL, 0, len);
+}
+
+char *nm_keys_match_waiters(const nm_config_t *cfg)
+{
+    char *out = malloc(2 * cfg->prefix_len + NM_KEY_TAG_LEN + 8), *w = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < cfg->prefix_len; i++) {
+        if (strchr("*?[]\\", cfg->prefix[i]))
+            *w++ = '\\';
+        *w++ = cfg->prefix[i];
+    }
+    *w++ = '{';
+    *w++ = 'd';
+    memset(w, '?', NM_KEY_TAG_LEN);
+    w += NM_KEY_TAG_LEN;
+    memcpy(w, "}w:*", 5);
+    return out;
+}
+
+int nm_keys_waiter_of(const nm_config_t *cfg, const char *key, size_t len, const char **id,
+                      size_t *id_len)
+{
+    size_t head = cfg->prefix_len + NM_KEY_TAG_LEN + 5; /* {d<tag>}w: */
+    char tag[NM_KEY_TAG_LEN + 1];
+    if (len <= head || memcmp(key, cfg->prefix, cfg->prefix_len) != 0 ||
+        memcmp(key + cfg->prefix_len, "{d", 2) != 0 || memcmp(key + head - 3, "}w:", 3) != 0 ||
+        memchr(key + head, '\0', len - head))
+        return 0;
+    nm_keys_tag(key + head, len - head, tag);
+    if (memcmp(key + cfg->prefix_len + 2, tag, NM_KEY_TAG_LEN) != 0)
+        return 0;
+    *id = key + head;
+    *id_len = len - head;
+    return 1;
+}

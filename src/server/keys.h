@@ -156,4 +156,21 @@ char *nm_keys_match_shared(const nm_config_t *cfg, const char *pattern, const ch
 int nm_keys_shared_name_of(const nm_config_t *cfg, const char *key, size_t len, char *kind,
                            const char **name, size_t *name_len);
 
+/* Deadlock detection (deadlock.h, waitfor.c), each key in a slot of its
+ * own, tagged 'd' and the digest of what it is about:
+ *   <prefix>{d<tag of ID>}w:<ID>            a waiter's record (ID is its
+ *                                           "host:pid:tid")
+ *   <prefix>{d<tag of NAME>}h:<NAME>        the waiter holding mutex NAME
+ *   <prefix>{d}seq                          the counter of waits
+ * Malloc'ed, with the length in *LEN; NULL when out of memory. */
+char *nm_keys_waiter(const nm_config_t *cfg, const char *id, size_t id_len, size_t *len);
+char *nm_keys_held_by(const nm_config_t *cfg, const char *name, size_t name_len, size_t *len);
+char *nm_keys_wait_seq(const nm_config_t *cfg, size_t *len);
+/* Listing the waiters: the SCAN MATCH pattern of every waiter's record
+ * under CFG's prefix (malloc'ed, NULL when out of memory), and whether KEY
+ * (LEN bytes) is one: 1 with the waiter's id in [*ID, *ID + *ID_LEN). */
+char *nm_keys_match_waiters(const nm_config_t *cfg);
+int nm_keys_waiter_of(const nm_config_t *cfg, const char *key, size_t len, const char **id,
+                      size_t *id_len);
+
 #endif /* NM_KEYS_H */

@@ -902,6 +902,15 @@ static void wait_after(nm_lease_t *l, attempt_state_t *st, int err, long long pt
     pause_until(st->ch, seq, next_pause(err, pttl, err == EBUSY && st->ch, backoff), deadline);
 }
 
+/* The calling thread's acquisition gives up with EDEADLK once *stop_flag
+ * is set (nm_lease_stop_flag). */
+static __thread const int *stop_flag;
+
+void nm_lease_stop_flag(const int *flag)
+{
+    stop_flag = flag;
+}
+
 /* Attempts until success, a final error, or the deadline. */
 static int acquire_loop(nm_lease_t *l, nm_wait_t wait, int64_t deadline, attempt_state_t *st)
 {
@@ -942,6 +951,8 @@ static int acquire_loop(nm_lease_t *l, nm_wait_t wait, int64_t deadline, attempt
         } else if (quorum_mode(l) && !st->ch && start_listening(l, st, deadline)) {
             continue;
         }
+        if (err == EBUSY && stop_flag && __atomic_load_n(stop_flag, __ATOMIC_ACQUIRE))
+            return EDEADLK;
         if (nm_remaining_ms(deadline) == 0)
             return wait == NM_NOWAIT ? EAGAIN : ETIMEDOUT;
         wait_after(l, st, err, pttl, seq, &backoff, deadline);

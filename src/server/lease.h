@@ -184,6 +184,12 @@ int nm_lease_queued_end(nm_queued_t *q, int queued);
 /* Off the list (the waiter's own thread, once it is done waiting). */
 void nm_lease_queued_remove(nm_queued_t *q);
 
+/* The calling thread's next acquisitions give up, once *FLAG is set
+ * (atomic) after a failed attempt, with EDEADLK: out of the queue, or
+ * holding the lock when it was granted meanwhile (deadlock.h).  NULL: no
+ * flag. */
+void nm_lease_stop_flag(const int *flag);
+
 /* pthread_atfork hooks for the list of queued waiters (see lease.c). */
 void nm_lease_before_fork(void);
 void nm_lease_after_fork_parent(void);

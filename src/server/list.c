@@ -42,6 +42,7 @@
 #include "reply.h"
 #include "status.h"
 #include "url.h"
+#include "waitfor.h"
 
 #define SCAN_COUNT "1000"
 
@@ -51,6 +52,7 @@ typedef struct names {
     char **v;
     size_t n, cap;
     int shared;
+    int waiters;    /* the waiters' ids of deadlock detection instead */
 } names_t;
 
 static int names_add(names_t *ns, const char *s, size_t len)
@@ -114,7 +116,10 @@ static int take_page(const nm_config_t *cfg, redisReply *const *keys, size_t n, 
     char tagged[NETMUTEX_NAME_MAX + 1]; /* the kind's letter, then the name */
     int err = 0;
     for (size_t i = 0; !err && i < n; i++) {
-        if (!ns->shared) {
+        if (ns->waiters) {
+            if (nm_keys_waiter_of(cfg, keys[i]->str, keys[i]->len, &name, &len))
+                err = names_add(ns, name, len);
+        } else if (!ns->shared) {
             if (nm_keys_name_of(cfg, keys[i]->str, keys[i]->len, &name, &len))
                 err = names_add(ns, name, len);
         } else if (nm_keys_shared_name_of(cfg, keys[i]->str, keys[i]->len, tagged, &name,
@@ -281,7 +286,7 @@ static int hand_out(const names_t *ns, netmutex_list_fn fn, void *arg)
 int nm_list(const char *pattern, netmutex_list_fn fn, void *arg, netmutex_list_info_t *info)
 {
     nm_config_t *cfg;
-    names_t ns = { NULL, 0, 0, 0 };
+    names_t ns = { NULL, 0, 0, 0, 0 };
     netmutex_list_info_t ignored;
     memset(&ignored, 0, sizeof ignored);
     int err = nm_config_current(&cfg);
@@ -320,7 +325,7 @@ int nm_list_shared(const char *pattern, netmutex_list_shared_fn fn, void *arg,
 {
     static const char *const ends[] = { "", ":s", ":q" };
     nm_config_t *cfg;
-    names_t ns = { NULL, 0, 0, 1 };
+    names_t ns = { NULL, 0, 0, 1, 0 };
     char *match[4] = { NULL };
     netmutex_list_info_t ignored;
     memset(&ignored, 0, sizeof ignored);
@@ -344,4 +349,80 @@ int nm_list_shared(const char *pattern, netmutex_list_shared_fn fn, void *arg,
         err = hand_out_shared(&ns, fn, arg);
     names_free(&ns);
     return err;
+}
+
+/* A copy of LEN bytes at S, NUL-terminated, or NULL. */
+static char *copy(const char *s, size_t len)
+{
+    char *c = malloc(len + 1);
+    if (c) {
+        memcpy(c, s, len);
+        c[len] = '\0';
+    }
+    return c;
+}
+
+/* Waiter ID's record, handed to FN if it is still there: 0, ECANCELED, or
+ * an error. */
+static int hand_out_wait(nm_config_t *cfg, const char *id, netmutex_waits_fn fn, void *arg)
+{
+    char *text, *holder = NULL, *name = NULL;
+    char *held[NM_WAITREC_HELD_MAX] = { NULL };
+    size_t len, hlen;
+    nm_waitrec_t r;
+    int err = nm_waitfor_record(cfg, id, strlen(id), &text, &len);
+    if (err || !text)
+        return err;
+    if (nm_waitrec_parse(text, len, &r) != 0 || r.wait_kind != 'm') {
+        free(text);
+        return 0; /* not a record this version understands */
+    }
+    err = nm_waitfor_holder(cfg, r.wait, r.wait_len, &holder, &hlen);
+    if (!err && !(name = copy(r.wait, r.wait_len)))
+        err = ENOMEM;
+    for (size_t i = 0; !err && i < r.nheld; i++)
+        if (!(held[i] = copy(r.held[i], r.held_len[i])))
+            err = ENOMEM;
+    if (!err) {
+        netmutex_wait_t w = {
+            .waiter = id,
+            .name = name,
+            .holder = holder,
+            .seq = (unsigned long long)r.seq,
+            .held = (const char *const *)held,
+            .nheld = (unsigned int)r.nheld,
+        };
+        if (fn(&w, arg) != 0)
+            err = ECANCELED;
+    }
+    for (size_t i = 0; i < r.nheld; i++)
+        free(held[i]);
+    free(name);
+    free(holder);
+    free(text);
+    return err;
+}
+
+int nm_list_waits(netmutex_waits_fn fn, void *arg, netmutex_list_info_t *info)
+{
+    nm_config_t *cfg;
+    names_t ns = { NULL, 0, 0, 0, 1 };
+    netmutex_list_info_t ignored;
+    memset(&ignored, 0, sizeof ignored);
+    int err = nm_config_current(&cfg);
+    if (err)
+        return err;
+    if (cfg->nservers > 1) {
+        nm_config_unref(cfg);
+        return ENOTSUP;
+    }
+    char *match[2] = { nm_keys_match_waiters(cfg), NULL };
+    err = match[0] ? collect(cfg, match, &ns, info ? info : &ignored) : ENOMEM;
+    free(match[0]);
+    names_unique(&ns);
+    for (size_t i = 0; !err && i < ns.n; i++)
+        err = hand_out_wait(cfg, ns.v[i], fn, arg);
+    nm_config_unref(cfg);
+    names_free(&ns);
+    return err == NM_ECONN ? EAGAIN : err;
 }

@@ -19,4 +19,8 @@ int nm_list(const char *pattern, netmutex_list_fn fn, void *arg, netmutex_list_i
 int nm_list_shared(const char *pattern, netmutex_list_shared_fn fn, void *arg,
                    netmutex_list_info_t *info);
 
+/* The waits deadlock detection published (waitfor.h), found where
+ * nm_list looks, each handed to FN in byte order of the waiters' ids. */
+int nm_list_waits(netmutex_waits_fn fn, void *arg, netmutex_list_info_t *info);
+
 #endif /* NM_LIST_H */

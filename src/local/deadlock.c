@@ -1,0 +1,411 @@
+/* deadlock.c -- the deadlock job and its waiters (deadlock.h). */
+#include "nm.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "config.h"
+#include "deadlock.h"
+#include "entry.h"
+#include "held.h"
+#include "lease.h"
+#include "log.h"
+#include "waitfor.h"
+#include "watchdog.h"
+
+/* Most hops a walk takes: a longer cycle goes unseen. */
+#define WALK_HOPS_MAX 64
+#define ID_MAX 160
+
+struct nm_deadlock_wait {
+    struct nm_deadlock_wait *next; /* lock */
+    int victim;          /* atomic: set by the job, read by the waiter */
+    int ended;           /* lock: the waiter is gone; the job deletes */
+    int busy;            /* lock: the job works on it, unlocked */
+    int published;       /* lock (written by the job) */
+    unsigned long pass;  /* the job: the pass it was last looked at */
+    int64_t since;       /* when the wait began (monotonic ms) */
+    int64_t renew_at, walk_at; /* the job's */
+    char *text;          /* the job: the record as published */
+    size_t text_len;
+    char *sig;           /* the job: the cycle the last walk found */
+    nm_entry_t *entry;   /* a local wait's entry (alive: the waiter's
+                            handle holds it), or NULL */
+    nm_waitrec_t rec;    /* names point into names[] */
+    char id[ID_MAX];
+    char names[];
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static nm_deadlock_wait_t *waits; /* lock */
+static nm_config_t *bound_cfg;    /* the job's (bind) */
+static unsigned long passes;      /* the job's */
+
+/* ---- the environment ------------------------------------------------------ */
+
+static int everywhere;
+
+static void read_env(void)
+{
+    const char *v = getenv("NETMUTEX_DEADLOCK");
+    if (!v || !*v)
+        return;
+    if (strcmp(v, "detect") == 0)
+        everywhere = 1;
+    else if (strcmp(v, "default") != 0)
+        netmutex_log(NETMUTEX_LOG_WARN,
+                     "NETMUTEX_DEADLOCK=\"%s\" ignored (\"detect\" or \"default\")", v);
+}
+
+int nm_deadlock_everywhere(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, read_env);
+    return everywhere;
+}
+
+/* ---- the waiting thread --------------------------------------------------- */
+
+typedef struct holds {
+    size_t n, bytes;
+    const nm_held_t *h[NM_WAITREC_HELD_MAX];
+} holds_t;
+
+static int count_hold(const nm_held_t *h, void *arg)
+{
+    holds_t *hs = arg;
+    if (h->kind != NM_HELD_MUTEX || hs->n == NM_WAITREC_HELD_MAX)
+        return 0;
+    hs->h[hs->n++] = h;
+    hs->bytes += strlen(h->name) + 1;
+    return 0;
+}
+
+static void free_wait(nm_deadlock_wait_t *w)
+{
+    free(w->text);
+    free(w->sig);
+    free(w);
+}
+
+int nm_deadlock_chosen(const nm_deadlock_wait_t *w)
+{
+    return w && __atomic_load_n(&w->victim, __ATOMIC_ACQUIRE);
+}
+
+nm_deadlock_wait_t *nm_deadlock_begin(const char *name, size_t len, nm_entry_t *entry,
+                                      int on)
+{
+    nm_config_t *cfg;
+    if (!on || nm_config_current(&cfg) != 0)
+        return NULL;
+    /* Quorum mode: no server alone says who waits. */
+    int quorum = cfg->nservers > 1;
+    char id[ID_MAX];
+    nm_lease_holder(cfg, id, sizeof id);
+    nm_config_unref(cfg);
+    if (quorum)
+        return NULL;
+
+    holds_t hs = { 0 };
+    nm_held_each(count_hold, &hs);
+    nm_deadlock_wait_t *w = calloc(1, sizeof *w + len + 1 + hs.bytes);
+    if (!w)
+        return NULL;
+    memcpy(w->id, id, sizeof id);
+    char *p = w->names;
+    memcpy(p, name, len);
+    w->rec.wait = p;
+    w->rec.wait_len = len;
+    w->rec.wait_kind = 'm';
+    p += len + 1;
+    for (size_t i = 0; i < hs.n; i++) {
+        size_t n = strlen(hs.h[i]->name);
+        memcpy(p, hs.h[i]->name, n);
+        w->rec.held[i] = p;
+        w->rec.held_len[i] = n;
+        w->rec.held_kind[i] = 'm';
+        p += n + 1;
+    }
+    w->rec.nheld = hs.n;
+    w->since = nm_now_ms();
+    w->entry = entry;
+
+    pthread_mutex_lock(&lock);
+    w->next = waits;
+    waits = w;
+    pthread_mutex_unlock(&lock);
+    if (!entry)
+        nm_lease_stop_flag(&w->victim);
+    if (nm_watchdog_start() == 0)
+        nm_watchdog_look_by(w->since + NM_DEADLOCK_DELAY_MS);
+    return w;
+}
+
+static void unlink_locked(nm_deadlock_wait_t *w)
+{
+    nm_deadlock_wait_t **p = &waits;
+    while (*p && *p != w)
+        p = &(*p)->next;
+    if (*p)
+        *p = w->next;
+}
+
+int nm_deadlock_end(nm_deadlock_wait_t *w, int err)
+{
+    if (!w)
+        return err;
+    if (!w->entry)
+        nm_lease_stop_flag(NULL);
+    int victim = __atomic_load_n(&w->victim, __ATOMIC_ACQUIRE);
+    int later = 0;
+    pthread_mutex_lock(&lock);
+    if (!w->busy && !w->published) {
+        unlink_locked(w);
+        free_wait(w);
+    } else {
+        w->ended = 1;
+        later = 1;
+    }
+    pthread_mutex_unlock(&lock);
+    if (later)
+        nm_watchdog_look_by(nm_now_ms());
+    return victim && err == EDEADLK ? EDEADLK : err;
+}
+
+/* ---- the job ----------------------------------------------------------------- */
+
+static int64_t due_of(const nm_deadlock_wait_t *w)
+{
+    if (w->ended)
+        return w->published ? 0 : NM_FOREVER;
+    if (!w->published)
+        return w->since + NM_DEADLOCK_DELAY_MS;
+    return NM_MIN(w->renew_at, w->walk_at);
+}
+
+static int publish(nm_config_t *cfg, nm_deadlock_wait_t *w, int64_t now)
+{
+    if (!w->text) {
+        if (nm_waitfor_seq(cfg, &w->rec.seq) != 0)
+            return -1;
+        w->text = nm_waitrec_format(&w->rec, &w->text_len);
+        if (!w->text)
+            return -1;
+    }
+    if (nm_waitfor_publish(cfg, w->id, w->text, w->text_len, &w->rec, NM_DEADLOCK_TTL_MS) != 0)
+        return -1;
+    w->renew_at = now + NM_DEADLOCK_TTL_MS / 4;
+    return 0;
+}
+
+/* Appends "<id>#<seq>;" to *SIG (of *LEN bytes): 0 or ENOMEM. */
+static int sig_add(char **sig, size_t *len, const char *id, size_t id_len, long long seq)
+{
+    char *s = realloc(*sig, *len + id_len + 32);
+    if (!s)
+        return ENOMEM;
+    *sig = s;
+    memcpy(s + *len, id, id_len);
+    *len += id_len;
+    *len += (size_t)sprintf(s + *len, "#%lld;", seq);
+    return 0;
+}
+
+/* Walks the graph from W: 1 with the cycle in *SIG (malloc'ed) and *YOUNGEST
+ * whether W has the highest sequence in it, 0 when the walk does not come
+ * back to W (an edge missing, stale or unreadable: no cycle is assumed). */
+static int walk(nm_config_t *cfg, const nm_deadlock_wait_t *w, char **sig, int *youngest)
+{
+    char *texts[WALK_HOPS_MAX] = { 0 };
+    char *ids[WALK_HOPS_MAX] = { 0 };
+    size_t nt = 0, ni = 0, sig_len = 0;
+    const char *cur = w->rec.wait;
+    size_t cur_len = w->rec.wait_len, id_len = strlen(w->id);
+    long long top = w->rec.seq;
+    int found = 0;
+    *sig = NULL;
+
+    for (int hop = 0; hop < WALK_HOPS_MAX; hop++) {
+        char *holder, *text;
+        size_t hlen, tlen;
+        nm_waitrec_t r;
+        if (nm_waitfor_holder(cfg, cur, cur_len, &holder, &hlen) != 0 || !holder)
+            break;
+        ids[ni++] = holder;
+        if (hlen == id_len && memcmp(holder, w->id, id_len) == 0) {
+            found = nm_waitrec_holds(&w->rec, cur, cur_len);
+            break;
+        }
+        int seen = 0;
+        for (size_t i = 0; i + 1 < ni; i++)
+            seen |= strcmp(ids[i], holder) == 0;
+        /* A cycle that W is not part of is its own members' to find. */
+        if (seen || nm_waitfor_record(cfg, holder, hlen, &text, &tlen) != 0 || !text)
+            break;
+        texts[nt++] = text;
+        /* The hop holds only if the holder still says it holds the name
+         * and waits: its record is live (it expires with its wait). */
+        if (nm_waitrec_parse(text, tlen, &r) != 0 || !nm_waitrec_holds(&r, cur, cur_len) ||
+            r.wait_kind != 'm' || sig_add(sig, &sig_len, holder, hlen, r.seq) != 0)
+            break;
+        top = NM_MAX(top, r.seq);
+        cur = r.wait;
+        cur_len = r.wait_len;
+    }
+    for (size_t i = 0; i < nt; i++)
+        free(texts[i]);
+    for (size_t i = 0; i < ni; i++)
+        free(ids[i]);
+    if (!found) {
+        free(*sig);
+        *sig = NULL;
+        return 0;
+    }
+    if (!*sig)
+        *sig = strdup(""); /* a cycle of W alone: cannot be (relock is EDEADLK) */
+    *youngest = top == w->rec.seq;
+    return *sig != NULL;
+}
+
+/* The job's look at W (busy: the waiter may end meanwhile, not free it). */
+static void look_at(nm_config_t *cfg, nm_deadlock_wait_t *w, int ended, int64_t now)
+{
+    if (ended) {
+        nm_waitfor_delete(cfg, w->id, &w->rec);
+        return;
+    }
+    if (!w->published || now >= w->renew_at) {
+        if (publish(cfg, w, now) != 0) {
+            w->renew_at = now + NM_DEADLOCK_WALK_MS;
+            return;
+        }
+        if (!w->published) {
+            pthread_mutex_lock(&lock);
+            w->published = 1;
+            pthread_mutex_unlock(&lock);
+            w->walk_at = now;
+        }
+    }
+    if (now < w->walk_at || __atomic_load_n(&w->victim, __ATOMIC_ACQUIRE))
+        return;
+    w->walk_at = now + NM_DEADLOCK_WALK_MS;
+    char *sig;
+    int youngest = 0;
+    if (!walk(cfg, w, &sig, &youngest) || !youngest) {
+        free(w->sig);
+        w->sig = NULL;
+        free(sig);
+        return;
+    }
+    /* The same cycle a pass ago: it did not break meanwhile. */
+    if (w->sig && strcmp(w->sig, sig) == 0) {
+        netmutex_log(NETMUTEX_LOG_WARN,
+                     "deadlock: %s#%lld waiting for \"%.*s\" ends its wait (EDEADLK); the others: %s",
+                     w->id, w->rec.seq, (int)w->rec.wait_len, w->rec.wait, sig);
+        __atomic_store_n(&w->victim, 1, __ATOMIC_RELEASE);
+        if (w->entry) { /* a local wait: wake it */
+            pthread_mutex_lock(&w->entry->mu);
+            pthread_cond_broadcast(&w->entry->cv);
+            pthread_mutex_unlock(&w->entry->mu);
+        }
+    } else {
+        /* Read it again soon: confirmation, not a fresh delay. */
+        w->walk_at = now + NM_DEADLOCK_WALK_MS / 2;
+    }
+    free(w->sig);
+    w->sig = sig;
+}
+
+static void bind(nm_config_t *cfg)
+{
+    bound_cfg = cfg;
+    /* Records published under the old configuration expire there. */
+    pthread_mutex_lock(&lock);
+    for (nm_deadlock_wait_t *w = waits; w; w = w->next) {
+        w->published = 0;
+        free(w->text);
+        w->text = NULL;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+static int64_t due(void)
+{
+    int64_t t = NM_FOREVER;
+    pthread_mutex_lock(&lock);
+    for (const nm_deadlock_wait_t *w = waits; w; w = w->next)
+        if (!w->busy)
+            t = NM_MIN(t, due_of(w));
+    pthread_mutex_unlock(&lock);
+    return t;
+}
+
+static int64_t run(int64_t bound)
+{
+    (void)bound;
+    unsigned long pass = ++passes;
+    for (;;) {
+        int64_t now = nm_now_ms();
+        nm_deadlock_wait_t *w;
+        pthread_mutex_lock(&lock);
+        for (w = waits; w; w = w->next)
+            if (!w->busy && w->pass != pass && due_of(w) <= now)
+                break;
+        if (!w) {
+            pthread_mutex_unlock(&lock);
+            break;
+        }
+        w->busy = 1;
+        w->pass = pass;
+        int ended = w->ended;
+        pthread_mutex_unlock(&lock);
+
+        if (bound_cfg)
+            look_at(bound_cfg, w, ended, now);
+
+        pthread_mutex_lock(&lock);
+        w->busy = 0;
+        if (ended)
+            w->published = 0;
+        if (w->ended && !w->published) {
+            unlink_locked(w);
+            free_wait(w);
+        }
+        pthread_mutex_unlock(&lock);
+    }
+    return due();
+}
+
+static const nm_job_t job = { .bind = bind, .run = run, .due = due };
+
+void nm_deadlock_register(void)
+{
+    nm_watchdog_add_job(&job);
+}
+
+void nm_deadlock_before_fork(void)
+{
+    pthread_mutex_lock(&lock);
+}
+
+void nm_deadlock_after_fork_parent(void)
+{
+    pthread_mutex_unlock(&lock);
+}
+
+void nm_deadlock_after_fork_child(void)
+{
+    /* The parent's waiters are its threads'; their records are its. */
+    while (waits) {
+        nm_deadlock_wait_t *w = waits;
+        waits = w->next;
+        free_wait(w);
+    }
+    bound_cfg = NULL;
+    pthread_mutex_unlock(&lock);
+}

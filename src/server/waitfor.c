@@ -1,0 +1,256 @@
+/* waitfor.c -- the wait-for graph's keys on the servers (waitfor.h). */
+#include "nm.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "cluster.h"
+#include "cluster_route.h"
+#include "config.h"
+#include "conn.h"
+#include "keys.h"
+#include "reply.h"
+#include "waitfor.h"
+
+/* ---- the record's text ---------------------------------------------------
+ * "<seq> <kind><len>:<name>" for the wait, then " <kind><len>:<name>" for
+ * each hold: any byte of a name is safe. */
+
+char *nm_waitrec_format(const nm_waitrec_t *r, size_t *len)
+{
+    size_t n = 24 + 24 + r->wait_len;
+    for (size_t i = 0; i < r->nheld; i++)
+        n += 24 + r->held_len[i];
+    char *t = malloc(n), *w = t;
+    if (!t)
+        return NULL;
+    w += sprintf(w, "%lld %c%zu:", r->seq, r->wait_kind, r->wait_len);
+    memcpy(w, r->wait, r->wait_len);
+    w += r->wait_len;
+    for (size_t i = 0; i < r->nheld; i++) {
+        w += sprintf(w, " %c%zu:", r->held_kind[i], r->held_len[i]);
+        memcpy(w, r->held[i], r->held_len[i]);
+        w += r->held_len[i];
+    }
+    *len = (size_t)(w - t);
+    return t;
+}
+
+/* One "<kind><len>:<name>" at *P (before END): 0 and *P past it. */
+static int parse_item(const char **p, const char *end, char *kind, const char **name,
+                      size_t *len)
+{
+    const char *s = *p;
+    if (s >= end || *s < 'a' || *s > 'z')
+        return EPROTO;
+    *kind = *s++;
+    size_t n = 0;
+    const char *digits = s;
+    while (s < end && *s >= '0' && *s <= '9' && s - digits < 8)
+        n = n * 10 + (size_t)(*s++ - '0');
+    if (s == digits || s >= end || *s != ':' || (size_t)(end - s - 1) < n)
+        return EPROTO;
+    *name = s + 1;
+    *len = n;
+    *p = s + 1 + n;
+    return 0;
+}
+
+int nm_waitrec_parse(const char *text, size_t len, nm_waitrec_t *r)
+{
+    const char *p = text, *end = text + len;
+    memset(r, 0, sizeof *r);
+    long long seq = 0;
+    const char *digits = p;
+    while (p < end && *p >= '0' && *p <= '9' && p - digits < 18)
+        seq = seq * 10 + (*p++ - '0');
+    if (p == digits || p >= end || *p++ != ' ')
+        return EPROTO;
+    r->seq = seq;
+    if (parse_item(&p, end, &r->wait_kind, &r->wait, &r->wait_len) != 0)
+        return EPROTO;
+    while (p < end) {
+        char kind;
+        const char *name;
+        size_t n;
+        if (*p++ != ' ' || parse_item(&p, end, &kind, &name, &n) != 0)
+            return EPROTO;
+        if (r->nheld < NM_WAITREC_HELD_MAX) {
+            r->held_kind[r->nheld] = kind;
+            r->held[r->nheld] = name;
+            r->held_len[r->nheld++] = n;
+        }
+    }
+    return 0;
+}
+
+int nm_waitrec_holds(const nm_waitrec_t *r, const char *name, size_t len)
+{
+    for (size_t i = 0; i < r->nheld; i++)
+        if (r->held_kind[i] == 'm' && r->held_len[i] == len && memcmp(r->held[i], name, len) == 0)
+            return 1;
+    return 0;
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+/* One command about KEY on the calling thread's connection (the one
+ * server, the master) or the node of KEY's slot, within the I/O timeout. */
+static int command(nm_config_t *cfg, const char *key, size_t key_len, int argc,
+                   const char **argv, const size_t *lens, redisReply **out)
+{
+    int64_t deadline = nm_now_ms() + (int64_t)cfg->io_timeout_ms;
+    redisContext *c;
+    int on, sent;
+    int err = nm_cluster_mode(cfg, deadline, &on);
+    if (!err && on)
+        return nm_cluster_command(cfg, key, key_len, argc, argv, lens, 0, deadline, out, &sent);
+    if (!err)
+        err = nm_conn_get(cfg, 0, deadline, &c);
+    if (err)
+        return err;
+    err = nm_call(c, argc, argv, lens, deadline, out);
+    if (err == NM_ECONN)
+        nm_conn_drop(0);
+    return err;
+}
+
+static int command_done(nm_config_t *cfg, const char *key, size_t key_len, int argc,
+                        const char **argv, const size_t *lens)
+{
+    redisReply *r;
+    int err = command(cfg, key, key_len, argc, argv, lens, &r);
+    if (!err)
+        freeReplyObject(r);
+    return err;
+}
+
+int nm_waitfor_seq(nm_config_t *cfg, long long *seq)
+{
+    size_t klen;
+    char *key = nm_keys_wait_seq(cfg, &klen);
+    if (!key)
+        return ENOMEM;
+    const char *argv[2] = { "INCR", key };
+    size_t lens[2] = { 4, klen };
+    redisReply *r;
+    int err = command(cfg, key, klen, 2, argv, lens, &r);
+    if (!err) {
+        err = nm_reply_integer(r, seq);
+        freeReplyObject(r);
+    }
+    free(key);
+    return err;
+}
+
+/* SET KEY VALUE PX TTL_MS. */
+static int set_px(nm_config_t *cfg, const char *key, size_t klen, const char *value,
+                  size_t vlen, unsigned int ttl_ms)
+{
+    char ttl[16];
+    snprintf(ttl, sizeof ttl, "%u", ttl_ms);
+    const char *argv[5] = { "SET", key, value, "PX", ttl };
+    size_t lens[5] = { 3, klen, vlen, 2, strlen(ttl) };
+    return command_done(cfg, key, klen, 5, argv, lens);
+}
+
+int nm_waitfor_publish(nm_config_t *cfg, const char *id, const char *text, size_t len,
+                       const nm_waitrec_t *r, unsigned int ttl_ms)
+{
+    size_t klen, idlen = strlen(id);
+    char *key = nm_keys_waiter(cfg, id, idlen, &klen);
+    if (!key)
+        return ENOMEM;
+    int err = set_px(cfg, key, klen, text, len, ttl_ms);
+    free(key);
+    for (size_t i = 0; i < r->nheld && !err; i++) {
+        if (r->held_kind[i] != 'm')
+            continue;
+        key = nm_keys_held_by(cfg, r->held[i], r->held_len[i], &klen);
+        if (!key)
+            return ENOMEM;
+        err = set_px(cfg, key, klen, id, idlen, ttl_ms);
+        free(key);
+    }
+    return err;
+}
+
+/* GET KEY: *TEXT malloc'ed (NULL: no such key). */
+static int get(nm_config_t *cfg, char *key, size_t klen, char **text, size_t *len)
+{
+    const char *argv[2] = { "GET", key };
+    size_t lens[2] = { 3, klen };
+    redisReply *r;
+    *text = NULL;
+    *len = 0;
+    if (!key)
+        return ENOMEM;
+    int err = command(cfg, key, klen, 2, argv, lens, &r);
+    free(key);
+    if (err)
+        return err;
+    if (r->type == REDIS_REPLY_STRING) {
+        *text = malloc(r->len + 1);
+        if (*text) {
+            memcpy(*text, r->str, r->len);
+            (*text)[r->len] = '\0';
+            *len = r->len;
+        } else {
+            err = ENOMEM;
+        }
+    } else if (r->type != REDIS_REPLY_NIL) {
+        err = EPROTO;
+    }
+    freeReplyObject(r);
+    return err;
+}
+
+int nm_waitfor_record(nm_config_t *cfg, const char *id, size_t id_len, char **text,
+                      size_t *len)
+{
+    size_t klen = 0;
+    char *key = nm_keys_waiter(cfg, id, id_len, &klen);
+    return get(cfg, key, klen, text, len);
+}
+
+int nm_waitfor_holder(nm_config_t *cfg, const char *name, size_t name_len, char **text,
+                      size_t *len)
+{
+    size_t klen = 0;
+    char *key = nm_keys_held_by(cfg, name, name_len, &klen);
+    return get(cfg, key, klen, text, len);
+}
+
+void nm_waitfor_delete(nm_config_t *cfg, const char *id, const nm_waitrec_t *r)
+{
+    size_t klen, idlen = strlen(id);
+    for (size_t i = 0; i < r->nheld; i++) {
+        char *v;
+        size_t vlen;
+        if (r->held_kind[i] != 'm' ||
+            nm_waitfor_holder(cfg, r->held[i], r->held_len[i], &v, &vlen) != 0 || !v)
+            continue;
+        /* Not atomic: a holder that took it over meanwhile publishes its
+         * key again at its next renewal. */
+        if (vlen == idlen && memcmp(v, id, idlen) == 0) {
+            char *key = nm_keys_held_by(cfg, r->held[i], r->held_len[i], &klen);
+            if (key) {
+                const char *argv[2] = { "DEL", key };
+                size_t lens[2] = { 3, klen };
+                command_done(cfg, key, klen, 2, argv, lens);
+                free(key);
+            }
+        }
+        free(v);
+    }
+    char *key = nm_keys_waiter(cfg, id, idlen, &klen);
+    if (key) {
+        const char *argv[2] = { "DEL", key };
+        size_t lens[2] = { 3, klen };
+        command_done(cfg, key, klen, 2, argv, lens);
+        free(key);
+    }
+}

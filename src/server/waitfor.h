@@ -1,0 +1,70 @@
+/*
+ * waitfor.h -- the wait-for graph on the servers: what a waiter that
+ * waits long publishes for the deadlock detector (deadlock.h), and the
+ * reads that walk it.
+ *
+ * A waiter's record <prefix>{d..}w:<id> (keys.h) holds, as text, the
+ * sequence number of its wait (INCR of <prefix>{d}seq: the youngest wait
+ * has the highest), the name it waits for, and the mutexes it holds;
+ * beside it, for each mutex it holds, <prefix>{d..}h:<name> holds its id.
+ * Both expire (PX) unless published again, and go when the wait ends.
+ * Every key is read and written by itself (GET, SET, DEL, INCR) on the
+ * one server, the master, or the node of its slot: nothing here is
+ * atomic, and the walk checks every hop (deadlock.c).  Not in quorum
+ * mode, where no server alone says who waits.
+ */
+#ifndef NM_WAITFOR_H
+#define NM_WAITFOR_H
+
+#include <stddef.h>
+
+#include "settings.h"
+
+/* Most holds a record lists (more are left out: the walk then misses a
+ * cycle through them, never makes one up). */
+#define NM_WAITREC_HELD_MAX 32
+
+/* A record, read: pointers into the text it was parsed from. */
+typedef struct nm_waitrec {
+    long long seq;
+    char wait_kind;                 /* 'm' a mutex */
+    const char *wait;               /* the name waited for */
+    size_t wait_len;
+    size_t nheld;
+    const char *held[NM_WAITREC_HELD_MAX];
+    size_t held_len[NM_WAITREC_HELD_MAX];
+    char held_kind[NM_WAITREC_HELD_MAX];
+} nm_waitrec_t;
+
+/* The record's text for R (R->held... as listed): malloc'ed, with its
+ * length; NULL when out of memory. */
+char *nm_waitrec_format(const nm_waitrec_t *r, size_t *len);
+
+/* Parses TEXT (LEN bytes, kept alive by the caller) into *R: 0 or
+ * EPROTO. */
+int nm_waitrec_parse(const char *text, size_t len, nm_waitrec_t *r);
+
+/* Whether R lists mutex NAME among its holds. */
+int nm_waitrec_holds(const nm_waitrec_t *r, const char *name, size_t len);
+
+/* A new sequence number in *SEQ: 0 or an error. */
+int nm_waitfor_seq(nm_config_t *cfg, long long *seq);
+
+/* Publishes waiter ID's record TEXT and its holder keys for R's holds, all
+ * expiring in TTL_MS: 0 or the first error. */
+int nm_waitfor_publish(nm_config_t *cfg, const char *id, const char *text, size_t len,
+                       const nm_waitrec_t *r, unsigned int ttl_ms);
+
+/* Deletes waiter ID's record and those of its holder keys that still name
+ * it (another waiter may have taken one over since). */
+void nm_waitfor_delete(nm_config_t *cfg, const char *id, const nm_waitrec_t *r);
+
+/* Reads waiter ID's record (*TEXT malloc'ed, NULL when there is none) or
+ * the holder of mutex NAME (*TEXT its id, NULL when none is published):
+ * 0 or an error. */
+int nm_waitfor_record(nm_config_t *cfg, const char *id, size_t id_len, char **text,
+                      size_t *len);
+int nm_waitfor_holder(nm_config_t *cfg, const char *name, size_t name_len, char **text,
+                      size_t *len);
+
+#endif /* NM_WAITFOR_H */

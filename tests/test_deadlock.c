@@ -1,0 +1,418 @@
+/*
+ * test_deadlock.c -- deadlock detection against a real server: rings of
+ * members, each holding its own mutex and then waiting for the next
+ * member's, in 2, 3 and 8 processes and with members as threads of one
+ * process.  A ring is a cycle: exactly one member returns EDEADLK holding
+ * nothing new (its unlock of the name it waited for is EPERM), and the
+ * others get their lock once it lets its own go.  A chain (the last member
+ * waits for nobody and lets go after a while) is no cycle: no EDEADLK.  A
+ * member killed or stopped in a cycle: at most one EDEADLK, and every
+ * other member finishes.  Detection by type (ERRORCHECK on, NORMAL off), by
+ * attribute and by NETMUTEX_DEADLOCK=detect; the attribute's argument
+ * checks.  No timing is asserted: the bench measures how soon.
+ */
+#include "ac_config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fixture.h"
+
+static NmRedis *redis;
+
+#define MAX_MEMBERS 8
+#define NAME_LEN 160
+
+typedef struct Ring {
+    int n;              /* members */
+    int type;           /* of every mutex */
+    int attr;           /* -1: no setdeadlock; else its argument */
+    int env;            /* the members set NETMUTEX_DEADLOCK=detect */
+    int chain;          /* the last member waits for nobody */
+    unsigned int timed_ms;  /* not 0: the waits are timed */
+    unsigned int lease_ms;  /* 0: the default */
+    unsigned int last_hold_ms; /* chain: how long the last holds */
+    int threads_of_first;   /* members 0..k-1 are threads of one process */
+    char names[MAX_MEMBERS][NAME_LEN];
+    int locked;         /* atomic: members holding their own name */
+    int result[MAX_MEMBERS];
+    int edeadlk;        /* atomic */
+    int bad;            /* atomic: something the API must not do */
+} Ring;
+
+static Ring *ring_new(int n, int type, const char *what)
+{
+    Ring *r = mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    g_assert_true(r != MAP_FAILED);
+    memset(r, 0, sizeof *r);
+    r->n = n;
+    r->type = type;
+    r->attr = -1;
+    for (int i = 0; i < n; i++) {
+        char suffix[32];
+        snprintf(suffix, sizeof suffix, "%s%d", what, i);
+        char *name = nm_test_name(suffix);
+        g_strlcpy(r->names[i], name, NAME_LEN);
+        g_free(name);
+        r->result[i] = -1;
+    }
+    return r;
+}
+
+static void ring_free(Ring *r)
+{
+    munmap(r, sizeof *r);
+}
+
+typedef struct Member {
+    Ring *r;
+    int i;
+} Member;
+
+static void mutex_of(Ring *r, netmutex_t *m, const char *name)
+{
+    netmutex_attr_t a;
+    netmutex_attr_init(&a);
+    netmutex_attr_settype(&a, r->type);
+    if (r->attr >= 0)
+        netmutex_attr_setdeadlock(&a, r->attr);
+    if (r->lease_ms)
+        netmutex_attr_setlease(&a, r->lease_ms);
+    if (netmutex_init(m, name, &a) != 0)
+        __atomic_add_fetch(&r->bad, 1, __ATOMIC_SEQ_CST);
+    netmutex_attr_destroy(&a);
+}
+
+/* One member: its own name, then the next one's. */
+static int member(void *p)
+{
+    Member *mb = p;
+    Ring *r = mb->r;
+    int i = mb->i, rc;
+    netmutex_t own, next;
+    mutex_of(r, &own, r->names[i]);
+    if ((rc = netmutex_lock(&own)) != 0) {
+        g_printerr("member %d: lock of its own: %s\n", i, nm_errname(rc));
+        __atomic_add_fetch(&r->bad, 1, __ATOMIC_SEQ_CST);
+        return 1;
+    }
+    __atomic_add_fetch(&r->locked, 1, __ATOMIC_SEQ_CST);
+    gint64 bound = nmt_now_ms() + nm_ms(60000);
+    while (__atomic_load_n(&r->locked, __ATOMIC_SEQ_CST) < r->n && nmt_now_ms() < bound)
+        nmt_sleep_ms(5);
+    if (r->chain && i == r->n - 1) {
+        nmt_sleep_ms(r->last_hold_ms);
+        r->result[i] = 0;
+        netmutex_unlock(&own);
+        netmutex_destroy(&own);
+        return 0;
+    }
+    mutex_of(r, &next, r->names[(i + 1) % r->n]);
+    if (r->timed_ms) {
+        struct timespec ts;
+        nm_deadline(&ts, CLOCK_REALTIME, r->timed_ms);
+        rc = netmutex_timedlock(&next, &ts);
+    } else {
+        rc = netmutex_lock(&next);
+    }
+    r->result[i] = rc;
+    if (rc == 0) {
+        netmutex_unlock(&next);
+    } else if (rc == EDEADLK) {
+        __atomic_add_fetch(&r->edeadlk, 1, __ATOMIC_SEQ_CST);
+        /* Nothing new held: the name it waited for is not its own. */
+        if (netmutex_unlock(&next) != EPERM)
+            __atomic_add_fetch(&r->bad, 1, __ATOMIC_SEQ_CST);
+    } else if (rc != ETIMEDOUT) {
+        g_printerr("member %d: lock of the next: %s\n", i, nm_errname(rc));
+        __atomic_add_fetch(&r->bad, 1, __ATOMIC_SEQ_CST);
+    }
+    rc = netmutex_unlock(&own);
+    if (rc != 0 && rc != ENOLCK)
+        __atomic_add_fetch(&r->bad, 1, __ATOMIC_SEQ_CST);
+    netmutex_destroy(&next);
+    netmutex_destroy(&own);
+    return 0;
+}
+
+static Member members[MAX_MEMBERS];
+
+static void *member_thread(void *p)
+{
+    return GINT_TO_POINTER(member(p));
+}
+
+/* A process of members FROM..TO-1 (threads when more than one). */
+typedef struct Proc {
+    Ring *r;
+    int from, to;
+} Proc;
+
+static Proc procs[MAX_MEMBERS];
+
+static int process(void *p)
+{
+    Proc *pr = p;
+    pthread_t t[MAX_MEMBERS];
+    if (pr->r->env)
+        setenv("NETMUTEX_DEADLOCK", "detect", 1);
+    nm_configure(redis);
+    for (int i = pr->from; i < pr->to; i++) {
+        members[i] = (Member){ pr->r, i };
+        if (pthread_create(&t[i], NULL, member_thread, &members[i]) != 0)
+            return 2;
+    }
+    int rc = 0;
+    for (int i = pr->from; i < pr->to; i++) {
+        void *res;
+        pthread_join(t[i], &res);
+        rc |= GPOINTER_TO_INT(res);
+    }
+    netmutex_shutdown();
+    return rc;
+}
+
+/* Runs R: one process per member, but the first THREADS_OF_FIRST members
+ * share one.  Waits for all but KILLED (may be -1), which it kills (9) or
+ * stops for a while (SIGSTOP) once every member holds its own name. */
+static void (*during_run)(Ring *r); /* called once the members run */
+
+static void ring_run(Ring *r, int victim_signal, int victim)
+{
+    pid_t pids[MAX_MEMBERS];
+    int np = 0, first = r->threads_of_first > 1 ? r->threads_of_first : 1;
+    procs[np] = (Proc){ r, 0, first };
+    pids[np] = nm_fork_run(process, &procs[np]);
+    np++;
+    for (int i = first; i < r->n; i++) {
+        procs[np] = (Proc){ r, i, i + 1 };
+        pids[np] = nm_fork_run(process, &procs[np]);
+        np++;
+    }
+    int sig_proc = victim < 0 ? -1 : victim < first ? 0 : victim - first + 1;
+    if (during_run)
+        during_run(r);
+    if (victim_signal) {
+        gint64 bound = nmt_now_ms() + nm_ms(60000);
+        while (__atomic_load_n(&r->locked, __ATOMIC_SEQ_CST) < r->n && nmt_now_ms() < bound)
+            nmt_sleep_ms(5);
+        nmt_sleep_ms(300); /* the cycle closed, its waits published or not */
+        kill(pids[sig_proc], victim_signal);
+        if (victim_signal == SIGSTOP) {
+            nmt_sleep_ms(3000);
+            kill(pids[sig_proc], SIGCONT);
+        } else {
+            waitpid(pids[sig_proc], NULL, 0);
+        }
+    }
+    for (int i = 0; i < np; i++)
+        if (!(victim_signal == SIGKILL && i == sig_proc))
+            nm_child_wait_ok(pids[i], nm_ms(120000));
+}
+
+static void assert_one_victim(Ring *r)
+{
+    int victims = 0;
+    for (int i = 0; i < r->n; i++) {
+        g_assert_true(r->result[i] == 0 || r->result[i] == EDEADLK);
+        victims += r->result[i] == EDEADLK;
+    }
+    g_assert_cmpint(victims, ==, 1);
+    g_assert_cmpint(r->edeadlk, ==, 1);
+    g_assert_cmpint(r->bad, ==, 0);
+}
+
+static void test_cycle(gconstpointer data)
+{
+    int n = GPOINTER_TO_INT(data);
+    Ring *r = ring_new(n, NETMUTEX_ERRORCHECK, "ring");
+    ring_run(r, 0, -1);
+    assert_one_victim(r);
+    ring_free(r);
+}
+
+static void test_cycle_threads(void)
+{
+    Ring *r = ring_new(3, NETMUTEX_ERRORCHECK, "ring");
+    r->threads_of_first = 2;
+    ring_run(r, 0, -1);
+    assert_one_victim(r);
+    ring_free(r);
+}
+
+static void test_cycle_attribute(void)
+{
+    Ring *r = ring_new(2, NETMUTEX_NORMAL, "ring");
+    r->attr = 1;
+    ring_run(r, 0, -1);
+    assert_one_victim(r);
+    ring_free(r);
+}
+
+static void test_cycle_env(void)
+{
+    Ring *r = ring_new(2, NETMUTEX_RECURSIVE, "ring");
+    r->env = 1;
+    ring_run(r, 0, -1);
+    assert_one_victim(r);
+    ring_free(r);
+}
+
+/* Detection off: NORMAL by default, ERRORCHECK turned off by its
+ * attribute.  Timed waits end the ring: ETIMEDOUT, never EDEADLK. */
+static void test_off(gconstpointer data)
+{
+    int type = GPOINTER_TO_INT(data);
+    Ring *r = ring_new(2, type, "ring");
+    if (type == NETMUTEX_ERRORCHECK)
+        r->attr = 0;
+    r->timed_ms = nm_ms(1500);
+    ring_run(r, 0, -1);
+    g_assert_cmpint(r->edeadlk, ==, 0);
+    g_assert_cmpint(r->bad, ==, 0);
+    for (int i = 0; i < 2; i++)
+        g_assert_true(r->result[i] == ETIMEDOUT || r->result[i] == 0);
+    ring_free(r);
+}
+
+typedef struct Seen {
+    int n;
+    char waiter[2][128], holder[2][128], name[2][NAME_LEN];
+} Seen;
+
+static int see(const netmutex_wait_t *w, void *arg)
+{
+    Seen *s = arg;
+    if (s->n < 2) {
+        g_strlcpy(s->waiter[s->n], w->waiter, sizeof s->waiter[0]);
+        g_strlcpy(s->holder[s->n], w->holder ? w->holder : "", sizeof s->holder[0]);
+        g_strlcpy(s->name[s->n], w->name, sizeof s->name[0]);
+    }
+    s->n++;
+    return 0;
+}
+
+/* While the chain waits: netmutex_waits shows members 0 and 1 waiting,
+ * 0 for a name 1 holds (a holder that waits too), 1 for the last one's
+ * (a holder that does not wait: none). */
+static void chain_waits_seen(Ring *r)
+{
+    Seen s;
+    gint64 bound = nmt_now_ms() + nm_ms(r->last_hold_ms);
+    nm_configure(redis);
+    do {
+        memset(&s, 0, sizeof s);
+        nm_assert_rc(netmutex_waits(see, &s, NULL), 0);
+        if (s.n == 2)
+            break;
+        nmt_sleep_ms(20);
+    } while (nmt_now_ms() < bound);
+    g_assert_cmpint(s.n, ==, 2);
+    int zero = strcmp(s.name[0], r->names[1]) == 0 ? 0 : 1;
+    g_assert_cmpstr(s.name[zero], ==, r->names[1]);
+    g_assert_cmpstr(s.name[1 - zero], ==, r->names[2]);
+    g_assert_cmpstr(s.holder[zero], ==, s.waiter[1 - zero]);
+    g_assert_cmpstr(s.holder[1 - zero], ==, "");
+    nm_assert_rc(netmutex_waits(NULL, NULL, NULL), EINVAL);
+    nm_assert_rc(netmutex_shutdown(), 0);
+}
+
+/* A chain that ends: the last member waits for nobody and lets go. */
+static void test_chain(void)
+{
+    Ring *r = ring_new(3, NETMUTEX_ERRORCHECK, "chain");
+    r->chain = 1;
+    r->last_hold_ms = 3000;
+    during_run = chain_waits_seen;
+    ring_run(r, 0, -1);
+    during_run = NULL;
+    g_assert_cmpint(r->edeadlk, ==, 0);
+    g_assert_cmpint(r->bad, ==, 0);
+    for (int i = 0; i < 3; i++)
+        g_assert_cmpint(r->result[i], ==, 0);
+    ring_free(r);
+}
+
+/* A member killed, or stopped past its lease, in a 3-cycle: the others
+ * finish, with one EDEADLK at most (the cycle may be broken for them
+ * before it is found). */
+static void test_member_signalled(gconstpointer data)
+{
+    int sig = GPOINTER_TO_INT(data);
+    Ring *r = ring_new(3, NETMUTEX_ERRORCHECK, "ring");
+    r->lease_ms = 1000;
+    ring_run(r, sig, 2);
+    g_assert_cmpint(r->edeadlk, <=, 1);
+    g_assert_cmpint(r->bad, ==, 0);
+    for (int i = 0; i < 2; i++)
+        g_assert_true(r->result[i] == 0 || r->result[i] == EDEADLK);
+    ring_free(r);
+}
+
+/* In a child: the parent never reads NETMUTEX_DEADLOCK (read once per
+ * process), so that env-detect's children still can. */
+static int attribute_checks(void *unused)
+{
+    (void)unused;
+    netmutex_attr_t a;
+    int on = -1;
+    nm_assert_rc(netmutex_attr_setdeadlock(NULL, 1), EINVAL);
+    nm_assert_rc(netmutex_attr_getdeadlock(NULL, &on), EINVAL);
+    memset(&a, 0, sizeof a);
+    nm_assert_rc(netmutex_attr_setdeadlock(&a, 1), EINVAL); /* not initialized */
+    nm_assert_rc(netmutex_attr_init(&a), 0);
+    nm_assert_rc(netmutex_attr_getdeadlock(&a, NULL), EINVAL);
+    nm_assert_rc(netmutex_attr_setdeadlock(&a, 2), EINVAL);
+    nm_assert_rc(netmutex_attr_setdeadlock(&a, -1), EINVAL);
+    if (!getenv("NETMUTEX_DEADLOCK")) {
+        nm_assert_rc(netmutex_attr_getdeadlock(&a, &on), 0);
+        g_assert_cmpint(on, ==, 0);
+    }
+    nm_assert_rc(netmutex_attr_settype(&a, NETMUTEX_ERRORCHECK), 0);
+    nm_assert_rc(netmutex_attr_getdeadlock(&a, &on), 0);
+    g_assert_cmpint(on, ==, 1);
+    nm_assert_rc(netmutex_attr_setdeadlock(&a, 0), 0);
+    nm_assert_rc(netmutex_attr_getdeadlock(&a, &on), 0);
+    g_assert_cmpint(on, ==, 0);
+    nm_assert_rc(netmutex_attr_settype(&a, NETMUTEX_NORMAL), 0);
+    nm_assert_rc(netmutex_attr_setdeadlock(&a, 1), 0);
+    nm_assert_rc(netmutex_attr_getdeadlock(&a, &on), 0);
+    g_assert_cmpint(on, ==, 1);
+    nm_assert_rc(netmutex_attr_destroy(&a), 0);
+    nm_assert_rc(netmutex_attr_getdeadlock(&a, &on), EINVAL);
+    return 0;
+}
+
+static void test_attribute(void)
+{
+    nm_child_wait_ok(nm_fork_run(attribute_checks, NULL), nm_ms(30000));
+}
+
+int main(int argc, char **argv)
+{
+    nm_test_init(&argc, &argv);
+    redis = nm_redis_start(NULL);
+    g_test_add_func("/deadlock/attribute/arguments", test_attribute);
+    g_test_add_data_func("/deadlock/cycle/2-processes", GINT_TO_POINTER(2), test_cycle);
+    g_test_add_data_func("/deadlock/cycle/3-processes", GINT_TO_POINTER(3), test_cycle);
+    g_test_add_data_func("/deadlock/cycle/8-processes", GINT_TO_POINTER(8), test_cycle);
+    g_test_add_func("/deadlock/cycle/threads-of-one-process", test_cycle_threads);
+    g_test_add_func("/deadlock/cycle/attribute-on-normal", test_cycle_attribute);
+    g_test_add_func("/deadlock/cycle/env-detect", test_cycle_env);
+    g_test_add_data_func("/deadlock/off/normal", GINT_TO_POINTER(NETMUTEX_NORMAL), test_off);
+    g_test_add_data_func("/deadlock/off/errorcheck-attribute-off",
+                         GINT_TO_POINTER(NETMUTEX_ERRORCHECK), test_off);
+    g_test_add_func("/deadlock/chain/breaks-by-itself", test_chain);
+    g_test_add_data_func("/deadlock/member/killed", GINT_TO_POINTER(SIGKILL),
+                         test_member_signalled);
+    g_test_add_data_func("/deadlock/member/stopped", GINT_TO_POINTER(SIGSTOP),
+                         test_member_signalled);
+    int rc = g_test_run();
+    nm_redis_free(redis);
+    return nm_test_finish(rc);
+}

@@ -1,0 +1,162 @@
+/*
+ * waits.c -- `netmutex waits` and `netmutex deadlocks`: the waits that
+ * deadlock detection published (netmutex_waits(3)), who waits for whom,
+ * and the cycles among them.  A snapshot read key by key: a cycle shown
+ * is one that every member's record showed at its read.
+ */
+#include "ac_config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <netmutex.h>
+
+#include "cli.h"
+
+struct wait {
+    char *waiter, *name, *holder; /* holder may be NULL */
+    unsigned long long seq;
+    int shown;                    /* deadlocks: printed in a cycle */
+};
+
+struct waits {
+    struct wait *v;
+    size_t n, cap;
+};
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static int keep(const netmutex_wait_t *w, void *arg)
+{
+    struct waits *ws = arg;
+    if (ws->n == ws->cap) {
+        size_t cap = ws->cap ? 2 * ws->cap : 16;
+        struct wait *v = realloc(ws->v, cap * sizeof *v);
+        if (!v)
+            return 1;
+        ws->v = v;
+        ws->cap = cap;
+    }
+    struct wait *x = &ws->v[ws->n];
+    x->waiter = strdup(w->waiter);
+    x->name = strdup(w->name);
+    x->holder = dup_or_null(w->holder);
+    x->seq = w->seq;
+    x->shown = 0;
+    if (!x->waiter || !x->name || (w->holder && !x->holder)) {
+        free(x->waiter);
+        free(x->name);
+        free(x->holder);
+        return 1;
+    }
+    ws->n++;
+    return 0;
+}
+
+static void waits_free(struct waits *ws)
+{
+    for (size_t i = 0; i < ws->n; i++) {
+        free(ws->v[i].waiter);
+        free(ws->v[i].name);
+        free(ws->v[i].holder);
+    }
+    free(ws->v);
+}
+
+/* The waits, or an exit code (0 when read). */
+static int read_waits(const struct cli_opts *o, struct waits *ws)
+{
+    netmutex_list_info_t info;
+    int err = netmutex_waits(keep, ws, &info);
+    if (err == ECANCELED)
+        err = ENOMEM;
+    if (err == 0)
+        return 0;
+    if (err == ENOTSUP)
+        cli_say("deadlock detection does not run in quorum mode");
+    else
+        cli_say("cannot read the waits at %s: %s", o->shown_url, netmutex_strerror(err));
+    return cli_exit_code(err);
+}
+
+/* 0 when a wait was listed, 1 when none is published, else an error's
+ * code. */
+int cli_waits(const struct cli_opts *o)
+{
+    struct waits ws = { NULL, 0, 0 };
+    char a[CLI_TEXT_MAX], b[CLI_TEXT_MAX], c[CLI_TEXT_MAX];
+    int rc = read_waits(o, &ws);
+    if (rc == 0 && ws.n > 0) {
+        printf("%-30s %-10s %-30s %s\n", "WAITER", "WAIT", "WAITS FOR", "HELD BY (WAITING)");
+        for (size_t i = 0; i < ws.n; i++)
+            printf("%-30s %-10llu %-30s %s\n", cli_text(ws.v[i].waiter, a, sizeof a),
+                   ws.v[i].seq, cli_text(ws.v[i].name, b, sizeof b),
+                   ws.v[i].holder ? cli_text(ws.v[i].holder, c, sizeof c) : "-");
+    }
+    if (rc == 0 && fflush(stdout) != 0)
+        rc = CLI_EX_OSERR;
+    if (rc == 0 && ws.n == 0)
+        rc = 1;
+    waits_free(&ws);
+    return rc;
+}
+
+static long find(const struct waits *ws, const char *waiter)
+{
+    for (size_t i = 0; waiter && i < ws->n; i++)
+        if (strcmp(ws->v[i].waiter, waiter) == 0)
+            return (long)i;
+    return -1;
+}
+
+/* Prints the cycle through wait I, if its chain of holders comes back to
+ * a wait on it: 1 when one was printed. */
+static int print_cycle_from(struct waits *ws, size_t i)
+{
+    char a[CLI_TEXT_MAX], b[CLI_TEXT_MAX], c[CLI_TEXT_MAX];
+    size_t steps = 0;
+    long at = (long)i;
+    /* Walk n steps: if there is a cycle on the chain, AT is on it then. */
+    while (at >= 0 && steps++ < ws->n)
+        at = find(ws, ws->v[at].holder);
+    if (at < 0 || ws->v[at].shown)
+        return 0;
+    size_t len = 0;
+    long k = at;
+    do {
+        len++;
+        k = find(ws, ws->v[k].holder);
+    } while (k != at);
+    printf("cycle of %zu:\n", len);
+    k = at;
+    do {
+        ws->v[k].shown = 1;
+        printf("  %s (wait %llu) waits for \"%s\", held by %s\n",
+               cli_text(ws->v[k].waiter, a, sizeof a), ws->v[k].seq,
+               cli_text(ws->v[k].name, b, sizeof b), cli_text(ws->v[k].holder, c, sizeof c));
+        k = find(ws, ws->v[k].holder);
+    } while (k != at);
+    return 1;
+}
+
+/* 0 when a cycle was printed, 1 when there is none, else an error's
+ * code. */
+int cli_deadlocks(const struct cli_opts *o)
+{
+    struct waits ws = { NULL, 0, 0 };
+    int cycles = 0;
+    int rc = read_waits(o, &ws);
+    for (size_t i = 0; rc == 0 && i < ws.n; i++)
+        cycles += print_cycle_from(&ws, i);
+    if (rc == 0 && fflush(stdout) != 0)
+        rc = CLI_EX_OSERR;
+    if (rc == 0 && cycles == 0)
+        rc = 1;
+    waits_free(&ws);
+    return rc;
+}
