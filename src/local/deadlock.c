@@ -14,6 +14,7 @@
 #include "held.h"
 #include "lease.h"
 #include "log.h"
+#include "stats.h"
 #include "waitfor.h"
 #include "watchdog.h"
 
@@ -163,6 +164,8 @@ int nm_deadlock_end(nm_deadlock_wait_t *w, int err)
         nm_lease_stop_flag(NULL);
     int victim = __atomic_load_n(&w->victim, __ATOMIC_ACQUIRE);
     int later = 0;
+    if (victim && err == EDEADLK)
+        nm_stats_deadlock(NETMUTEX_KIND_MUTEX, w->rec.wait, w->rec.wait_len);
     pthread_mutex_lock(&lock);
     if (!w->busy && !w->published) {
         unlink_locked(w);
