@@ -31,6 +31,7 @@
 #include "journal.h"
 #include "lease.h"
 #include "list.h"
+#include "lockdep.h"
 #include "mutex.h"
 #include "opaque.h"
 #include "registry.h"
@@ -73,12 +74,14 @@ static void before_fork(void)
     nm_cluster_before_fork();
     nm_config_before_fork();
     nm_journal_before_fork();
+    nm_lockdep_before_fork();
     nm_tls_before_fork();
 }
 
 static void after_fork_parent(void)
 {
     nm_tls_after_fork_parent();
+    nm_lockdep_after_fork_parent();
     nm_journal_after_fork_parent();
     nm_config_after_fork();
     nm_cluster_after_fork();
@@ -95,6 +98,7 @@ static void after_fork_parent(void)
 static void after_fork_child(void)
 {
     nm_tls_after_fork_child();
+    nm_lockdep_after_fork_child();
     nm_journal_after_fork_child();
     nm_config_after_fork();
     nm_cluster_after_fork();
@@ -119,6 +123,7 @@ static void register_jobs(void)
     nm_cache_register();
     nm_resend_register();
     nm_subscriber_register();
+    nm_lockdep_register();
 }
 
 static void install_fork_handlers(void)
