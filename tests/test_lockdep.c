@@ -5,7 +5,7 @@
  * pids and both call sites; one order taken twice makes none; checking is
  * off by default (no key, no line); the orders' keys expire once their
  * processes are gone; a mutex and a read-write lock of one name are two
- * locks.
+ * locks; on a Redis Cluster as on one server.
  *
  * The workers are this program exec'd anew (lockdep_worker), so that each
  * reads NETMUTEX_LOCKDEP at its own start, as a program does; each writes
@@ -14,6 +14,7 @@
 #include "ac_config.h"
 
 #include "fixture.h"
+#include "topo_cluster.h"
 
 #include <glib/gstdio.h>
 #include <stdio.h>
@@ -26,6 +27,10 @@
 
 static NmRedis *redis;
 static char *self_path;
+/* Where the workers go (NULL: REDIS), and the servers whose keys count. */
+static char *worker_url;
+static NmRedis *count_on[NM_TOPO_NODES];
+static int n_count_on;
 
 /* ---- the worker ---------------------------------------------------------- */
 
@@ -102,7 +107,7 @@ static worker_t start_worker(const char *lockdep, const char *log_path, const ch
 {
     worker_t w;
     GPtrArray *args = g_ptr_array_new();
-    char *url = nm_redis_url(redis);
+    char *url = worker_url ? g_strdup(worker_url) : nm_redis_url(redis);
     g_ptr_array_add(args, self_path);
     g_ptr_array_add(args, (char *)WORKER_FLAG);
     g_ptr_array_add(args, url);
@@ -137,13 +142,16 @@ static void stop_worker(worker_t *w)
     nm_child_wait_ok(w->pid, nm_ms(20000));
 }
 
-/* How many keys of R match PATTERN. */
+/* How many keys match PATTERN, over the servers of count_on. */
 static long long count_keys(const char *pattern)
 {
-    redisReply *r = nm_redis_cmd(redis, "KEYS %s", pattern);
-    g_assert_cmpint(r->type, ==, REDIS_REPLY_ARRAY);
-    long long n = (long long)r->elements;
-    freeReplyObject(r);
+    long long n = 0;
+    for (int i = 0; i < n_count_on; i++) {
+        redisReply *r = nm_redis_cmd(count_on[i], "KEYS %s", pattern);
+        g_assert_cmpint(r->type, ==, REDIS_REPLY_ARRAY);
+        n += (long long)r->elements;
+        freeReplyObject(r);
+    }
     return n;
 }
 
@@ -235,6 +243,47 @@ static void test_inversion(void)
     g_ptr_array_unref(lines);
     g_free(pid1), g_free(pid2), g_free(qa), g_free(qb);
     g_free(a), g_free(b), g_free(ab), g_free(ba), g_free(path);
+}
+
+/* On a Redis Cluster: the orders and the claim on the masters of their
+ * slots, one line, and the keys gone after the workers. */
+static void test_cluster(void)
+{
+    NmTopo *t = nm_topo_start();
+    worker_url = nm_topo_url(t);
+    n_count_on = 0;
+    for (int i = 0; i < NM_TOPO_NODES; i++)
+        if (nm_topo_is_master(t->node[i]))
+            count_on[n_count_on++] = t->node[i];
+    char *a = nm_test_name("cl-a"), *b = nm_test_name("cl-b");
+    char *ab = g_strdup_printf("m:%s,m:%s", a, b), *ba = g_strdup_printf("m:%s,m:%s", b, a);
+    char *path = log_file("cluster.log");
+    const char *first[] = { ab, NULL }, *second[] = { ba, NULL };
+
+    worker_t w1 = start_worker("1", path, first);
+    g_assert_true(wait_keys("netmutex:{o*", 1, 10000));
+    worker_t w2 = start_worker("1", path, second);
+    g_assert_true(wait_inversions(path, 1, 10000));
+    g_assert_true(wait_keys("netmutex:{o*", 2, 10000));
+    g_assert_true(wait_keys("netmutex:{i*", 1, 10000));
+    nmt_sleep_ms(nm_ms(3 * LEASE_MS));
+    GPtrArray *lines = inversions(path);
+    g_assert_cmpuint(lines->len, ==, 1);
+    char *pid1 = g_strdup_printf(":%d ", (int)w1.pid), *pid2 = g_strdup_printf(":%d ", (int)w2.pid);
+    g_assert_nonnull(strstr(g_ptr_array_index(lines, 0), pid1));
+    g_assert_nonnull(strstr(g_ptr_array_index(lines, 0), pid2));
+    stop_worker(&w1);
+    stop_worker(&w2);
+    g_assert_true(wait_keys("netmutex:{[oi]*", 0, 10000));
+
+    g_ptr_array_unref(lines);
+    g_free(pid1), g_free(pid2);
+    g_free(a), g_free(b), g_free(ab), g_free(ba), g_free(path);
+    g_free(worker_url);
+    worker_url = NULL;
+    count_on[0] = redis;
+    n_count_on = 1;
+    nm_topo_free(t);
 }
 
 /* One order in two processes, and twice in one: published, never logged. */
@@ -364,6 +413,8 @@ int main(int argc, char **argv)
     nm_test_init(&argc, &argv);
     self_path = g_file_read_link("/proc/self/exe", NULL);
     redis = nm_redis_start(NULL);
+    count_on[0] = redis;
+    n_count_on = 1;
     g_test_add_func("/lockdep/inversion", test_inversion);
     g_test_add_func("/lockdep/same-order", test_same_order);
     g_test_add_func("/lockdep/three-cycle", test_three_cycle);
@@ -371,6 +422,7 @@ int main(int argc, char **argv)
     g_test_add_data_func("/lockdep/off/other-value", "yes", test_off);
     g_test_add_func("/lockdep/kinds", test_kinds);
     g_test_add_func("/lockdep/one-process", test_one_process);
+    g_test_add_func("/lockdep/cluster", test_cluster);
     int rc = nm_test_finish(g_test_run());
     nm_redis_free(redis);
     g_free(self_path);
