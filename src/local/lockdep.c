@@ -94,26 +94,43 @@ static int dropped_said;
 /* The job's: */
 static nm_config_t *bound_cfg;
 static int64_t next_pass;
+static int64_t retry_at;       /* after a failure: not before then */
 static char host[256];
 
 static const void *own_base;   /* libnetmutex's load address (dladdr) */
 
-static size_t hash(const char *a, size_t a_len, const char *b, size_t b_len)
+/* A qualified name: its kind's letter and the name, unjoined, so that a
+ * lookup builds no string. */
+typedef struct qname {
+    char kind;
+    const char *name;
+    size_t len;
+} qname_t;
+
+static size_t feed(size_t h, const qname_t *q)
 {
-    size_t h = 2166136261u;
-    for (size_t i = 0; i < a_len; i++)
-        h = (h ^ (unsigned char)a[i]) * 16777619u;
-    h = (h ^ 0xff) * 16777619u;
-    for (size_t i = 0; i < b_len; i++)
-        h = (h ^ (unsigned char)b[i]) * 16777619u;
-    return h % BUCKETS;
+    h = (h ^ (unsigned char)q->kind) * 16777619u;
+    h = (h ^ ':') * 16777619u;
+    for (size_t i = 0; i < q->len; i++)
+        h = (h ^ (unsigned char)q->name[i]) * 16777619u;
+    return h;
 }
 
-static order_t *find_locked(const char *a, size_t a_len, const char *b, size_t b_len)
+static size_t hash(const qname_t *a, const qname_t *b)
 {
-    for (order_t *o = buckets[hash(a, a_len, b, b_len)]; o; o = o->next)
-        if (o->a_len == a_len && o->b_len == b_len && memcmp(o->a, a, a_len) == 0 &&
-            memcmp(o->b, b, b_len) == 0)
+    size_t h = feed(2166136261u, a);
+    return feed((h ^ 0xff) * 16777619u, b) % BUCKETS;
+}
+
+static int same(const char *q, size_t q_len, const qname_t *n)
+{
+    return q_len == n->len + 2 && q[0] == n->kind && memcmp(q + 2, n->name, n->len) == 0;
+}
+
+static order_t *find_locked(const qname_t *a, const qname_t *b)
+{
+    for (order_t *o = buckets[hash(a, b)]; o; o = o->next)
+        if (same(o->a, o->a_len, a) && same(o->b, o->b_len, b))
             return o;
     return NULL;
 }
@@ -128,18 +145,24 @@ static const char *kind_word(char letter)
     return letter == 'm' ? "mutex" : letter == 's' ? "semaphore" : "rwlock";
 }
 
-/* "k:NAME", malloc'ed. */
-static char *qualified(const nm_held_t *h, size_t *len)
+static qname_t qualify(const nm_held_t *h)
 {
-    size_t n = strlen(h->name);
-    char *q = malloc(n + 3);
-    if (q) {
-        q[0] = kind_letter(h->kind);
-        q[1] = ':';
-        memcpy(q + 2, h->name, n + 1);
-        *len = n + 2;
-    }
+    qname_t q = { kind_letter(h->kind), h->name, strlen(h->name) };
     return q;
+}
+
+/* "k:NAME", malloc'ed, in *OUT and *LEN; 0 or -1. */
+static int joined(const qname_t *q, char **out, size_t *len)
+{
+    char *s = malloc(q->len + 2);
+    if (!s)
+        return -1;
+    s[0] = q->kind;
+    s[1] = ':';
+    memcpy(s + 2, q->name, q->len);
+    *out = s;
+    *len = q->len + 2;
+    return 0;
 }
 
 /* ---- the call site ------------------------------------------------------- */
@@ -201,9 +224,9 @@ static void drop_locked(void)
 }
 
 /* Notes A then B (taken at SITE) under the lock: 1 when new. */
-static int note_locked(char *a, size_t a_len, char *b, size_t b_len, const char *site)
+static int note_locked(const qname_t *a, const qname_t *b, const char *site)
 {
-    if (find_locked(a, a_len, b, b_len))
+    if (find_locked(a, b))
         return 0;
     if (n_all == ORDERS_MAX || n_queued == QUEUE_MAX) {
         drop_locked();
@@ -222,7 +245,7 @@ static int note_locked(char *a, size_t a_len, char *b, size_t b_len, const char 
     order_t *o = calloc(1, sizeof *o);
     char value[512];
     snprintf(value, sizeof value, "%s:%ld %s", host, (long)getpid(), site);
-    if (!o || !(o->a = malloc(a_len)) || !(o->b = malloc(b_len)) ||
+    if (!o || joined(a, &o->a, &o->a_len) != 0 || joined(b, &o->b, &o->b_len) != 0 ||
         !(o->value = strdup(value))) {
         if (o) {
             free(o->a);
@@ -232,15 +255,11 @@ static int note_locked(char *a, size_t a_len, char *b, size_t b_len, const char 
         drop_locked();
         return 0;
     }
-    memcpy(o->a, a, a_len);
-    memcpy(o->b, b, b_len);
-    o->a_len = a_len;
-    o->b_len = b_len;
     o->queued = 1;
-    o->reverse = find_locked(b, b_len, a, a_len);
+    o->reverse = find_locked(b, a);
     if (o->reverse)
         o->reverse->reverse = o;
-    size_t i = hash(a, a_len, b, b_len);
+    size_t i = hash(a, b);
     o->next = buckets[i];
     buckets[i] = o;
     all[n_all++] = o;
@@ -255,30 +274,25 @@ void nm_lockdep_taken(void)
         return;
     nm_held_each(collect, &hs);
     const nm_held_t *last = hs.h[(hs.seen - 1) % HOLDS_MAX];
-    size_t b_len;
-    char *b = qualified(last, &b_len), site[320] = "";
+    qname_t b = qualify(last);
+    char site[320] = "";
     int fresh = 0;
-    if (!b)
-        return;
     for (size_t k = 1; k < hs.n; k++) {
         const nm_held_t *h = hs.h[(hs.seen - 1 - k) % HOLDS_MAX];
-        size_t a_len;
-        char *a;
-        if (h->lock == last->lock || !(a = qualified(h, &a_len)))
+        if (h->lock == last->lock)
             continue;
+        qname_t a = qualify(h);
         pthread_mutex_lock(&lock);
-        int known = find_locked(a, a_len, b, b_len) != NULL;
+        int known = find_locked(&a, &b) != NULL;
         pthread_mutex_unlock(&lock);
         if (!known) {
             if (!site[0])
                 call_site(last, site, sizeof site); /* outside the lock */
             pthread_mutex_lock(&lock);
-            fresh |= note_locked(a, a_len, b, b_len, site);
+            fresh |= note_locked(&a, &b, site);
             pthread_mutex_unlock(&lock);
         }
-        free(a);
     }
-    free(b);
     if (fresh)
         nm_watchdog_poke(); /* the lock is released: watchdog.c's comes after */
 }
@@ -436,6 +450,8 @@ static int64_t lockdep_run(int64_t bound)
     size_t n = n_all, queued = n_queued;
     pthread_mutex_unlock(&lock);
     int renew = now >= next_pass;
+    if (now < retry_at)
+        return retry_at;
     if (!renew && !queued)
         return next_pass;
     say_dropped();
@@ -461,13 +477,14 @@ static int64_t lockdep_run(int64_t bound)
         }
     }
     now = nm_now_ms();
-    if (renew)
+    if (renew && !failed)
         next_pass = now + period_ms();
+    /* A server that failed is tried again a period later, not at once. */
+    retry_at = failed ? now + period_ms() : 0;
     pthread_mutex_lock(&lock);
     queued = n_queued;
     pthread_mutex_unlock(&lock);
-    /* A failure or a pass cut short: again soon, not at once. */
-    return queued ? now + (failed ? PERIOD_MIN_MS : 1) : next_pass;
+    return failed ? retry_at : queued ? now : next_pass;
 }
 
 static int64_t lockdep_due(void)
@@ -475,13 +492,16 @@ static int64_t lockdep_due(void)
     pthread_mutex_lock(&lock);
     size_t queued = n_queued;
     pthread_mutex_unlock(&lock);
-    return queued ? nm_now_ms() : bound_cfg ? next_pass : NM_FOREVER;
+    if (!bound_cfg)
+        return NM_FOREVER;
+    int64_t now = nm_now_ms();
+    return NM_MAX(retry_at, queued ? now : next_pass);
 }
 
 static void lockdep_bind(nm_config_t *cfg)
 {
     bound_cfg = cfg;
-    next_pass = 0; /* a new configuration: publish everything there now */
+    next_pass = retry_at = 0; /* a new configuration: publish everything there now */
     pthread_mutex_lock(&lock);
     for (size_t i = 0; cfg && i < n_all; i++) {
         all[i]->checked = 0; /* the job's fields, looked at again there */
@@ -544,6 +564,6 @@ void nm_lockdep_after_fork_child(void)
     dropped = 0;
     dropped_said = 0;
     bound_cfg = NULL;
-    next_pass = 0;
+    next_pass = retry_at = 0;
     pthread_mutex_init(&lock, NULL);
 }
