@@ -402,6 +402,12 @@ static int check(order_t *o, int64_t deadline)
     if (nm_keys_order(bound_cfg, o->a, o->a_len, o->b, o->b_len, 1, &key, &len) != 0)
         return -1;
     int set = set_key(key, len, o->value, !o->claimed, deadline);
+    char *holder = NULL;
+    if (set == 0 && get_key(key, len, &holder, deadline) > 0) {
+        /* Ours, when an earlier SET NX got there but its reply did not. */
+        set = strcmp(holder, o->value) == 0;
+        free(holder);
+    }
     free(key);
     if (set < 0)
         return -1;
