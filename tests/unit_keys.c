@@ -389,6 +389,32 @@ static void test_cond(void)
     free(keys);
 }
 
+/* An order's key and a pair's claim key: the prefix, the kind letter and
+ * the tag of the two names joined by a NUL, then the names; the claim is
+ * the same whichever order the pair is given in. */
+static void test_order(void)
+{
+    nm_config_t cfg = config_with_prefix("netmutex:");
+    char *k1, *k2, *c1, *c2, tag[NM_KEY_TAG_LEN + 1];
+    size_t n1, n2, m1, m2;
+    g_assert_cmpint(nm_keys_order(&cfg, "m:a", 3, "r:b", 3, 0, &k1, &n1), ==, 0);
+    g_assert_cmpint(nm_keys_order(&cfg, "r:b", 3, "m:a", 3, 0, &k2, &n2), ==, 0);
+    nm_keys_tag("m:a\0r:b", 7, tag);
+    char *want = g_strdup_printf("netmutex:{o%s}m:a>r:b", tag);
+    g_assert_cmpstr(k1, ==, want);
+    g_assert_cmpuint(n1, ==, strlen(want));
+    g_assert_cmpstr(k1, !=, k2);
+    g_assert_cmpint(nm_keys_order(&cfg, "m:a", 3, "r:b", 3, 1, &c1, &m1), ==, 0);
+    g_assert_cmpint(nm_keys_order(&cfg, "r:b", 3, "m:a", 3, 1, &c2, &m2), ==, 0);
+    g_free(want);
+    want = g_strdup_printf("netmutex:{i%s}m:a<>r:b", tag);
+    g_assert_cmpstr(c1, ==, want);
+    g_assert_cmpstr(c2, ==, want);
+    g_assert_cmpuint(m2, ==, strlen(want));
+    g_free(want);
+    free(k1), free(k2), free(c1), free(c2);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -406,6 +432,7 @@ int main(int argc, char **argv)
     g_test_add_func("/unit/keys/list/name-of", test_name_of);
     g_test_add_func("/unit/keys/list/match", test_match);
     g_test_add_func("/unit/keys/list/shared-name-of", test_shared_name_of);
+    g_test_add_func("/unit/keys/lockdep/order", test_order);
     g_test_add_func("/unit/keys/cond", test_cond);
     return g_test_run();
 }

@@ -33,6 +33,7 @@
 #include "journal.h"
 #include "lease.h"
 #include "list.h"
+#include "lockdep.h"
 #include "mutex.h"
 #include "opaque.h"
 #include "registry.h"
@@ -79,6 +80,7 @@ static void before_fork(void)
     nm_cluster_before_fork();
     nm_config_before_fork();
     nm_journal_before_fork();
+    nm_lockdep_before_fork();
     nm_tls_before_fork();
     nm_stats_before_fork();
 }
@@ -87,6 +89,7 @@ static void after_fork_parent(void)
 {
     nm_stats_after_fork_parent();
     nm_tls_after_fork_parent();
+    nm_lockdep_after_fork_parent();
     nm_journal_after_fork_parent();
     nm_config_after_fork();
     nm_cluster_after_fork();
@@ -105,6 +108,7 @@ static void after_fork_child(void)
 {
     nm_stats_after_fork_child();
     nm_tls_after_fork_child();
+    nm_lockdep_after_fork_child();
     nm_journal_after_fork_child();
     nm_config_after_fork();
     nm_cluster_after_fork();
@@ -131,6 +135,7 @@ static void register_jobs(void)
     nm_resend_register();
     nm_subscriber_register();
     nm_deadlock_register();
+    nm_lockdep_register();
 }
 
 static void install_fork_handlers(void)

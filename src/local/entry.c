@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "entry.h"
 #include "held.h"
+#include "lockdep.h"
 #include "log.h"
 #include "stats.h"
 
@@ -50,6 +51,8 @@ static void own(nm_entry_t *e, const void *handle)
     e->hold.handle = handle;
     e->hold.depth = 1;
     nm_held_push(NM_HELD_MUTEX, e, e->name);
+    if (__builtin_expect(nm_lockdep_on, 0))
+        nm_lockdep_taken();
 }
 
 /* Nobody holds E any more (the lease may stay: HANDOFF, CACHED). */
@@ -180,6 +183,8 @@ void nm_entry_hold_add(nm_entry_t *e, nm_hold_node_t *node, const void *handle,
     node->next = e->holds;
     e->holds = node;
     nm_held_push((nm_held_kind_t)kind, e, e->name);
+    if (__builtin_expect(nm_lockdep_on, 0))
+        nm_lockdep_taken();
     note_held(1);
     node->hold.stat_t0 = nm_stats_acquired(nm_entry_stat(e), node->hold.lease.contended,
                                            kind == NM_HOLD_SHARE);

@@ -4,8 +4,9 @@
  *
  * The thread runs the jobs registered with nm_watchdog_add_job(): lease
  * renewal (renew.h), the cache's sweep (cache.h), the resend of releases
- * after a failover (resend.h) and the subscribers that serve wake.h's
- * channels (subscriber.h).  It is started by the first acquisition or wait
+ * after a failover (resend.h), the subscribers that serve wake.h's
+ * channels (subscriber.h) and the lock-order checker's publishing
+ * (lockdep.h).  It is started by the first acquisition or wait
  * that needs it (nm_watchdog_start, nm_watchdog_poke), has connections of
  * its own (the jobs', never a caller thread's), and is stopped by
  * netmutex_shutdown() and at exit.

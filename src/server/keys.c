@@ -443,3 +443,48 @@ int nm_keys_waiter_of(const nm_config_t *cfg, const char *key, size_t len, const
     *id_len = len - head;
     return 1;
 }
+
+/* ---- lock-order checking's keys (keys.h) ---- */
+
+static int bytes_before(const char *a, size_t a_len, const char *b, size_t b_len)
+{
+    int c = memcmp(a, b, a_len < b_len ? a_len : b_len);
+    return c < 0 || (c == 0 && a_len < b_len);
+}
+
+int nm_keys_order(const nm_config_t *cfg, const char *a, size_t a_len, const char *b,
+                  size_t b_len, int claim, char **key, size_t *len)
+{
+    const char *sep = claim ? "<>" : ">";
+    size_t sep_len = strlen(sep);
+    if (claim && bytes_before(b, b_len, a, a_len)) {
+        const char *t = a;
+        size_t t_len = a_len;
+        a = b, a_len = b_len, b = t, b_len = t_len;
+    }
+    char *joined = malloc(a_len + 1 + b_len);
+    size_t n = cfg->prefix_len + 2 + NM_KEY_TAG_LEN + 1 + a_len + sep_len + b_len;
+    char *w = malloc(n + 1);
+    if (!joined || !w) {
+        free(joined);
+        free(w);
+        return ENOMEM;
+    }
+    memcpy(joined, a, a_len);
+    joined[a_len] = '\0';
+    memcpy(joined + a_len + 1, b, b_len);
+    memcpy(w, cfg->prefix, cfg->prefix_len);
+    w[cfg->prefix_len] = '{';
+    w[cfg->prefix_len + 1] = claim ? 'i' : 'o';
+    nm_keys_tag(joined, a_len + 1 + b_len, w + cfg->prefix_len + 2);
+    free(joined);
+    char *p = w + cfg->prefix_len + 2 + NM_KEY_TAG_LEN;
+    *p++ = '}';
+    memcpy(p, a, a_len);
+    memcpy(p + a_len, sep, sep_len);
+    memcpy(p + a_len + sep_len, b, b_len);
+    w[n] = '\0';
+    *key = w;
+    *len = n;
+    return 0;
+}

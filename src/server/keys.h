@@ -173,4 +173,16 @@ char *nm_keys_match_waiters(const nm_config_t *cfg);
 int nm_keys_waiter_of(const nm_config_t *cfg, const char *key, size_t len, const char **id,
                       size_t *id_len);
 
+/* ---- lock-order checking's keys (lockdep.c; docs/design.md) ---- */
+
+/* The key of the order "A then B" (A, B: a kind letter, ':', a name),
+ * <prefix>{o<tag>}<A>><B>, or with CLAIM the claim key of the unordered
+ * pair {A, B} (whoever logs its inversion), <prefix>{i<tag>}<X><><Y>, X
+ * and Y the two in byte order.  The tag is nm_keys_tag()'s digest of the
+ * two joined by a NUL (names hold none): one slot per key, and never
+ * another primitive's key.  *KEY is malloc'ed, *LEN its length.  0 or
+ * ENOMEM. */
+int nm_keys_order(const nm_config_t *cfg, const char *a, size_t a_len, const char *b,
+                  size_t b_len, int claim, char **key, size_t *len);
+
 #endif /* NM_KEYS_H */
