@@ -126,7 +126,9 @@ static void after_fork_child(void)
 /* The background thread's jobs (watchdog.h), in the order it runs them at
  * every pass: renewals first (their lost-lease notices are the most
  * pressing, and bound the others' I/O), then the cache's sweep, the resend
- * of releases after a failover, and the subscribers.  Registered before
+ * of releases after a failover, the subscribers, then deadlock detection's
+ * waits and lock-order checking's orders (neither holds up a lease's
+ * renewal: they come last).  Registered before
  * any thread can start: every call that may start it comes through here. */
 static void register_jobs(void)
 {
