@@ -123,6 +123,8 @@ static void print_text(const struct cli_lock *l)
                                                : "yes (its process gives it back when another "
                                                  "process asks)");
     printf("unrecoverable: %s\n", st->unrecoverable ? "yes" : "no");
+    /* Who waits for it, when deadlock detection published the waits. */
+    cli_print_waiting_for(l->name);
 }
 
 /* A read-write lock's or a semaphore's lines. */

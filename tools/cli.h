@@ -177,6 +177,7 @@ int cli_list(const struct cli_opts *o);
 /* waits.c */
 int cli_waits(const struct cli_opts *o);
 int cli_deadlocks(const struct cli_opts *o);
+void cli_print_waiting_for(const char *name);
 /* admin.c: prints the ACL SETUSER command of a netmutex user (no server
  * is asked, nothing configured). */
 int cli_acl(const struct cli_opts *o);

@@ -106,6 +106,23 @@ int cli_waits(const struct cli_opts *o)
     return rc;
 }
 
+/* For `netmutex status NAME`: a line per published wait for the mutex
+ * NAME, naming the waiter, and the waiting holder of what it holds when
+ * there is one.  Nothing when none is published or the waits cannot be
+ * read (status has said what it came for already). */
+void cli_print_waiting_for(const char *name)
+{
+    struct waits ws = { NULL, 0, 0 };
+    char a[CLI_TEXT_MAX];
+    if (netmutex_waits(keep, &ws, NULL) == 0) {
+        for (size_t i = 0; i < ws.n; i++)
+            if (strcmp(ws.v[i].name, name) == 0)
+                printf("waited for by: %s (wait %llu)\n", cli_text(ws.v[i].waiter, a, sizeof a),
+                       ws.v[i].seq);
+    }
+    waits_free(&ws);
+}
+
 static long find(const struct waits *ws, const char *waiter)
 {
     for (size_t i = 0; waiter && i < ws->n; i++)
