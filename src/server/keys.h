@@ -156,4 +156,18 @@ char *nm_keys_match_shared(const nm_config_t *cfg, const char *pattern, const ch
 int nm_keys_shared_name_of(const nm_config_t *cfg, const char *key, size_t len, char *kind,
                            const char **name, size_t *name_len);
 
+/* ---- a process's published statistics (stats_board.c) ---- */
+
+/* The key process PID of HOST publishes its statistics to,
+ * <prefix>stats:<host>:<pid> (no brace after the prefix: never a lock
+ * key), malloc'ed, its length in *LEN; NULL when out of memory. */
+char *nm_keys_stats(const nm_config_t *cfg, const char *host, long pid, size_t *len);
+
+/* The SCAN MATCH pattern of every process's statistics key under CFG's
+ * prefix (its glob characters quoted), malloc'ed or NULL. */
+char *nm_keys_stats_match(const nm_config_t *cfg);
+
+/* Whether KEY (LEN bytes) is a statistics key under CFG's prefix. */
+int nm_keys_is_stats(const nm_config_t *cfg, const char *key, size_t len);
+
 #endif /* NM_KEYS_H */
