@@ -698,8 +698,10 @@ NETMUTEX_API int netmutex_list_shared(const char *pattern, netmutex_list_shared_
  * once at the first call of the library: "1" on, printed to stderr at exit;
  * "publish" on (and published); "0" or unset off; anything else is logged
  * once and means off.  netmutex_set_stats() switches at run time:
- * 0, EINVAL (MODE none of the three), ENOTSUP (PUBLISH in a build or mode
- * that cannot publish). */
+ * 0, EINVAL (MODE none of the three).  PUBLISH: on, and every second
+ * this process's numbers go to a key of its own on the servers, which
+ * expires 3 s after the last write and is deleted when publishing stops,
+ * at netmutex_shutdown() and at exit (netmutex_stats_cluster reads them). */
 enum {
     NETMUTEX_STATS_OFF = 0,
     NETMUTEX_STATS_ON = 1,
@@ -777,6 +779,18 @@ typedef struct netmutex_wait {
 } netmutex_wait_t;
 typedef int (*netmutex_waits_fn)(const netmutex_wait_t *w, void *arg);
 NETMUTEX_API int netmutex_waits(netmutex_waits_fn fn, void *arg, netmutex_list_info_t *info);
+
+/* Every process's published statistics (NETMUTEX_STATS=publish) under the
+ * key prefix, for people and tools (netmutex(1) top): FN is called once
+ * per name and kind whose name PATTERN (NULL: every name; a glob as
+ * netmutex_list's) matches, in descending order of total wait, with the
+ * sum of what the processes that published it reported (st->processes:
+ * how many), their histograms merged exactly.  Looks where netmutex_list
+ * looks, for the keys <prefix>stats:<host>:<pid>, and reads each.
+ * Changes nothing.  0, ECANCELED, EINVAL, EAGAIN, EACCES, EPROTO, ENOMEM
+ * as netmutex_list. */
+NETMUTEX_API int netmutex_stats_cluster(const char *pattern, netmutex_stats_fn fn, void *arg,
+                                        netmutex_list_info_t *info);
 
 /* ---- permissions ---------------------------------------------------------- */
 

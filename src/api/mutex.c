@@ -18,6 +18,7 @@
 #include "nm.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <pthread.h>
 #include <string.h>
@@ -40,6 +41,7 @@
 #include "renew.h"
 #include "resend.h"
 #include "stats.h"
+#include "stats_publish.h"
 #include "status.h"
 #include "script.h"
 #include "subscriber.h"
@@ -107,6 +109,7 @@ static void after_fork_parent(void)
 static void after_fork_child(void)
 {
     nm_stats_after_fork_child();
+    nm_stats_publish_after_fork_child();
     nm_tls_after_fork_child();
     nm_lockdep_after_fork_child();
     nm_journal_after_fork_child();
@@ -127,8 +130,9 @@ static void after_fork_child(void)
  * every pass: renewals first (their lost-lease notices are the most
  * pressing, and bound the others' I/O), then the cache's sweep, the resend
  * of releases after a failover, the subscribers, then deadlock detection's
- * waits and lock-order checking's orders (neither holds up a lease's
- * renewal: they come last).  Registered before
+ * waits, lock-order checking's orders and the publishing of statistics
+ * (NETMUTEX_STATS=publish): none holds up a lease's renewal, so they come
+ * last.  Registered before
  * any thread can start: every call that may start it comes through here. */
 static void register_jobs(void)
 {
@@ -138,6 +142,7 @@ static void register_jobs(void)
     nm_subscriber_register();
     nm_deadlock_register();
     nm_lockdep_register();
+    nm_stats_publish_register();
 }
 
 static void install_fork_handlers(void)
@@ -918,6 +923,51 @@ int netmutex_waits(netmutex_waits_fn fn, void *arg, netmutex_list_info_t *info)
         return EINVAL;
     library_init();
     return nm_errno_public(nm_list_waits(fn, arg, info));
+}
+
+/* ---- every process's published statistics ---------------------------------- */
+
+typedef struct cluster_read {
+    nm_stats_merge_t *merge;
+    const char *pattern;
+    netmutex_stats_fn fn;
+    void *arg;
+} cluster_read_t;
+
+/* One process's text into the merge; a text of another format is left
+ * out (a newer writer's), as what it held before the line not read. */
+static int merge_text(const char *text, size_t len, void *arg)
+{
+    cluster_read_t *cr = arg;
+    return nm_stats_merge_add(cr->merge, text, len) == ENOMEM;
+}
+
+static int hand_out_merged(const char *name, const netmutex_stats_t *st, void *arg)
+{
+    cluster_read_t *cr = arg;
+    if (fnmatch(cr->pattern, name, 0) != 0)
+        return 0;
+    return cr->fn(name, st, cr->arg);
+}
+
+int netmutex_stats_cluster(const char *pattern, netmutex_stats_fn fn, void *arg,
+                           netmutex_list_info_t *info)
+{
+    if (info)
+        memset(info, 0, sizeof *info);
+    if (!fn || (pattern && !valid_pattern(pattern)))
+        return EINVAL;
+    library_init();
+    cluster_read_t cr = { nm_stats_merge_new(), pattern ? pattern : "*", fn, arg };
+    if (!cr.merge)
+        return ENOMEM;
+    int err = nm_list_stats(merge_text, &cr, info);
+    if (err == ECANCELED)
+        err = ENOMEM;
+    if (!err)
+        err = nm_stats_merge_each(cr.merge, hand_out_merged, &cr);
+    nm_stats_merge_free(cr.merge);
+    return nm_errno_public(err);
 }
 
 /* ---- configuration ------------------------------------------------------- */

@@ -8,11 +8,17 @@
 
 #include "mutex.h"
 #include "stats.h"
+#include "watchdog.h"
 
 int netmutex_set_stats(int mode)
 {
     nm_library_init();
-    return nm_stats_set_mode(mode);
+    int err = nm_stats_set_mode(mode);
+    /* The publishing job runs on the background thread: start it now,
+     * so that it publishes from now on. */
+    if (!err && mode == NETMUTEX_STATS_PUBLISH)
+        nm_watchdog_poke();
+    return err;
 }
 
 int netmutex_stats(netmutex_stats_fn fn, void *arg)

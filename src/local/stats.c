@@ -412,14 +412,261 @@ void nm_stats_reset(void)
     pthread_mutex_unlock(&table_lock);
 }
 
+/* ---- the published form (NETMUTEX_STATS=publish) ------------------------------- */
+
+/* The text a process publishes (stats_publish.c), read back by
+ * nm_stats_merge_add(): the one place this format is written and read.
+ *
+ *   netmutex-stats 1\n
+ *   then one line per used record:
+ *   KIND ACQ CONT SHARED HANDOFFS RENEWALS LOST REVOCATIONS DEADLOCKS
+ *   RECONNECTS SIGNALS BROADCASTS TIMEOUTS WAKEUPS
+ *   WCOUNT WTOTAL WMAX WBUCKETS HCOUNT HTOTAL HMAX HBUCKETS LEN:NAME\n
+ *
+ * every number decimal, one space between fields; a histogram's buckets
+ * sparse, "I:N,I:N..." (bucket index, count; "-" when none), so that
+ * readers merge processes exactly and compute the quantiles of the sum.
+ * The name comes last with its length in bytes, so any byte of it is
+ * safe.  A line a reader does not understand ends its reading of that
+ * text (a newer writer's). */
+#define FORMAT_HEAD "netmutex-stats 1\n"
+
+static void put_hist(FILE *f, const hist_t *h)
+{
+    int any = 0;
+    fprintf(f, " %llu %llu %llu ", (unsigned long long)get(&h->count),
+            (unsigned long long)get(&h->total), (unsigned long long)get(&h->max));
+    for (unsigned int i = 0; i < NBUCKETS; i++) {
+        uint64_t n = get(&h->b[i]);
+        if (n) {
+            fprintf(f, "%s%u:%llu", any ? "," : "", i, (unsigned long long)n);
+            any = 1;
+        }
+    }
+    if (!any)
+        fputc('-', f);
+}
+
+int nm_stats_encode(char **out, size_t *len)
+{
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    if (!f)
+        return ENOMEM;
+    fputs(FORMAT_HEAD, f);
+    pthread_mutex_lock(&table_lock);
+    for (const nm_stat_t *s = all_records; s; s = s->all) {
+        netmutex_stats_t st;
+        fill(s, &st);
+        if (!used(&st))
+            continue;
+        fprintf(f, "%d %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", s->kind,
+                (unsigned long long)st.acquisitions, (unsigned long long)st.contended,
+                (unsigned long long)st.shared, (unsigned long long)st.handoffs,
+                (unsigned long long)st.renewals, (unsigned long long)st.lost,
+                (unsigned long long)st.revocations, (unsigned long long)st.deadlocks,
+                (unsigned long long)st.reconnects, (unsigned long long)st.signals,
+                (unsigned long long)st.broadcasts, (unsigned long long)st.timeouts,
+                (unsigned long long)st.wakeups);
+        put_hist(f, &s->wait);
+        put_hist(f, &s->hold);
+        fprintf(f, " %zu:", s->len);
+        fwrite(s->name, 1, s->len, f);
+        fputc('\n', f);
+    }
+    pthread_mutex_unlock(&table_lock);
+    if (fclose(f) != 0 || !buf) {
+        free(buf);
+        return ENOMEM;
+    }
+    *out = buf;
+    *len = size;
+    return 0;
+}
+
+/* A reader's cursor over one published text. */
+typedef struct cursor {
+    const char *p, *end;
+    int bad;
+} cursor_t;
+
+static uint64_t number(cursor_t *c, char stop)
+{
+    uint64_t v = 0;
+    const char *start = c->p;
+    while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
+        uint64_t d = (uint64_t)(*c->p++ - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            c->bad = 1;
+        v = v * 10 + d;
+    }
+    if (c->p == start || c->p >= c->end || *c->p != stop)
+        c->bad = 1;
+    else
+        c->p++;
+    return v;
+}
+
+/* Adds a histogram's fields at C into H. */
+static void take_hist(cursor_t *c, hist_t *h)
+{
+    h->count += number(c, ' ');
+    h->total += number(c, ' ');
+    uint64_t max = number(c, ' ');
+    if (max > h->max)
+        h->max = max;
+    if (c->p < c->end && *c->p == '-') {
+        c->p++;
+        if (c->p >= c->end || *c->p++ != ' ')
+            c->bad = 1;
+        return;
+    }
+    for (;;) {
+        uint64_t i = number(c, ':');
+        if (c->bad)
+            return;
+        const char *q = c->p;
+        while (q < c->end && *q >= '0' && *q <= '9')
+            q++;
+        uint64_t n = number(c, q < c->end && *q == ',' ? ',' : ' ');
+        if (c->bad || i >= NBUCKETS) {
+            c->bad = 1;
+            return;
+        }
+        h->b[i] += n;
+        if (c->p[-1] == ' ')
+            return;
+    }
+}
+
+typedef struct merged {
+    struct merged *next;
+    unsigned int processes;
+    nm_stat_t *s;
+} merged_t;
+
+struct nm_stats_merge {
+    merged_t *table[TABLE_BUCKETS];
+    size_t n;
+};
+
+nm_stats_merge_t *nm_stats_merge_new(void)
+{
+    return calloc(1, sizeof(nm_stats_merge_t));
+}
+
+void nm_stats_merge_free(nm_stats_merge_t *m)
+{
+    if (!m)
+        return;
+    for (size_t b = 0; b < TABLE_BUCKETS; b++) {
+        for (merged_t *e = m->table[b], *next; e; e = next) {
+            next = e->next;
+            free(e->s);
+            free(e);
+        }
+    }
+    free(m);
+}
+
+static merged_t *merged_of(nm_stats_merge_t *m, int kind, const char *name, size_t len)
+{
+    size_t b = hash_of(kind, name, len);
+    for (merged_t *e = m->table[b]; e; e = e->next)
+        if (e->s->kind == kind && e->s->len == len && memcmp(e->s->name, name, len) == 0)
+            return e;
+    merged_t *e = calloc(1, sizeof *e);
+    nm_stat_t *s = e ? calloc(1, sizeof *s + len + 1) : NULL;
+    if (!s) {
+        free(e);
+        return NULL;
+    }
+    s->kind = kind;
+    s->len = len;
+    memcpy(s->name, name, len);
+    e->s = s;
+    e->next = m->table[b];
+    m->table[b] = e;
+    m->n++;
+    return e;
+}
+
+int nm_stats_merge_add(nm_stats_merge_t *m, const char *text, size_t len)
+{
+    size_t hl = sizeof FORMAT_HEAD - 1;
+    if (len < hl || memcmp(text, FORMAT_HEAD, hl) != 0)
+        return EPROTO;
+    cursor_t c = { text + hl, text + len, 0 };
+    while (c.p < c.end) {
+        uint64_t v[14];
+        nm_stat_t tmp;
+        memset(&tmp, 0, sizeof tmp);
+        for (size_t i = 0; i < 14; i++)
+            v[i] = number(&c, ' ');
+        take_hist(&c, &tmp.wait);
+        take_hist(&c, &tmp.hold);
+        uint64_t nlen = number(&c, ':');
+        if (c.bad || nlen == 0 || nlen > NETMUTEX_NAME_MAX || (size_t)(c.end - c.p) < nlen + 1 ||
+            c.p[nlen] != '\n' || v[0] > NETMUTEX_KIND_COND)
+            return EPROTO;
+        merged_t *e = merged_of(m, (int)v[0], c.p, (size_t)nlen);
+        if (!e)
+            return ENOMEM;
+        c.p += nlen + 1;
+        nm_stat_t *s = e->s;
+        uint64_t *fields[] = { &s->acquisitions, &s->contended, &s->shared,   &s->handoffs,
+                               &s->renewals,     &s->lost,      &s->revocations,
+                               &s->deadlocks,    &s->reconnects, &s->signals,
+                               &s->broadcasts,   &s->timeouts,  &s->wakeups };
+        for (size_t i = 0; i < 13; i++)
+            *fields[i] += v[i + 1];
+        hist_t *into[] = { &s->wait, &s->hold }, *from[] = { &tmp.wait, &tmp.hold };
+        for (size_t h = 0; h < 2; h++) {
+            into[h]->count += from[h]->count;
+            into[h]->total += from[h]->total;
+            if (from[h]->max > into[h]->max)
+                into[h]->max = from[h]->max;
+            for (size_t i = 0; i < NBUCKETS; i++)
+                into[h]->b[i] += from[h]->b[i];
+        }
+        e->processes++;
+    }
+    return 0;
+}
+
+int nm_stats_merge_each(const nm_stats_merge_t *m, int (*fn)(const char *name,
+                                                             const netmutex_stats_t *st,
+                                                             void *arg),
+                        void *arg)
+{
+    item_t *items = malloc((m->n ? m->n : 1) * sizeof *items);
+    size_t k = 0;
+    int err = 0;
+    if (!items)
+        return ENOMEM;
+    for (size_t b = 0; b < TABLE_BUCKETS; b++) {
+        for (const merged_t *e = m->table[b]; e; e = e->next) {
+            items[k].name = e->s->name;
+            fill(e->s, &items[k].st);
+            items[k].st.processes = e->processes;
+            k++;
+        }
+    }
+    qsort(items, k, sizeof *items, by_wait);
+    for (size_t i = 0; i < k && !err; i++)
+        if (fn(items[i].name, &items[i].st, arg) != 0)
+            err = ECANCELED;
+    free(items);
+    return err;
+}
+
 /* ---- the mode, the environment, the exit table ------------------------------------ */
 
 int nm_stats_set_mode(int mode)
 {
     if (mode != NETMUTEX_STATS_OFF && mode != NETMUTEX_STATS_ON && mode != NETMUTEX_STATS_PUBLISH)
         return EINVAL;
-    if (mode == NETMUTEX_STATS_PUBLISH)
-        return ENOTSUP;
     __atomic_store_n(&nm_stats_mode, mode, __ATOMIC_RELAXED);
     return 0;
 }
@@ -492,10 +739,9 @@ void nm_stats_init_from_env(void)
         print_at_exit = 1;
         atexit(at_exit);
         nm_stats_set_mode(NETMUTEX_STATS_ON);
-    } else if (strcmp(v, "publish") == 0 && nm_stats_set_mode(NETMUTEX_STATS_PUBLISH) != 0) {
-        netmutex_log(NETMUTEX_LOG_WARN, "NETMUTEX_STATS=publish: publishing is not supported by "
-                                        "this build; statistics stay off");
-    } else if (strcmp(v, "publish") != 0) {
+    } else if (strcmp(v, "publish") == 0) {
+        nm_stats_set_mode(NETMUTEX_STATS_PUBLISH);
+    } else {
         netmutex_log(NETMUTEX_LOG_WARN, "NETMUTEX_STATS=%s: not 0, 1 or publish; statistics stay off",
                      v);
     }

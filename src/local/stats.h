@@ -112,6 +112,30 @@ int nm_stats_snapshot(netmutex_stats_fn fn, void *arg);
 /* netmutex_stats_reset. */
 void nm_stats_reset(void);
 
+/* ---- the published form (stats.c documents the format) ---------------------- */
+
+/* This process's used records as the text it publishes: *OUT (malloc'ed,
+ * not NUL-terminated) of *LEN bytes.  0 or ENOMEM. */
+int nm_stats_encode(char **out, size_t *len);
+
+/* Many processes' texts, merged by kind and name. */
+typedef struct nm_stats_merge nm_stats_merge_t;
+
+/* An empty merge, NULL when out of memory; freed by nm_stats_merge_free. */
+nm_stats_merge_t *nm_stats_merge_new(void);
+void nm_stats_merge_free(nm_stats_merge_t *m);
+
+/* Adds one process's TEXT (LEN bytes) into M: 0, EPROTO (not this
+ * format: what came before the bad line is kept) or ENOMEM. */
+int nm_stats_merge_add(nm_stats_merge_t *m, const char *text, size_t len);
+
+/* FN for every name and kind of M, sorted by total wait (descending),
+ * with st->processes the number of texts that had it.  0, ECANCELED (FN
+ * returned non-zero) or ENOMEM. */
+int nm_stats_merge_each(const nm_stats_merge_t *m,
+                        int (*fn)(const char *name, const netmutex_stats_t *st, void *arg),
+                        void *arg);
+
 /* pthread_atfork hooks (mutex.c): the table's lock is a leaf lock; the
  * child starts with every record zeroed, so it reports (and prints at
  * exit) only what it did itself. */

@@ -3,6 +3,7 @@
 #include "nm.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -487,4 +488,38 @@ int nm_keys_order(const nm_config_t *cfg, const char *a, size_t a_len, const cha
     *key = w;
     *len = n;
     return 0;
+}
+
+/* ---- a process's published statistics (stats_board.c) ---- */
+
+char *nm_keys_stats(const nm_config_t *cfg, const char *host, long pid, size_t *len)
+{
+    size_t hlen = strlen(host), size = cfg->prefix_len + 6 + hlen + 1 + 24;
+    char *out = malloc(size);
+    if (!out)
+        return NULL;
+    memcpy(out, cfg->prefix, cfg->prefix_len);
+    int n = snprintf(out + cfg->prefix_len, size - cfg->prefix_len, "stats:%s:%ld", host, pid);
+    *len = cfg->prefix_len + (size_t)n;
+    return out;
+}
+
+char *nm_keys_stats_match(const nm_config_t *cfg)
+{
+    char *out = malloc(2 * cfg->prefix_len + 8), *w = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < cfg->prefix_len; i++) {
+        if (strchr("*?[]\\", cfg->prefix[i]))
+            *w++ = '\\';
+        *w++ = cfg->prefix[i];
+    }
+    memcpy(w, "stats:*", 8);
+    return out;
+}
+
+int nm_keys_is_stats(const nm_config_t *cfg, const char *key, size_t len)
+{
+    return len > cfg->prefix_len + 6 && memcmp(key, cfg->prefix, cfg->prefix_len) == 0 &&
+           memcmp(key + cfg->prefix_len, "stats:", 6) == 0;
 }

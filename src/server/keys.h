@@ -185,4 +185,18 @@ int nm_keys_waiter_of(const nm_config_t *cfg, const char *key, size_t len, const
 int nm_keys_order(const nm_config_t *cfg, const char *a, size_t a_len, const char *b,
                   size_t b_len, int claim, char **key, size_t *len);
 
+/* ---- a process's published statistics (stats_board.c) ---- */
+
+/* The key process PID of HOST publishes its statistics to,
+ * <prefix>stats:<host>:<pid> (no brace after the prefix: never a lock
+ * key), malloc'ed, its length in *LEN; NULL when out of memory. */
+char *nm_keys_stats(const nm_config_t *cfg, const char *host, long pid, size_t *len);
+
+/* The SCAN MATCH pattern of every process's statistics key under CFG's
+ * prefix (its glob characters quoted), malloc'ed or NULL. */
+char *nm_keys_stats_match(const nm_config_t *cfg);
+
+/* Whether KEY (LEN bytes) is a statistics key under CFG's prefix. */
+int nm_keys_is_stats(const nm_config_t *cfg, const char *key, size_t len);
+
 #endif /* NM_KEYS_H */

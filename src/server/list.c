@@ -15,6 +15,10 @@
  * three SCAN MATCH patterns, each exact on the name), then asked with
  * status.c's nm_shared_status.  Neither kind exists in quorum mode.
  *
+ * Published statistics (nm_list_stats) are found the same way, by their
+ * keys (keys.c's <prefix>stats:*), and read with GET where each lives
+ * (stats_board.c).
+ *
  * Enough servers must answer for the names to be complete: in quorum mode
  * a majority (any lock a quorum holds is then on one of them), in cluster
  * mode every master (each holds its slots' locks alone).  A server that
@@ -40,6 +44,7 @@
 #include "log.h"
 #include "quorum.h"
 #include "reply.h"
+#include "stats_board.h"
 #include "status.h"
 #include "url.h"
 #include "waitfor.h"
@@ -47,7 +52,8 @@
 #define SCAN_COUNT "1000"
 
 /* Names found; for the shared kinds each is stored after its kind's
- * letter ('r' or 's'), and SHARED is 1. */
+ * letter ('r' or 's'), and SHARED is 1; statistics keys (whole) when
+ * SHARED is 2. */
 typedef struct names {
     char **v;
     size_t n, cap;
@@ -98,7 +104,7 @@ static void names_unique(names_t *ns)
     size_t w = 0;
     if (ns->n == 0)
         return;
-    qsort(ns->v, ns->n, sizeof *ns->v, ns->shared ? by_name_then_kind : by_bytes);
+    qsort(ns->v, ns->n, sizeof *ns->v, ns->shared == 1 ? by_name_then_kind : by_bytes);
     for (size_t i = 1; i < ns->n; i++) {
         if (strcmp(ns->v[i], ns->v[w]) == 0)
             free(ns->v[i]);
@@ -119,6 +125,10 @@ static int take_page(const nm_config_t *cfg, redisReply *const *keys, size_t n, 
         if (ns->waiters) {
             if (nm_keys_waiter_of(cfg, keys[i]->str, keys[i]->len, &name, &len))
                 err = names_add(ns, name, len);
+        } else if (ns->shared == 2) {
+            if (nm_keys_is_stats(cfg, keys[i]->str, keys[i]->len) &&
+                !memchr(keys[i]->str, '\0', keys[i]->len))
+                err = names_add(ns, keys[i]->str, keys[i]->len);
         } else if (!ns->shared) {
             if (nm_keys_name_of(cfg, keys[i]->str, keys[i]->len, &name, &len))
                 err = names_add(ns, name, len);
@@ -425,4 +435,38 @@ int nm_list_waits(netmutex_waits_fn fn, void *arg, netmutex_list_info_t *info)
     nm_config_unref(cfg);
     names_free(&ns);
     return err == NM_ECONN ? EAGAIN : err;
+}
+
+int nm_list_stats(int (*fn)(const char *text, size_t len, void *arg), void *arg,
+                  netmutex_list_info_t *info)
+{
+    nm_config_t *cfg;
+    names_t ns = { NULL, 0, 0, 2, 0 };
+    netmutex_list_info_t ignored;
+    memset(&ignored, 0, sizeof ignored);
+    int err = nm_config_current(&cfg);
+    if (err)
+        return err;
+    char *match[2] = { nm_keys_stats_match(cfg), NULL };
+    err = match[0] ? collect(cfg, match, &ns, info ? info : &ignored) : ENOMEM;
+    free(match[0]);
+    names_unique(&ns);
+    for (size_t i = 0; !err && i < ns.n; i++) {
+        char *text;
+        size_t len;
+        int64_t deadline = nm_request_deadline(cfg->io_timeout_ms, NM_FOREVER);
+        int e = nm_stats_board_get(cfg, ns.v[i], strlen(ns.v[i]), deadline, &text, &len);
+        if (e == ENOENT)
+            continue; /* expired since the scan */
+        if (e) {
+            err = e;
+            break;
+        }
+        if (fn(text, len, arg) != 0)
+            err = ECANCELED;
+        free(text);
+    }
+    nm_config_unref(cfg);
+    names_free(&ns);
+    return err;
 }

@@ -23,4 +23,11 @@ int nm_list_shared(const char *pattern, netmutex_list_shared_fn fn, void *arg,
  * nm_list looks, each handed to FN in byte order of the waiters' ids. */
 int nm_list_waits(netmutex_waits_fn fn, void *arg, netmutex_list_info_t *info);
 
+/* Every process's published statistics (stats_board.h) under the
+ * configured prefix: FN with each text (LEN bytes, NUL-terminated,
+ * valid during the call), in byte order of the keys; fills *INFO as
+ * nm_list.  Errors as nm_list's. */
+int nm_list_stats(int (*fn)(const char *text, size_t len, void *arg), void *arg,
+                  netmutex_list_info_t *info);
+
 #endif /* NM_LIST_H */
