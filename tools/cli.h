@@ -44,7 +44,9 @@
 /* Room for any name or holder once escaped: 4 bytes per byte at most. */
 #define CLI_TEXT_MAX (4 * NETMUTEX_NAME_MAX + 1)
 
-enum cli_cmd { CLI_RUN, CLI_STATUS, CLI_BREAK, CLI_LIST, CLI_ACL, CLI_WAITS, CLI_DEADLOCKS };
+enum cli_cmd {
+    CLI_RUN, CLI_STATUS, CLI_BREAK, CLI_LIST, CLI_ACL, CLI_WAITS, CLI_DEADLOCKS, CLI_TOP
+};
 
 /* What NAME is: status --rwlock, --sem. */
 enum cli_kind { CLI_KIND_MUTEX, CLI_KIND_RWLOCK, CLI_KIND_SEM };
@@ -79,6 +81,9 @@ struct cli_opts {
     const char *tls_key;
     const char *tls_server_name;
     int tls_insecure;         /* --tls-insecure: no verification at all */
+    unsigned int top_limit;   /* top -n: at most this many names; 0: all */
+    unsigned long top_iterations; /* top --once (1), --iterations; 0: for ever */
+    unsigned long top_interval_ms; /* top --interval: between refreshes */
 };
 
 /* opts.c: fills O from the command line; 0 or an exit code (the message is
@@ -178,6 +183,8 @@ int cli_list(const struct cli_opts *o);
 int cli_waits(const struct cli_opts *o);
 int cli_deadlocks(const struct cli_opts *o);
 void cli_print_waiting_for(const char *name);
+/* top.c: netmutex top. */
+int cli_top(const struct cli_opts *o);
 /* admin.c: prints the ACL SETUSER command of a netmutex user (no server
  * is asked, nothing configured). */
 int cli_acl(const struct cli_opts *o);

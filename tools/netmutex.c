@@ -28,6 +28,7 @@ static int run_command(struct cli_opts *o)
     case CLI_BREAK: return cli_break(o);
     case CLI_WAITS: return cli_waits(o);
     case CLI_DEADLOCKS: return cli_deadlocks(o);
+    case CLI_TOP: return cli_top(o);
     default: return cli_list(o);
     }
 }

@@ -7,8 +7,10 @@
  *   netmutex [options] break NAME
  *   netmutex [options] list [--json] [PATTERN]
  *   netmutex acl [PREFIX]
+ *   netmutex [options] top [-n COUNT] [--json] [--once | --iterations N]
+ *                          [--interval MS] [PATTERN]
  *
- * "status", "break", "list", "acl", "waits" and "deadlocks" are words only
+ * "status", "break", "list", "acl", "waits", "deadlocks" and "top" are words only
  * in the first position after the options; a lock with such a name is reached with "run" or "--" (both
  * make the next word a NAME whatever it is).  Options stop at the first word
  * that is not one, as in flock(1), so the command's own options are never
@@ -41,7 +43,8 @@
 #define FOR_LIST 8u
 #define FOR_ACL 16u
 #define FOR_WAITS 32u          /* waits and deadlocks */
-#define FOR_ALL (FOR_RUN | FOR_STATUS | FOR_BREAK | FOR_LIST | FOR_ACL | FOR_WAITS)
+#define FOR_TOP 64u            /* top: its own options are read by take_top */
+#define FOR_ALL (FOR_RUN | FOR_STATUS | FOR_BREAK | FOR_LIST | FOR_ACL | FOR_WAITS | FOR_TOP)
 
 enum {
     OPT_LEASE = 256, OPT_ON_LOST, OPT_JSON, OPT_URL_FILE,
@@ -104,6 +107,8 @@ static void usage(FILE *f)
           "  netmutex [-u URL] list [--json] [PATTERN]\n"
           "  netmutex acl [PREFIX]\n"
           "  netmutex [-u URL] waits | deadlocks\n"
+          "  netmutex [-u URL] top [-n COUNT] [--json] [--once | --iterations N]\n"
+          "                        [--interval MS] [PATTERN]\n"
           "\n"
           "Runs COMMAND while holding the cluster-wide lock NAME (kept in Redis).\n"
           "\n"
@@ -147,6 +152,8 @@ static void usage(FILE *f)
           "nothing else: put the user's name and password in its place.\n"
           "waits prints who waits for whom (deadlock detection's records);\n"
           "deadlocks prints their cycles (exit 0: some, 1: none).\n"
+          "top shows the names that processes run with NETMUTEX_STATS=publish\n"
+          "report, merged, by total wait, every second (MS with --interval).\n"
           "\n"
           "Exit: COMMAND's status (128+N if killed by signal N); 1 conflict;\n"
           "2 usage; 65 unrecoverable; 69 unreachable; 75 lease lost;\n"
@@ -443,6 +450,46 @@ static int take_prefix(char **rest, struct cli_opts *o)
     return 0;
 }
 
+/* top's own arguments: [-n COUNT] [--json] [--once | --iterations N]
+ * [--interval MS] [--] [PATTERN]. */
+static int take_top(char **rest, struct cli_opts *o)
+{
+    unsigned long n;
+    int literal = 0;
+    o->top_interval_ms = 1000;
+    for (; *rest; rest++) {
+        const char *a = rest[0];
+        if (!literal && strcmp(a, "--") == 0) {
+            literal = 1;
+        } else if (!literal && strcmp(a, "--json") == 0) {
+            o->json = 1;
+        } else if (!literal && strcmp(a, "--once") == 0) {
+            o->top_iterations = 1;
+        } else if (!literal && (strcmp(a, "-n") == 0 || strcmp(a, "--iterations") == 0 ||
+                                strcmp(a, "--interval") == 0)) {
+            if (!rest[1])
+                return usage_error("option '%s' needs a value", a);
+            if (strcmp(a, "--interval") == 0 ? parse_uint(rest[1], 100, 3600000, &n)
+                                             : parse_uint(rest[1], 1, 1000000, &n))
+                return usage_error("bad number '%s'", rest[1]);
+            if (a[1] == 'n')
+                o->top_limit = (unsigned int)n;
+            else if (strcmp(a, "--iterations") == 0)
+                o->top_iterations = n;
+            else
+                o->top_interval_ms = n;
+            rest++;
+        } else if (!literal && a[0] == '-' && a[1] != '\0') {
+            return usage_error("unknown option '%s'", a);
+        } else if (o->pattern) {
+            return usage_error("unexpected argument '%s'", a);
+        } else {
+            o->pattern = a;
+        }
+    }
+    return 0;
+}
+
 static int command_word(const char *w, enum cli_cmd *cmd)
 {
     if (w == NULL)
@@ -461,6 +508,8 @@ static int command_word(const char *w, enum cli_cmd *cmd)
         *cmd = CLI_WAITS;
     else if (strcmp(w, "deadlocks") == 0)
         *cmd = CLI_DEADLOCKS;
+    else if (strcmp(w, "top") == 0)
+        *cmd = CLI_TOP;
     else
         return 0;
     return 1;
@@ -471,7 +520,7 @@ static int parse_all(int argc, char **argv, struct cli_opts *o)
     static const unsigned int bit[] = { [CLI_RUN] = FOR_RUN, [CLI_STATUS] = FOR_STATUS,
                                         [CLI_BREAK] = FOR_BREAK, [CLI_LIST] = FOR_LIST,
                                         [CLI_ACL] = FOR_ACL, [CLI_WAITS] = FOR_WAITS,
-                                        [CLI_DEADLOCKS] = FOR_WAITS };
+                                        [CLI_DEADLOCKS] = FOR_WAITS, [CLI_TOP] = FOR_TOP };
     unsigned int scope = FOR_ALL;
     int rc;
 
@@ -482,8 +531,12 @@ static int parse_all(int argc, char **argv, struct cli_opts *o)
     if (!literal && command_word(argv[optind], &o->cmd)) {
         argc -= optind;
         argv += optind;
-        rc = parse_options(argc, argv, o->cmd == CLI_RUN ? short_opts : short_opts_permuted,
-                           o, &scope);
+        /* top's -n takes a COUNT, where run's means --nonblock. */
+        if (o->cmd == CLI_TOP)
+            rc = take_top(argv + 1, o);
+        else
+            rc = parse_options(argc, argv, o->cmd == CLI_RUN ? short_opts : short_opts_permuted,
+                               o, &scope);
         if (rc != 0)
             return rc;
     }
@@ -501,6 +554,8 @@ static int parse_all(int argc, char **argv, struct cli_opts *o)
         return take_pattern(argv + optind, o);
     if (o->cmd == CLI_ACL)
         return take_prefix(argv + optind, o);
+    if (o->cmd == CLI_TOP)
+        return 0;
     if (o->cmd == CLI_WAITS || o->cmd == CLI_DEADLOCKS)
         return argv[optind] ? usage_error("unexpected argument '%s'", argv[optind]) : 0;
     return take_name_only(argv + optind, o);
