@@ -12,7 +12,8 @@
  *     lock the ring's mutex;
  *     while it is not this member's turn: wait on the condition (timed,
  *       on CLOCK_REALTIME or CLOCK_MONOTONIC, with a random deadline, or
- *       one wait in five untimed); a member woken with a signal (the wait
+ *       one wait in five untimed, except member 0's, always timed); a
+ *       member woken with a signal (the wait
  *       returned 0), or whose wait timed out while a turn has been pending
  *       for long (see stalled()), passes one on ("relay") if a turn is
  *       still pending:
@@ -228,7 +229,9 @@ static bool wait_once(CThread *t)
     ChaosRec *r = t->rec, *w;
     int32_t index;
     unsigned int ms = cfg->timed_min_ms + random_upto(t, cfg->timed_max_ms - cfg->timed_min_ms);
-    bool untimed = random_upto(t, UNTIMED_ONE_IN - 1) == 0;
+    /* Member 0 always waits timed, so that a stalled ring always has a
+     * member whose wait times out and relays (stalled()). */
+    bool untimed = t->index != 0 && random_upto(t, UNTIMED_ONE_IN - 1) == 0;
     bool realtime = random_upto(t, 1) == 0;
     struct timespec abs;
     int rc;
@@ -326,8 +329,10 @@ static void close_ring(CThread *t)
  * then a member whose wait timed out passes a signal on as well.  A
  * signaller killed after it passed the turn on but before its signal
  * (kill/signaller) sends none, and if the member whose turn it is waits
- * untimed, nothing else would ever wake it; once every member waits
- * untimed, nobody is left to close the ring at the end.  A signal the
+ * untimed, nothing else would ever wake it; were every member to wait
+ * untimed, nobody would be left to close the ring at the end, so member 0
+ * never does (wait_once: it was seen in a 90 s run of kill/signaller,
+ * three members hung in untimed waits, no signal lost).  A signal the
  * library lost is flagged before this, by the timed waits that needed
  * it (chaos_cond_check.c). */
 static bool stalled(const CThread *t, ChaosRing *g)
