@@ -60,7 +60,7 @@ static int cycle_child(void *arg, int index)
     netmutex_attr_init(&a);
     netmutex_attr_settype(&a, NETMUTEX_ERRORCHECK);
     for (int r = 0; r < c->rounds; r++) {
-        char own_name[128], next_name[128], what[32];
+        char own_name[128], next_name[128], what[64];
         netmutex_t own, next;
         snprintf(what, sizeof what, "deadlock_cycle/%d/%d", r, index);
         nmb_mutex_name(own_name, sizeof own_name, what);
