@@ -571,5 +571,7 @@ void nm_lockdep_after_fork_child(void)
     dropped_said = 0;
     bound_cfg = NULL;
     next_pass = retry_at = 0;
-    pthread_mutex_init(&lock, NULL);
+    /* Unlocked, not initialised again: the forking thread took it in
+     * nm_lockdep_before_fork, and TSan would count it held for good. */
+    pthread_mutex_unlock(&lock);
 }
