@@ -893,35 +893,42 @@ static int valid_pattern(const char *p)
     return 1;
 }
 
-int netmutex_list(const char *pattern, netmutex_list_fn fn, void *arg,
-                  netmutex_list_info_t *info)
+/* What every listing call does first: INFO (may be NULL) zeroed, then
+ * EINVAL for a missing callback or a bad PATTERN (NULL: every name), or 0
+ * with the library started. */
+static int listing_begin(const char *pattern, int no_fn, netmutex_list_info_t *info)
 {
     if (info)
         memset(info, 0, sizeof *info);
-    if (!fn || (pattern && !valid_pattern(pattern)))
+    if (no_fn || (pattern && !valid_pattern(pattern)))
         return EINVAL;
     library_init();
+    return 0;
+}
+
+int netmutex_list(const char *pattern, netmutex_list_fn fn, void *arg,
+                  netmutex_list_info_t *info)
+{
+    int err = listing_begin(pattern, !fn, info);
+    if (err)
+        return err;
     return nm_errno_public(nm_list(pattern ? pattern : "*", fn, arg, info));
 }
 
 int netmutex_list_shared(const char *pattern, netmutex_list_shared_fn fn, void *arg,
                          netmutex_list_info_t *info)
 {
-    if (info)
-        memset(info, 0, sizeof *info);
-    if (!fn || (pattern && !valid_pattern(pattern)))
-        return EINVAL;
-    library_init();
+    int err = listing_begin(pattern, !fn, info);
+    if (err)
+        return err;
     return nm_errno_public(nm_list_shared(pattern ? pattern : "*", fn, arg, info));
 }
 
 int netmutex_waits(netmutex_waits_fn fn, void *arg, netmutex_list_info_t *info)
 {
-    if (info)
-        memset(info, 0, sizeof *info);
-    if (!fn)
-        return EINVAL;
-    library_init();
+    int err = listing_begin(NULL, !fn, info);
+    if (err)
+        return err;
     return nm_errno_public(nm_list_waits(fn, arg, info));
 }
 
@@ -953,15 +960,13 @@ static int hand_out_merged(const char *name, const netmutex_stats_t *st, void *a
 int netmutex_stats_cluster(const char *pattern, netmutex_stats_fn fn, void *arg,
                            netmutex_list_info_t *info)
 {
-    if (info)
-        memset(info, 0, sizeof *info);
-    if (!fn || (pattern && !valid_pattern(pattern)))
-        return EINVAL;
-    library_init();
+    int err = listing_begin(pattern, !fn, info);
+    if (err)
+        return err;
     cluster_read_t cr = { nm_stats_merge_new(), pattern ? pattern : "*", fn, arg };
     if (!cr.merge)
         return ENOMEM;
-    int err = nm_list_stats(merge_text, &cr, info);
+    err = nm_list_stats(merge_text, &cr, info);
     if (err == ECANCELED)
         err = ENOMEM;
     if (!err)
