@@ -174,8 +174,9 @@ static bool seen_free_on(int i, const char *name, unsigned int timeout_ms)
     }
 }
 
-/* The robust marker of NAME on server I (src/lua/lib.lua: "h<token>" of a
- * holder, "r<token>" of a release in quorum mode): a new string or NULL. */
+/* The robust marker of NAME on server I (src/lua/lib.lua: "h<token>..." of
+ * a holder, "r<token>..." of a release in quorum mode): a new string or
+ * NULL. */
 static char *robust_marker(int i, const char *name)
 {
     char *key = nm_key_of("netmutex:", name, ":h");
@@ -985,6 +986,32 @@ static void init_robust(netmutex_t *m, const char *name)
     nm_assert_rc(netmutex_attr_destroy(&attr), 0);
 }
 
+/* Waits until NAME's lock key is gone from server I by itself (its lease
+ * ran out). */
+static void wait_key_gone(int i, const char *name)
+{
+    char *key = nm_lock_key(name);
+    gint64 end = nmt_now_ms() + DEAD_LEASE_MS + PROMPT_MS;
+
+    while (nm_redis_pttl(srv[i], key) != -2 && nmt_now_ms() < end)
+        nmt_sleep_ms(10);
+    g_assert_cmpint(nm_redis_pttl(srv[i], key), ==, -2);
+    g_free(key);
+}
+
+/* Whether server I's robust marker of NAME is KIND ('h' or 'r') for TOKEN
+ * (lib.lua: the token is followed by the holder's fence). */
+static bool marker_is(int i, const char *name, char kind, const char *token)
+{
+    char *m = robust_marker(i, name);
+    bool is = m && m[0] == kind && strncmp(m + 1, token, strlen(token)) == 0;
+
+    g_test_message("server %d's marker: %s", i, m ? m : "(none)");
+    g_free(m);
+    return is;
+}
+
+
 /* A holder killed holding the lock, and a server restarted empty before
  * the next locker comes: the two that remember still tell of the death. */
 static void test_ownerdead_holder_killed(void)
@@ -1012,6 +1039,92 @@ static void test_ownerdead_holder_killed(void)
     g_free(name);
 }
 
+/* A holder died; the next one was told (EOWNERDEAD) by two servers of
+ * three, repaired the state and unlocked, while server 1 was out of reach.
+ * Server 1 still tells of the death, but the others of a later release:
+ * nobody after the repair hears of that death again. */
+static void test_no_ownerdead_after_repair_missed_server(void)
+{
+    char *name = nm_test_name("m");
+    netmutex_t m;
+    NmRemote *doomed;
+    char *token_d;
+    Timed t = { .m = &m, .op = 'l' };
+
+    configure_quorum(3, nm_ms(5000), nm_ms(300));
+    init_robust(&m, name);
+    doomed = remote_on(3, NULL, name, NETMUTEX_NORMAL | NM_REMOTE_ROBUST, DEAD_LEASE_MS);
+    nm_assert_rc(nm_remote(doomed, 'l'), 0);
+    token_d = nm_token_of(srv[0], name);
+    nm_remote_kill(doomed);
+
+    /* The repair never reaches server 1: its commands wait there, and
+     * Redis drops them when the library gives up on it. */
+    nm_redis_ok(srv[1], "CLIENT PAUSE %u WRITE", nm_ms(20000));
+    nm_assert_rc(nm_call_run(call_timed, &t, PROMPT_MS), EOWNERDEAD);
+    nm_redis_ok(srv[1], "CLIENT UNPAUSE");
+    wait_key_gone(1, name);
+    g_assert_true(marker_is(1, name, 'h', token_d));
+    g_assert_true(marker_is(0, name, 'r', ""));
+    g_assert_false(marker_is(0, name, 'r', token_d));
+    {
+        /* Both markers of the release carry the fence the holder got (the
+         * second round raised the lower one). */
+        char *m0 = robust_marker(0, name), *m2 = robust_marker(2, name);
+
+        g_assert_cmpstr(m0, ==, m2);
+        g_assert_cmpuint(g_ascii_strtoull(m0 + 33, NULL, 10), ==, t.fence);
+        g_free(m0);
+        g_free(m2);
+    }
+
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    finish_test();
+    g_free(token_d);
+    g_free(name);
+}
+
+/* A holder died; a trylock was granted by server 0 alone and gave that
+ * grant back (no quorum).  The grant given back must not hide the death
+ * on server 0: the next holder is told of it. */
+static void test_ownerdead_after_grant_not_kept(void)
+{
+    char *name = nm_test_name("m");
+    netmutex_t m;
+    NmRemote *doomed;
+    char *token_d;
+
+    configure_quorum(3, nm_ms(5000), nm_ms(300));
+    init_robust(&m, name);
+    doomed = remote_on(3, NULL, name, NETMUTEX_NORMAL | NM_REMOTE_ROBUST, DEAD_LEASE_MS);
+    nm_assert_rc(nm_remote(doomed, 'l'), 0);
+    token_d = nm_token_of(srv[0], name);
+    nm_remote_kill(doomed);
+    for (int i = 0; i < 3; i++)
+        wait_key_gone(i, name);
+
+    for (int i = 1; i < 3; i++)
+        nm_redis_ok(srv[i], "CLIENT PAUSE %u WRITE", nm_ms(20000));
+    nm_assert_rc(netmutex_trylock(&m), EAGAIN);
+    for (int i = 1; i < 3; i++)
+        nm_redis_ok(srv[i], "CLIENT UNPAUSE");
+    g_assert_true(marker_is(0, name, 'h', token_d));
+
+    {
+        Timed t = { .m = &m, .op = 'l' };
+
+        nm_assert_rc(nm_call_run(call_timed, &t, PROMPT_MS), EOWNERDEAD);
+    }
+
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    finish_test();
+    g_free(token_d);
+    g_free(name);
+}
+
 /* How server 2 is out of reach while the holder unlocks. */
 enum { UNREACHABLE_CLIENT_PAUSE, UNREACHABLE_SIGSTOP, UNREACHABLE_STOPPED };
 
@@ -1025,7 +1138,6 @@ static void test_no_ownerdead_after_missed_release(gconstpointer data)
 {
     int how = GPOINTER_TO_INT(data);
     char *name = nm_test_name("m");
-    char *key = nm_lock_key(name);
     /* The two live servers' answers within it, on a loaded machine too;
      * but under CLIENT PAUSE the holder must give up on server 2 and drop
      * its connection long before the pause ends. */
@@ -1036,7 +1148,6 @@ static void test_no_ownerdead_after_missed_release(gconstpointer data)
     NmRemote *holder;
     char *token_h, *token;
     bool stale;
-    gint64 end;
 
     configure_quorum(3, nm_ms(5000), 0);
     init_robust(&m, name);
@@ -1073,23 +1184,12 @@ static void test_no_ownerdead_after_missed_release(gconstpointer data)
     g_clear_pointer(&token, g_free);
     nm_remote_stop(holder);
 
-    /* Wait until server 2 forgot the key by itself. */
-    end = nmt_now_ms() + DEAD_LEASE_MS + PROMPT_MS;
-    while (nm_redis_pttl(srv[2], key) != -2 && nmt_now_ms() < end)
-        nmt_sleep_ms(10);
-    g_assert_cmpint(nm_redis_pttl(srv[2], key), ==, -2);
+    wait_key_gone(2, name);
     if (stale) {
         /* Server 2 tells of a holder that never released, as for a death;
          * the others of a release. */
-        char *held = robust_marker(2, name), *released = robust_marker(0, name);
-        char *h = g_strconcat("h", token_h, NULL), *r = g_strconcat("r", token_h, NULL);
-
-        g_assert_cmpstr(held, ==, h);
-        g_assert_cmpstr(released, ==, r);
-        g_free(held);
-        g_free(released);
-        g_free(h);
-        g_free(r);
+        g_assert_true(marker_is(2, name, 'h', token_h));
+        g_assert_true(marker_is(0, name, 'r', token_h));
     }
 
     nm_assert_rc(netmutex_trylock(&m), 0);
@@ -1106,7 +1206,6 @@ static void test_no_ownerdead_after_missed_release(gconstpointer data)
     g_free(token);
     g_free(token_h);
     g_free(server_ms);
-    g_free(key);
     g_free(name);
 }
 
@@ -1211,6 +1310,9 @@ int main(int argc, char **argv)
     g_test_add_func("/quorum/renewal/survives-one-lost-server-not-two",
                     test_renewal_survives_one_loss);
     g_test_add_func("/quorum/ownerdead/holder-killed", test_ownerdead_holder_killed);
+    g_test_add_func("/quorum/ownerdead/not-after-repair-missed-server",
+                    test_no_ownerdead_after_repair_missed_server);
+    g_test_add_func("/quorum/ownerdead/after-grant-not-kept", test_ownerdead_after_grant_not_kept);
     g_test_add_data_func("/quorum/ownerdead/not-after-release-missed-paused-client",
                          GINT_TO_POINTER(UNREACHABLE_CLIENT_PAUSE),
                          test_no_ownerdead_after_missed_release);

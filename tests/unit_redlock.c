@@ -7,8 +7,9 @@
  * short random while (and says so, for the caller to count), a plain busy
  * one for the longest lease in the way;
  * ENOTRECOVERABLE; which error stands for too few answers; a dead previous
- * holder counts only if no server saw that token released; malformed
- * answers count as none; release/renew and break counting.
+ * holder counts only if no server saw that token, or a later one (by
+ * fence), released; malformed answers count as none; release/renew and
+ * break counting.
  */
 #include "ac_config.h"
 
@@ -233,39 +234,67 @@ static void test_too_few(void)
     }
 }
 
-/* The previous holder died only if no server saw its token released. */
+/* Robust markers as acquire.lua reports them: a token, then its fence. */
+#define TOK_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define TOK_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+/* Whether the verdict on three servers' ballots, server 0 telling of the
+ * death HELD and server 1 of the release RELEASED (both granted), is that
+ * the previous holder died. */
+static long long died_with(const char *held, const char *released)
+{
+    world_t w;
+    world_init(&w, 3, 30000, 0);
+    ballot(&w, 0, 1, 7, 1, held, "");
+    ballot(&w, 1, 1, 7, 0, "", released);
+    grant(&w, 2, 7);
+    g_assert_cmpint(granted(&w), ==, 0);
+    nm_votes_clear(&w.votes);
+    return w.verdict.owner_died;
+}
+
+/* The previous holder died only if no server saw it, or a later holder,
+ * release the lock. */
 static void test_owner_died(void)
 {
     world_t w;
     world_init(&w, 3, 30000, 0);
-    ballot(&w, 0, 1, 7, 1, "tokA", "");
+    ballot(&w, 0, 1, 7, 1, TOK_A "100", "");
     ballot(&w, 1, 1, 7, 0, "", "");
     ballot(&w, 2, 1, 7, 0, "", "");
     g_assert_cmpint(granted(&w), ==, 0);
     g_assert_cmpint(w.verdict.owner_died, ==, 1);
     nm_votes_clear(&w.votes);
 
-    /* Server 2, busy even, saw tokA released: the release missed server 0. */
+    /* Server 2, busy even, saw A released: the release missed server 0. */
     world_init(&w, 3, 30000, 0);
-    ballot(&w, 0, 1, 7, 1, "tokA", "");
+    ballot(&w, 0, 1, 7, 1, TOK_A "100", "");
     ballot(&w, 1, 1, 7, 0, "", "");
-    ballot(&w, 2, 0, 40, 0, "tokB", "tokA");
+    ballot(&w, 2, 0, 40, 0, TOK_B "200", TOK_A "100");
     g_assert_cmpint(granted(&w), ==, 0);
     g_assert_cmpint(w.verdict.owner_died, ==, 0);
     nm_votes_clear(&w.votes);
 
-    /* Another token's release, or an empty one, proves nothing. */
-    world_init(&w, 3, 30000, 0);
-    ballot(&w, 0, 1, 7, 1, "tokA", "");
-    ballot(&w, 1, 1, 7, 0, "", "tokAA");
-    ballot(&w, 2, 1, 7, 1, "", "");
-    g_assert_cmpint(granted(&w), ==, 0);
-    g_assert_cmpint(w.verdict.owner_died, ==, 1);
-    nm_votes_clear(&w.votes);
+    /* A later holder's release (the repair of that death, which missed
+     * server 0) dismisses it; an earlier one's does not. */
+    g_assert_cmpint(died_with(TOK_A "100", TOK_B "200"), ==, 0);
+    g_assert_cmpint(died_with(TOK_A "200", TOK_B "100"), ==, 1);
+    /* The same token's release counts, whatever its fence. */
+    g_assert_cmpint(died_with(TOK_A "200", TOK_A "100"), ==, 0);
+    /* Without fences (an older library's markers) only the token counts. */
+    g_assert_cmpint(died_with(TOK_A, TOK_B "200"), ==, 1);
+    g_assert_cmpint(died_with(TOK_A "100", TOK_B), ==, 1);
+    g_assert_cmpint(died_with(TOK_A, TOK_A), ==, 0);
+    /* Empty, short or malformed markers prove nothing. */
+    g_assert_cmpint(died_with(TOK_A "100", ""), ==, 1);
+    g_assert_cmpint(died_with(TOK_A "100", "bbbb200"), ==, 1);
+    g_assert_cmpint(died_with(TOK_A "100", TOK_B "2x0"), ==, 1);
+    g_assert_cmpint(died_with(TOK_A "1x0", TOK_B "200"), ==, 1);
+    g_assert_cmpint(died_with("", TOK_B "200"), ==, 1);
 
     /* A dead holder on a server that did not grant does not count. */
     world_init(&w, 3, 30000, 0);
-    ballot(&w, 0, 0, 40, 1, "tokA", "");
+    ballot(&w, 0, 0, 40, 1, TOK_A "100", "");
     grant(&w, 1, 7);
     grant(&w, 2, 7);
     g_assert_cmpint(granted(&w), ==, 0);

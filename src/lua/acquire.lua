@@ -78,7 +78,7 @@ if not cur then
     local fence = next_fence()
     local dead, held, released = 0, '', ''
     if robust then
-      dead, held, released = take_marker(token)
+      dead, held, released = take_marker(token, fence)
     end
     local q = head and redis.call('LLEN', Q) > 0 and 'q' or '-'
     redis.call('SET', K, lock_value(token, q, cache and 'k' or '-', fence, holder), 'PX', lease)

@@ -2,7 +2,8 @@
 -- a lock we hold to at least the highest value the quorum gave, and the
 -- slot's fence floor (P) with it, so that this server's next fence in the
 -- slot is above it whatever its clock says (lib.lua, Fences).
--- KEYS K, P (lib.lua); ARGV[1] token, ARGV[2] fence.
+-- KEYS K, P, Q, W, H (lib.lua: H for a robust mutex's marker, which keeps
+-- the holder's fence); ARGV[1] token, ARGV[2] fence.
 -- Returns 1 (the fence is at least ARGV[2] now), 0 (the lock is not ours).
 local raise = tonumber(ARGV[2])
 local cur = redis.call('GET', K)
@@ -13,6 +14,7 @@ local token, q, c, fence, holder = parse(cur)
 local floor = read_floor()
 if fence < raise then
   redis.call('SET', K, lock_value(token, q, c, raise, holder), 'KEEPTTL')
+  raise_marker(token, raise)
 end
 if floor < raise then
   redis.call('SET', P, string.format('%.0f', raise))

@@ -38,9 +38,12 @@
 --                            SET NX fails on it, and only break removes it
 --   Q  <prefix>{<tag>}<name>:q    list: tokens of queued waiters, in arrival order
 --   W  <prefix>{<tag>}<name>:w    hash: token -> "<refreshed_ms>:<lease_ms>:<holder>"
---   H  <prefix>{<tag>}<name>:h    robust mutexes: "h<token>" of the holder, kept
---                            for ROBUST_KEEP_MS; a holder that released
---                            deletes it, so finding it means the holder died
+--   H  <prefix>{<tag>}<name>:h    robust mutexes: "h<token><fence>|<replaced>"
+--                            of the holder, kept for ROBUST_KEEP_MS; a
+--                            holder that released deletes it, so finding it
+--                            means the holder died (quorum mode keeps
+--                            "r<token><fence>" of a release instead: see
+--                            read_marker)
 --   G  <prefix>{<tag>}<name>:g:<t> list: the grant to queued waiter t, which
 --                            waits for it with BLPOP on its own connection
 --                            ("1", pushed by grant.lua), or a caching
@@ -227,22 +230,66 @@ local function next_fence()
   return fence
 end
 
--- Robust bookkeeping when TOKEN becomes the holder: whether the previous
--- holder died (its marker is still there), and the new marker.  QUORUM
--- markers of a release read "r<token>" instead of vanishing, so that
--- redlock.c can tell a release that missed one server from a death.
--- Returns dead, held (the died holder's token or ''), released.
-local function take_marker(token)
+-- H's value: a kind ('h' held, 'r' released in quorum mode), the holder's
+-- token and its fence, then after '|' the marker it replaced.  The fence
+-- orders markers across servers: redlock.c dismisses a death that one
+-- server tells of when another saw a later holder release (the repair of
+-- that very death, say, which missed the first server).  The replaced
+-- marker comes back if this grant is given back unkept (release.lua 'x'):
+-- a grant quorum mode did not keep must not hide a death.
+local function read_marker()
   local m = redis.call('GET', H) or ''
-  local kind, who = string.sub(m, 1, 1), string.sub(m, 2)
-  redis.call('SET', H, 'h' .. token, 'PX', ROBUST_KEEP_MS)
+  local bar = string.find(m, '|', 1, true)
+  if bar then
+    return string.sub(m, 1, bar - 1), string.sub(m, bar + 1)
+  end
+  return m, ''
+end
+
+-- Robust bookkeeping when TOKEN becomes the holder with FENCE: whether the
+-- previous holder died (its marker is still there), and the new marker.
+-- Returns dead, held (the died holder's "<token><fence>" or ''), released
+-- (the same of a release quorum mode kept, or '').
+local function take_marker(token, fence)
+  local m, prev = read_marker()
+  local kind, who = string.sub(m, 1, 1), string.sub(m, 2, 33)
+  if who ~= token then
+    prev = m
+  end
+  redis.call('SET', H, 'h' .. token .. string.format('%.0f', fence) .. '|' .. prev,
+             'PX', ROBUST_KEEP_MS)
   if kind == 'h' and who ~= token then
-    return 1, who, ''
+    return 1, string.sub(m, 2), ''
   end
   if kind == 'r' then
-    return 0, '', who
+    return 0, '', string.sub(m, 2)
   end
   return 0, '', ''
+end
+
+-- TOKEN's marker (if H holds it) with FENCE instead (fence.lua).
+local function raise_marker(token, fence)
+  local m, prev = read_marker()
+  if string.sub(m, 1, 33) == 'h' .. token then
+    redis.call('SET', H, 'h' .. token .. string.format('%.0f', fence) .. '|' .. prev, 'KEEPTTL')
+  end
+end
+
+-- The release of TOKEN, whose lock's fence is FENCE: quorum mode keeps a
+-- marker of it; a grant given back unkept (GIVEN_BACK) puts the marker it
+-- replaced back.
+local function release_marker(token, fence, given_back)
+  local m, prev = read_marker()
+  if not given_back then
+    local f = fence and string.format('%.0f', fence) or ''
+    redis.call('SET', H, 'r' .. token .. f, 'PX', ROBUST_KEEP_MS)
+  elseif string.sub(m, 1, 33) ~= 'h' .. token then
+    return
+  elseif prev ~= '' then
+    redis.call('SET', H, prev, 'PX', ROBUST_KEEP_MS)
+  else
+    redis.call('DEL', H)
+  end
 end
 
 -- Whether anybody is queued; checks Q's and W's types before any write.
@@ -363,7 +410,7 @@ local function confirm(cur, token, lease, robust, cache)
   local _, q, _, fence, holder = parse(cur)
   local dead, held, released = 0, '', ''
   if robust then
-    dead, held, released = take_marker(token)
+    dead, held, released = take_marker(token, fence)
   end
   redis.call('SET', K, lock_value(token, q, cache and 'k' or '-', fence, holder), 'PX', lease)
   redis.call('DEL', G)

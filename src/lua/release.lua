@@ -7,7 +7,9 @@
 -- without netmutex_consistent(): it stays ENOTRECOVERABLE for every later
 -- locker, as in pthread), 'x' (give back a grant quorum mode did not
 -- keep: nobody waits for that, so nobody is woken or handed the lock), 'f'
--- (quorum mode: the marker of a release stays, see take_marker), 'p' (publish "released" for quorum mode's waiters),
+-- (quorum mode: the marker of a release stays, or with 'x' the one the
+-- grant replaced comes back: see read_marker), 'p' (publish "released"
+-- for quorum mode's waiters),
 -- or '' for none.
 -- Returns 1 released, 0 the key is gone (our lease ran out, or an earlier
 -- attempt whose reply was lost released it), -1 the key holds another
@@ -38,7 +40,8 @@ end
 local queued = string.sub(cur, 33, 33) == 'q' and not has('x') and not has('u') and
                queue_ready() and read_floor()
 if has('r') and has('f') then
-  redis.call('SET', H, 'r' .. token, 'PX', ROBUST_KEEP_MS)
+  local _, _, _, fence = parse(cur)
+  release_marker(token, fence, has('x'))
 elseif has('r') then
   redis.call('DEL', H)
 end

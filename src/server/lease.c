@@ -132,7 +132,7 @@ static size_t holder_text(const nm_config_t *cfg, char *buf, size_t size)
 #define KEYS_ACQUIRE NM_KEY_COUNT
 #define KEYS_CANCEL NM_KEY_COUNT
 #define KEYS_RELEASE (NM_KEY_MARKER + 1)
-#define KEYS_FENCE (NM_KEY_FLOOR + 1)
+#define KEYS_FENCE (NM_KEY_MARKER + 1)
 #define KEYS_BREAK (NM_KEY_MARKER + 1)
 #define KEYS_LOCK_ONLY 1
 #define KEYS_LOCK_FLOOR (NM_KEY_FLOOR + 1)

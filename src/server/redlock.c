@@ -15,7 +15,10 @@
  * previous holder there ('held') never released it; but a release that
  * did not reach one server (down at that moment) looks the same on that
  * server.  So a server's "dead" counts only if no server reports that very
- * token as released.
+ * token as released -- nor the release of a later holder: the one that was
+ * told of this death and repaired the state, say, while that server was
+ * out of reach.  Markers carry their holder's fence (lib.lua, read_marker),
+ * and fences only grow, so "later" is "with a larger fence".
  */
 #include "nm.h"
 
@@ -25,6 +28,7 @@
 
 #include "clock.h"
 #include "redlock.h"
+#include "token.h"
 #include "reply.h"
 
 /* After a split vote, everyone backs off a random few milliseconds, so the
@@ -58,19 +62,51 @@ static int read_ballot(const redisReply *r, ballot_t *b)
     return 0;
 }
 
-static int same_string(const redisReply *a, const redisReply *b)
+/* A robust marker as a server reports it: "<token><fence>" (lib.lua,
+ * take_marker); the fence is -1 when absent (a marker written by an older
+ * release of the library). */
+typedef struct marker {
+    const char *token;
+    long long fence;
+} marker_t;
+
+static int read_marker(const redisReply *r, marker_t *m)
 {
-    return a && b && a->type == REDIS_REPLY_STRING && b->type == REDIS_REPLY_STRING &&
-           a->len == b->len && a->len > 0 && memcmp(a->str, b->str, a->len) == 0;
+    char digits[24];
+    size_t n;
+    char *end;
+
+    if (!r || r->type != REDIS_REPLY_STRING || r->len < NM_TOKEN_LEN)
+        return 0;
+    m->token = r->str;
+    m->fence = -1;
+    n = r->len - NM_TOKEN_LEN;
+    if (n > 0 && n < sizeof digits) {
+        memcpy(digits, r->str + NM_TOKEN_LEN, n);
+        digits[n] = '\0';
+        m->fence = strtoll(digits, &end, 10);
+        if (*end || m->fence < 0)
+            m->fence = -1;
+    }
+    return 1;
 }
 
-/* Whether some server saw the holder HELD release the lock. */
-static int released_somewhere(const nm_votes_t *v, const redisReply *held)
+/* Whether some server saw the holder HELD, or a later one, release the
+ * lock. */
+static int released_since(const nm_votes_t *v, const redisReply *held)
 {
     ballot_t b;
-    for (size_t i = 0; i < v->n; i++)
-        if (read_ballot(v->reply[i], &b) == 0 && same_string(b.released, held))
+    marker_t dead, rel;
+    if (!read_marker(held, &dead))
+        return 0;
+    for (size_t i = 0; i < v->n; i++) {
+        if (read_ballot(v->reply[i], &b) != 0 || !read_marker(b.released, &rel))
+            continue;
+        if (memcmp(rel.token, dead.token, NM_TOKEN_LEN) == 0)
             return 1;
+        if (dead.fence >= 0 && rel.fence > dead.fence)
+            return 1;
+    }
     return 0;
 }
 
@@ -92,7 +128,7 @@ static void count(const nm_votes_t *v, tally_t *t)
             t->granted++;
             t->fence_max = NM_MAX(t->fence_max, b.fence_or_pttl);
             t->fence_min = t->fence_min < 0 ? b.fence_or_pttl : NM_MIN(t->fence_min, b.fence_or_pttl);
-            t->dead |= b.dead && !released_somewhere(v, b.held);
+            t->dead |= b.dead && !released_since(v, b.held);
         } else if (b.result == -1) {
             t->unrecoverable++;
         } else {
