@@ -574,8 +574,8 @@ static void test_configure_unreachable_accepted(void)
     "-@all +ping +info +select +evalsha +script|load +get +set +del "        \
     "+pexpire +pttl +time +rpush +lpop +lrem +llen +hget +hset +hdel +hlen " \
     "+lrange +hexists +publish +spublish +cluster|keyslot +zadd +zscore "    \
-    "+zrem +zrange +zremrangebyscore +zcard +incr +blpop +subscribe +unsubscribe " \
-    "+ssubscribe +sunsubscribe +wait +role +scan +cluster|slots +asking"
+    "+zrem +zrange +zremrangebyscore +zcard +incr +sadd +srem +smembers +blpop +subscribe " \
+    "+unsubscribe +ssubscribe +sunsubscribe +wait +role +scan +cluster|slots +asking"
 
 static char *acl_patterns(const char *keys, const char *channels)
 {

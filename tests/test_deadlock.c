@@ -38,6 +38,9 @@ typedef struct Ring {
     unsigned int lease_ms;  /* 0: the default */
     unsigned int last_hold_ms; /* chain: how long the last holds */
     int threads_of_first;   /* members 0..k-1 are threads of one process */
+    char own_kind[MAX_MEMBERS];  /* how member i holds its name: 'm' (0) a */
+    char wait_kind[MAX_MEMBERS]; /* mutex, 'r'/'w' a read-write lock; and */
+                                 /* how it waits for the next one's */
     char names[MAX_MEMBERS][NAME_LEN];
     int locked;         /* atomic: members holding their own name */
     int result[MAX_MEMBERS];
@@ -88,15 +91,58 @@ static void mutex_of(Ring *r, netmutex_t *m, const char *name)
     netmutex_attr_destroy(&a);
 }
 
+/* A member's name: a mutex, or a read-write lock taken for reading ('r')
+ * or writing ('w'). */
+typedef struct Lockable {
+    char kind;
+    netmutex_t m;
+    netmutex_rwlock_t rw;
+} Lockable;
+
+static void lk_init(Ring *r, Lockable *l, char kind, const char *name)
+{
+    l->kind = kind ? kind : 'm';
+    if (l->kind == 'm') {
+        mutex_of(r, &l->m, name);
+    } else if (netmutex_rwlock_init(&l->rw, name, NULL) != 0) {
+        __atomic_add_fetch(&r->bad, 1, __ATOMIC_SEQ_CST);
+    }
+}
+
+/* Takes L, waiting at most TIMED_MS (0: as long as it takes). */
+static int lk_take(Lockable *l, unsigned int timed_ms)
+{
+    struct timespec ts;
+    nm_deadline(&ts, CLOCK_REALTIME, timed_ms);
+    if (l->kind == 'm')
+        return timed_ms ? netmutex_timedlock(&l->m, &ts) : netmutex_lock(&l->m);
+    if (l->kind == 'r')
+        return timed_ms ? netmutex_rwlock_timedrdlock(&l->rw, &ts) : netmutex_rwlock_rdlock(&l->rw);
+    return timed_ms ? netmutex_rwlock_timedwrlock(&l->rw, &ts) : netmutex_rwlock_wrlock(&l->rw);
+}
+
+static int lk_give(Lockable *l)
+{
+    return l->kind == 'm' ? netmutex_unlock(&l->m) : netmutex_rwlock_unlock(&l->rw);
+}
+
+static void lk_destroy(Lockable *l)
+{
+    if (l->kind == 'm')
+        netmutex_destroy(&l->m);
+    else
+        netmutex_rwlock_destroy(&l->rw);
+}
+
 /* One member: its own name, then the next one's. */
 static int member(void *p)
 {
     Member *mb = p;
     Ring *r = mb->r;
     int i = mb->i, rc;
-    netmutex_t own, next;
-    mutex_of(r, &own, r->names[i]);
-    if ((rc = netmutex_lock(&own)) != 0) {
+    Lockable own, next;
+    lk_init(r, &own, r->own_kind[i], r->names[i]);
+    if ((rc = lk_take(&own, 0)) != 0) {
         g_printerr("member %d: lock of its own: %s\n", i, nm_errname(rc));
         __atomic_add_fetch(&r->bad, 1, __ATOMIC_SEQ_CST);
         return 1;
@@ -108,35 +154,29 @@ static int member(void *p)
     if (r->chain && i == r->n - 1) {
         nmt_sleep_ms(r->last_hold_ms);
         r->result[i] = 0;
-        netmutex_unlock(&own);
-        netmutex_destroy(&own);
+        lk_give(&own);
+        lk_destroy(&own);
         return 0;
     }
-    mutex_of(r, &next, r->names[(i + 1) % r->n]);
-    if (r->timed_ms) {
-        struct timespec ts;
-        nm_deadline(&ts, CLOCK_REALTIME, r->timed_ms);
-        rc = netmutex_timedlock(&next, &ts);
-    } else {
-        rc = netmutex_lock(&next);
-    }
+    lk_init(r, &next, r->wait_kind[i], r->names[(i + 1) % r->n]);
+    rc = lk_take(&next, r->timed_ms);
     r->result[i] = rc;
     if (rc == 0) {
-        netmutex_unlock(&next);
+        lk_give(&next);
     } else if (rc == EDEADLK) {
         __atomic_add_fetch(&r->edeadlk, 1, __ATOMIC_SEQ_CST);
         /* Nothing new held: the name it waited for is not its own. */
-        if (netmutex_unlock(&next) != EPERM)
+        if (lk_give(&next) != EPERM)
             __atomic_add_fetch(&r->bad, 1, __ATOMIC_SEQ_CST);
     } else if (rc != ETIMEDOUT) {
         g_printerr("member %d: lock of the next: %s\n", i, nm_errname(rc));
         __atomic_add_fetch(&r->bad, 1, __ATOMIC_SEQ_CST);
     }
-    rc = netmutex_unlock(&own);
+    rc = lk_give(&own);
     if (rc != 0 && rc != ENOLCK)
         __atomic_add_fetch(&r->bad, 1, __ATOMIC_SEQ_CST);
-    netmutex_destroy(&next);
-    netmutex_destroy(&own);
+    lk_destroy(&next);
+    lk_destroy(&own);
     return 0;
 }
 
@@ -354,6 +394,42 @@ static void test_member_signalled(gconstpointer data)
     ring_free(r);
 }
 
+/* Read-write locks in a ring (NETMUTEX_DEADLOCK=detect): OWN and WAIT
+ * spell each member's kinds (see Ring). */
+typedef struct RwCase {
+    int n;
+    const char *own, *wait;
+    int chain;
+} RwCase;
+
+static const RwCase rw_read_then_write = { 2, "rm", "mw", 0 };
+static const RwCase rw_write_then_read = { 2, "wm", "mr", 0 };
+static const RwCase rw_readers_3 = { 3, "rrr", "www", 0 };
+static const RwCase rw_chain = { 3, "rmw", "mrx", 1 };
+
+static void test_rw(gconstpointer data)
+{
+    const RwCase *c = data;
+    Ring *r = ring_new(c->n, NETMUTEX_NORMAL, "rw");
+    r->env = 1;
+    memcpy(r->own_kind, c->own, (size_t)c->n);
+    memcpy(r->wait_kind, c->wait, (size_t)c->n);
+    if (c->chain) {
+        r->chain = 1;
+        r->last_hold_ms = 3000;
+    }
+    ring_run(r, 0, -1);
+    if (c->chain) {
+        g_assert_cmpint(r->edeadlk, ==, 0);
+        g_assert_cmpint(r->bad, ==, 0);
+        for (int i = 0; i < c->n; i++)
+            g_assert_cmpint(r->result[i], ==, 0);
+    } else {
+        assert_one_victim(r);
+    }
+    ring_free(r);
+}
+
 /* In a child: the parent never reads NETMUTEX_DEADLOCK (read once per
  * process), so that env-detect's children still can. */
 static int attribute_checks(void *unused)
@@ -408,6 +484,10 @@ int main(int argc, char **argv)
     g_test_add_data_func("/deadlock/off/errorcheck-attribute-off",
                          GINT_TO_POINTER(NETMUTEX_ERRORCHECK), test_off);
     g_test_add_func("/deadlock/chain/breaks-by-itself", test_chain);
+    g_test_add_data_func("/deadlock/rwlock/read-held-write-waits", &rw_read_then_write, test_rw);
+    g_test_add_data_func("/deadlock/rwlock/write-held-read-waits", &rw_write_then_read, test_rw);
+    g_test_add_data_func("/deadlock/rwlock/readers-3-processes", &rw_readers_3, test_rw);
+    g_test_add_data_func("/deadlock/rwlock/chain-breaks-by-itself", &rw_chain, test_rw);
     g_test_add_data_func("/deadlock/member/killed", GINT_TO_POINTER(SIGKILL),
                          test_member_signalled);
     g_test_add_data_func("/deadlock/member/stopped", GINT_TO_POINTER(SIGSTOP),

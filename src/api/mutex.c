@@ -477,7 +477,7 @@ static int wait_local_turn(nm_entry_t *e, nm_wait_t wait, int64_t deadline, int 
     e->waiters++;
     while ((nm_entry_busy(e) || newcomer_barred) && !err) {
         if (!dl && nm_entry_busy(e))
-            dl = nm_deadlock_begin(e->name, e->name_len, e, detect);
+            dl = nm_deadlock_begin(NM_WAIT_MUTEX, e->name, e->name_len, e, detect);
         if (nm_deadlock_chosen(dl)) {
             err = EDEADLK;
             break;
@@ -577,8 +577,8 @@ static int acquire_remote(nm_entry_t *e, netmutex_t *m, nm_lease_t *stale, nm_wa
                                                     : deadline);
     unsigned int flags = (NM_M_FLAGS(m) & FLAG_ROBUST ? NM_LEASE_ROBUST : 0) |
                          (cache_allowed(m) ? NM_LEASE_CACHE : 0);
-    nm_deadlock_wait_t *dl =
-        nm_deadlock_begin(e->name, e->name_len, NULL, wait == NM_WAIT && mutex_detects(m));
+    nm_deadlock_wait_t *dl = nm_deadlock_begin(NM_WAIT_MUTEX, e->name, e->name_len, NULL,
+                                               wait == NM_WAIT && mutex_detects(m));
     int err = nm_deadlock_end(dl, nm_lease_acquire_riding(&lease, e->name, e->name_len,
                                                           NM_M_LEASE_MS(m), flags, wait,
                                                           deadline, rider));

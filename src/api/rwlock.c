@@ -27,6 +27,7 @@
 
 #include "cache.h"
 #include "clock.h"
+#include "deadlock.h"
 #include "entry.h"
 #include "lease.h"
 #include "mutex.h"
@@ -290,6 +291,23 @@ static void add_fresh_locked(nm_entry_t *e, netmutex_rwlock_t *rw, nm_hold_node_
     nm_entry_hold_add(e, node, rw, kind);
 }
 
+/* KIND of E from the server into L, watched by deadlock detection
+ * (NETMUTEX_DEADLOCK=detect) when it waits (a try does not). */
+static int acquire(const netmutex_rwlock_t *rw, const nm_entry_t *e, nm_lease_t *l,
+                   nm_hold_kind_t kind, nm_wait_t wait, int64_t deadline)
+{
+    unsigned int flags = NM_RW_KIND(rw) == NETMUTEX_RWLOCK_PREFER_READER
+                             ? NM_SHARES_PREFER_READERS
+                             : 0;
+    nm_stats_remote();
+    nm_deadlock_wait_t *dl =
+        nm_deadlock_begin(kind == NM_HOLD_WRITE ? NM_WAIT_WRITE : NM_WAIT_READ, e->name,
+                          e->name_len, NULL, wait == NM_WAIT && nm_deadlock_everywhere());
+    return nm_deadlock_end(dl, nm_shares_acquire(l, share_kind(kind), e->name, e->name_len,
+                                                 NM_RW_LEASE_MS(rw), flags, 0, wait,
+                                                 deadline));
+}
+
 static int rw_lock(netmutex_rwlock_t *rw, nm_hold_kind_t kind, nm_wait_t wait,
                    int64_t deadline)
 {
@@ -316,12 +334,7 @@ static int rw_lock(netmutex_rwlock_t *rw, nm_hold_kind_t kind, nm_wait_t wait,
             free(node);
         return err;
     }
-    unsigned int flags = NM_RW_KIND(rw) == NETMUTEX_RWLOCK_PREFER_READER
-                             ? NM_SHARES_PREFER_READERS
-                             : 0;
-    nm_stats_remote();
-    err = nm_shares_acquire(&node->hold.lease, share_kind(kind), e->name, e->name_len,
-                            NM_RW_LEASE_MS(rw), flags, 0, wait, deadline);
+    err = acquire(rw, e, &node->hold.lease, kind, wait, deadline);
     nm_hold_node_t *thin = NULL;
     if (!err && kind == NM_HOLD_SHARE && cache_allowed(rw) && node->hold.lease.cfg->cache &&
         nm_cache_attach(e, &node->hold.lease) == 0)

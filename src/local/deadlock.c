@@ -76,10 +76,23 @@ typedef struct holds {
     const nm_held_t *h[NM_WAITREC_HELD_MAX];
 } holds_t;
 
+/* A hold's kind as records spell it, or 0 for one the graph leaves out
+ * (a semaphore permit: any permit given back ends a wait, so a cycle
+ * through one is no deadlock). */
+static char hold_kind(const nm_held_t *h)
+{
+    switch (h->kind) {
+    case NM_HELD_MUTEX: return NM_WAIT_MUTEX;
+    case NM_HELD_READ: return NM_WAIT_READ;
+    case NM_HELD_WRITE: return NM_WAIT_WRITE;
+    default: return 0;
+    }
+}
+
 static int count_hold(const nm_held_t *h, void *arg)
 {
     holds_t *hs = arg;
-    if (h->kind != NM_HELD_MUTEX || hs->n == NM_WAITREC_HELD_MAX)
+    if (!hold_kind(h) || hs->n == NM_WAITREC_HELD_MAX)
         return 0;
     hs->h[hs->n++] = h;
     hs->bytes += strlen(h->name) + 1;
@@ -98,8 +111,8 @@ int nm_deadlock_chosen(const nm_deadlock_wait_t *w)
     return w && __atomic_load_n(&w->victim, __ATOMIC_ACQUIRE);
 }
 
-nm_deadlock_wait_t *nm_deadlock_begin(const char *name, size_t len, nm_entry_t *entry,
-                                      int on)
+nm_deadlock_wait_t *nm_deadlock_begin(char kind, const char *name, size_t len,
+                                      nm_entry_t *entry, int on)
 {
     nm_config_t *cfg;
     if (!on || nm_config_current(&cfg) != 0)
@@ -122,14 +135,14 @@ nm_deadlock_wait_t *nm_deadlock_begin(const char *name, size_t len, nm_entry_t *
     memcpy(p, name, len);
     w->rec.wait = p;
     w->rec.wait_len = len;
-    w->rec.wait_kind = 'm';
+    w->rec.wait_kind = kind;
     p += len + 1;
     for (size_t i = 0; i < hs.n; i++) {
         size_t n = strlen(hs.h[i]->name);
         memcpy(p, hs.h[i]->name, n);
         w->rec.held[i] = p;
         w->rec.held_len[i] = n;
-        w->rec.held_kind[i] = 'm';
+        w->rec.held_kind[i] = hold_kind(hs.h[i]);
         p += n + 1;
     }
     w->rec.nheld = hs.n;
@@ -165,7 +178,9 @@ int nm_deadlock_end(nm_deadlock_wait_t *w, int err)
     int victim = __atomic_load_n(&w->victim, __ATOMIC_ACQUIRE);
     int later = 0;
     if (victim && err == EDEADLK)
-        nm_stats_deadlock(NETMUTEX_KIND_MUTEX, w->rec.wait, w->rec.wait_len);
+        nm_stats_deadlock(w->rec.wait_kind == NM_WAIT_MUTEX ? NETMUTEX_KIND_MUTEX
+                                                            : NETMUTEX_KIND_RWLOCK,
+                          w->rec.wait, w->rec.wait_len);
     pthread_mutex_lock(&lock);
     if (!w->busy && !w->published) {
         unlink_locked(w);
@@ -219,60 +234,123 @@ static int sig_add(char **sig, size_t *len, const char *id, size_t id_len, long 
     return 0;
 }
 
-/* Walks the graph from W: 1 with the cycle in *SIG (malloc'ed) and *YOUNGEST
- * whether W has the highest sequence in it, 0 when the walk does not come
- * back to W (an edge missing, stale or unreadable: no cycle is assumed). */
+/* One waiter on the walk's path: its record, and the waiters that may
+ * hold what it waits for, tried in order. */
+typedef struct step {
+    char *id;          /* NULL for W itself */
+    char *text;        /* the record REC was parsed from */
+    nm_waitrec_t rec;
+    char **next;
+    size_t nnext, at;
+} step_t;
+
+static void step_free(step_t *s)
+{
+    free(s->id);
+    free(s->text);
+    nm_waitfor_ids_free(s->next, s->nnext);
+}
+
+static int listed(char *const *ids, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] && strcmp(ids[i], id) == 0)
+            return 1;
+    return 0;
+}
+
+/* Waiter ID's step, when it holds what FROM waits for and waits itself
+ * (its record is live: it expires with its wait): 0, or -1 (no edge). */
+static int step_to(nm_config_t *cfg, const step_t *from, const char *id, step_t *out)
+{
+    size_t len;
+    memset(out, 0, sizeof *out);
+    if (nm_waitfor_record(cfg, id, strlen(id), &out->text, &len) != 0 || !out->text ||
+        nm_waitrec_parse(out->text, len, &out->rec) != 0 ||
+        !nm_waitrec_blocks(&out->rec, from->rec.wait_kind, from->rec.wait, from->rec.wait_len) ||
+        nm_waitfor_holders(cfg, out->rec.wait_kind, out->rec.wait, out->rec.wait_len, &out->next,
+                           &out->nnext) != 0 ||
+        !(out->id = strdup(id))) {
+        step_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+/* The cycle PATH[1..DEPTH-1] as "<id>#<seq>;" each, in *SIG, and whether
+ * W (PATH[0]) has the highest sequence: 0 or ENOMEM. */
+static int cycle_of(const step_t *path, size_t depth, char **sig, int *youngest)
+{
+    size_t len = 0;
+    long long top = path[0].rec.seq;
+    *sig = strdup(""); /* a cycle of W alone cannot be (relock is EDEADLK) */
+    for (size_t i = 1; *sig && i < depth; i++) {
+        if (sig_add(sig, &len, path[i].id, strlen(path[i].id), path[i].rec.seq) != 0) {
+            free(*sig);
+            *sig = NULL;
+        }
+        top = NM_MAX(top, path[i].rec.seq);
+    }
+    *youngest = top == path[0].rec.seq;
+    return *sig ? 0 : ENOMEM;
+}
+
+/* Walks the graph from W, depth first, successors in byte order (so that
+ * a graph that did not change gives the same cycle twice): 1 with the
+ * cycle in *SIG (malloc'ed) and *YOUNGEST whether W has the highest
+ * sequence in it, 0 when no walk comes back to W (an edge missing, stale
+ * or unreadable: no cycle is assumed).  A waiter whose every way failed is
+ * not tried again; a cycle that W is not part of is its own members' to
+ * find.  At most WALK_HOPS_MAX records are read. */
 static int walk(nm_config_t *cfg, const nm_deadlock_wait_t *w, char **sig, int *youngest)
 {
-    char *texts[WALK_HOPS_MAX] = { 0 };
-    char *ids[WALK_HOPS_MAX] = { 0 };
-    size_t nt = 0, ni = 0, sig_len = 0;
-    const char *cur = w->rec.wait;
-    size_t cur_len = w->rec.wait_len, id_len = strlen(w->id);
-    long long top = w->rec.seq;
+    step_t *path = calloc(WALK_HOPS_MAX, sizeof *path);
+    char *dead[WALK_HOPS_MAX] = { 0 };
+    size_t depth = 1, ndead = 0, reads = 0;
     int found = 0;
     *sig = NULL;
-
-    for (int hop = 0; hop < WALK_HOPS_MAX; hop++) {
-        char *holder, *text;
-        size_t hlen, tlen;
-        nm_waitrec_t r;
-        if (nm_waitfor_holder(cfg, cur, cur_len, &holder, &hlen) != 0 || !holder)
-            break;
-        ids[ni++] = holder;
-        if (hlen == id_len && memcmp(holder, w->id, id_len) == 0) {
-            found = nm_waitrec_holds(&w->rec, cur, cur_len);
-            break;
-        }
-        int seen = 0;
-        for (size_t i = 0; i + 1 < ni; i++)
-            seen |= strcmp(ids[i], holder) == 0;
-        /* A cycle that W is not part of is its own members' to find. */
-        if (seen || nm_waitfor_record(cfg, holder, hlen, &text, &tlen) != 0 || !text)
-            break;
-        texts[nt++] = text;
-        /* The hop holds only if the holder still says it holds the name
-         * and waits: its record is live (it expires with its wait). */
-        if (nm_waitrec_parse(text, tlen, &r) != 0 || !nm_waitrec_holds(&r, cur, cur_len) ||
-            r.wait_kind != 'm' || sig_add(sig, &sig_len, holder, hlen, r.seq) != 0)
-            break;
-        top = NM_MAX(top, r.seq);
-        cur = r.wait;
-        cur_len = r.wait_len;
-    }
-    for (size_t i = 0; i < nt; i++)
-        free(texts[i]);
-    for (size_t i = 0; i < ni; i++)
-        free(ids[i]);
-    if (!found) {
-        free(*sig);
-        *sig = NULL;
+    if (!path)
         return 0;
+    path[0].rec = w->rec;
+    if (nm_waitfor_holders(cfg, w->rec.wait_kind, w->rec.wait, w->rec.wait_len, &path[0].next,
+                           &path[0].nnext) != 0)
+        depth = 0;
+    while (depth > 0 && !found) {
+        step_t *s = &path[depth - 1];
+        if (s->at == s->nnext) {
+            if (depth > 1 && ndead < WALK_HOPS_MAX) {
+                dead[ndead++] = s->id;
+                s->id = NULL;
+            }
+            step_free(s);
+            depth--;
+            continue;
+        }
+        const char *id = s->next[s->at++];
+        if (strcmp(id, w->id) == 0) {
+            found = nm_waitrec_blocks(&w->rec, s->rec.wait_kind, s->rec.wait, s->rec.wait_len);
+            continue;
+        }
+        int on_path = 0;
+        for (size_t i = 1; i < depth; i++)
+            on_path |= strcmp(path[i].id, id) == 0;
+        if (on_path || listed(dead, ndead, id) || reads == WALK_HOPS_MAX ||
+            depth == WALK_HOPS_MAX)
+            continue;
+        reads++;
+        if (step_to(cfg, s, id, &path[depth]) == 0)
+            depth++;
     }
-    if (!*sig)
-        *sig = strdup(""); /* a cycle of W alone: cannot be (relock is EDEADLK) */
-    *youngest = top == w->rec.seq;
-    return *sig != NULL;
+    if (found && cycle_of(path, depth, sig, youngest) != 0)
+        found = 0;
+    for (size_t i = 1; i < depth; i++)
+        step_free(&path[i]);
+    if (depth > 0)
+        nm_waitfor_ids_free(path[0].next, path[0].nnext);
+    for (size_t i = 0; i < ndead; i++)
+        free(dead[i]);
+    free(path);
+    return found;
 }
 
 /* The job's look at W (busy: the waiter may end meanwhile, not free it). */

@@ -23,6 +23,8 @@
 
 #include <stddef.h>
 
+#include "waitfor.h" /* NM_WAIT_*: the kinds of a wait */
+
 /* A waiter publishes after this long, its job walks this often, and its
  * record lives this long without a renewal. */
 #define NM_DEADLOCK_DELAY_MS 150
@@ -37,15 +39,17 @@ int nm_deadlock_everywhere(void);
 
 struct nm_entry;
 
-/* The calling thread will wait for mutex NAME (LEN bytes): registers it
- * when ON, and arms the acquisition's stop flag.  ENTRY, when not NULL,
+/* The calling thread will wait for NAME (LEN bytes), a mutex or a
+ * read-write lock's share or write lock as KIND says (waitfor.h,
+ * NM_WAIT_*): registers it when ON, and arms the acquisition's stop
+ * flag.  ENTRY, when not NULL,
  * is the entry whose turn it waits for locally, under its lock (another
  * local thread holds the name or is getting it): a victim's wake-up then
  * broadcasts its condition variable, and the waiter asks
  * nm_deadlock_chosen() as it wakes.  NULL when not ON, or out of memory
  * (the wait is then simply not watched). */
-nm_deadlock_wait_t *nm_deadlock_begin(const char *name, size_t len, struct nm_entry *entry,
-                                      int on);
+nm_deadlock_wait_t *nm_deadlock_begin(char kind, const char *name, size_t len,
+                                      struct nm_entry *entry, int on);
 
 /* Whether W (may be NULL) was chosen as its cycle's victim. */
 int nm_deadlock_chosen(const nm_deadlock_wait_t *w);

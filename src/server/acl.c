@@ -24,8 +24,9 @@ static const char *const commands[] = {
     "+publish", "+spublish", "+cluster|keyslot",
     /* ... and what a read-write lock's queue and shares need besides */
     "+zadd", "+zscore", "+zrem", "+zrange", "+zremrangebyscore", "+zcard",
-    /* the wait-for graph's counter (waitfor.c) */
-    "+incr",
+    /* the wait-for graph's counter, and a read-write lock's waiting
+     * holders (waitfor.c) */
+    "+incr", "+sadd", "+srem", "+smembers",
     /* a queued waiter's grant (lease.c) */
     "+blpop",
     /* wake-on-release and lease caching (wake.c) */

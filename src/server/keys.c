@@ -405,6 +405,12 @@ char *nm_keys_held_by(const nm_config_t *cfg, const char *name, size_t name_len,
     return deadlock_key(cfg, "h:", name, name_len, len);
 }
 
+char *nm_keys_rw_held_by(const nm_config_t *cfg, const char *name, size_t name_len,
+                         size_t *len)
+{
+    return deadlock_key(cfg, "r:", name, name_len, len);
+}
+
 char *nm_keys_wait_seq(const nm_config_t *cfg, size_t *len)
 {
     return deadlock_key(cfg, "seq", NULL, 0, len);

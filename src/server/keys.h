@@ -161,10 +161,14 @@ int nm_keys_shared_name_of(const nm_config_t *cfg, const char *key, size_t len, 
  *   <prefix>{d<tag of ID>}w:<ID>            a waiter's record (ID is its
  *                                           "host:pid:tid")
  *   <prefix>{d<tag of NAME>}h:<NAME>        the waiter holding mutex NAME
+ *   <prefix>{d<tag of NAME>}r:<NAME>        a set: the waiters holding a
+ *                                           share or the write lock of
+ *                                           read-write lock NAME
  *   <prefix>{d}seq                          the counter of waits
  * Malloc'ed, with the length in *LEN; NULL when out of memory. */
 char *nm_keys_waiter(const nm_config_t *cfg, const char *id, size_t id_len, size_t *len);
 char *nm_keys_held_by(const nm_config_t *cfg, const char *name, size_t name_len, size_t *len);
+char *nm_keys_rw_held_by(const nm_config_t *cfg, const char *name, size_t name_len, size_t *len);
 char *nm_keys_wait_seq(const nm_config_t *cfg, size_t *len);
 /* Listing the waiters: the SCAN MATCH pattern of every waiter's record
  * under CFG's prefix (malloc'ed, NULL when out of memory), and whether KEY

@@ -911,6 +911,11 @@ void nm_lease_stop_flag(const int *flag)
     stop_flag = flag;
 }
 
+int nm_lease_stopping(void)
+{
+    return stop_flag && __atomic_load_n(stop_flag, __ATOMIC_ACQUIRE);
+}
+
 /* Attempts until success, a final error, or the deadline. */
 static int acquire_loop(nm_lease_t *l, nm_wait_t wait, int64_t deadline, attempt_state_t *st)
 {
@@ -951,7 +956,7 @@ static int acquire_loop(nm_lease_t *l, nm_wait_t wait, int64_t deadline, attempt
         } else if (quorum_mode(l) && !st->ch && start_listening(l, st, deadline)) {
             continue;
         }
-        if (err == EBUSY && stop_flag && __atomic_load_n(stop_flag, __ATOMIC_ACQUIRE))
+        if (err == EBUSY && nm_lease_stopping())
             return EDEADLK;
         if (nm_remaining_ms(deadline) == 0)
             return wait == NM_NOWAIT ? EAGAIN : ETIMEDOUT;

@@ -190,6 +190,10 @@ void nm_lease_queued_remove(nm_queued_t *q);
  * flag. */
 void nm_lease_stop_flag(const int *flag);
 
+/* Whether the calling thread's stop flag is set (a read-write lock's or
+ * semaphore's acquisition loop gives up as a mutex's does). */
+int nm_lease_stopping(void);
+
 /* pthread_atfork hooks for the list of queued waiters (see lease.c). */
 void nm_lease_before_fork(void);
 void nm_lease_after_fork_parent(void);

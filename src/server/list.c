@@ -383,16 +383,22 @@ static int hand_out_wait(nm_config_t *cfg, const char *id, netmutex_waits_fn fn,
     int err = nm_waitfor_record(cfg, id, strlen(id), &text, &len);
     if (err || !text)
         return err;
-    if (nm_waitrec_parse(text, len, &r) != 0 || r.wait_kind != 'm') {
+    if (nm_waitrec_parse(text, len, &r) != 0 || r.wait_kind != NM_WAIT_MUTEX) {
         free(text);
         return 0; /* not a record this version understands */
     }
     err = nm_waitfor_holder(cfg, r.wait, r.wait_len, &holder, &hlen);
     if (!err && !(name = copy(r.wait, r.wait_len)))
         err = ENOMEM;
-    for (size_t i = 0; !err && i < r.nheld; i++)
-        if (!(held[i] = copy(r.held[i], r.held_len[i])))
+    /* The mutexes it holds: a read-write lock's holds are the walk's
+     * (waitfor.h), not this listing's. */
+    size_t nheld = 0;
+    for (size_t i = 0; !err && i < r.nheld; i++) {
+        if (r.held_kind[i] != NM_WAIT_MUTEX)
+            continue;
+        if (!(held[nheld++] = copy(r.held[i], r.held_len[i])))
             err = ENOMEM;
+    }
     if (!err) {
         netmutex_wait_t w = {
             .waiter = id,
@@ -400,12 +406,12 @@ static int hand_out_wait(nm_config_t *cfg, const char *id, netmutex_waits_fn fn,
             .holder = holder,
             .seq = (unsigned long long)r.seq,
             .held = (const char *const *)held,
-            .nheld = (unsigned int)r.nheld,
+            .nheld = (unsigned int)nheld,
         };
         if (fn(&w, arg) != 0)
             err = ECANCELED;
     }
-    for (size_t i = 0; i < r.nheld; i++)
+    for (size_t i = 0; i < nheld; i++)
         free(held[i]);
     free(name);
     free(holder);

@@ -231,6 +231,8 @@ static int acquire_loop(hold_req_t *r, nm_wait_t wait, int64_t deadline)
             return err;
         }
         r->l->contended |= err == EBUSY;
+        if (err == EBUSY && nm_lease_stopping())
+            return EDEADLK;
         if (nm_remaining_ms(deadline) == 0)
             return wait == NM_NOWAIT ? EAGAIN : ETIMEDOUT;
         if (err == EBUSY && r->queued) {

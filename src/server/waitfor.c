@@ -89,10 +89,32 @@ int nm_waitrec_parse(const char *text, size_t len, nm_waitrec_t *r)
 
 int nm_waitrec_holds(const nm_waitrec_t *r, const char *name, size_t len)
 {
+    return nm_waitrec_blocks(r, NM_WAIT_MUTEX, name, len);
+}
+
+/* Whether a hold of kind HELD keeps a wait of kind WAIT out. */
+static int conflicts(char wait, char held)
+{
+    if (wait == NM_WAIT_MUTEX)
+        return held == NM_WAIT_MUTEX;
+    if (wait == NM_WAIT_WRITE)
+        return held == NM_WAIT_READ || held == NM_WAIT_WRITE;
+    return wait == NM_WAIT_READ && held == NM_WAIT_WRITE;
+}
+
+int nm_waitrec_blocks(const nm_waitrec_t *r, char kind, const char *name, size_t len)
+{
     for (size_t i = 0; i < r->nheld; i++)
-        if (r->held_kind[i] == 'm' && r->held_len[i] == len && memcmp(r->held[i], name, len) == 0)
+        if (conflicts(kind, r->held_kind[i]) && r->held_len[i] == len &&
+            memcmp(r->held[i], name, len) == 0)
             return 1;
     return 0;
+}
+
+/* Whether a hold of KIND is a read-write lock's (its holders in a set). */
+static int rw_kind(char kind)
+{
+    return kind == NM_WAIT_READ || kind == NM_WAIT_WRITE;
 }
 
 /* ---- requests ------------------------------------------------------------ */
@@ -157,6 +179,28 @@ static int set_px(nm_config_t *cfg, const char *key, size_t klen, const char *va
     return command_done(cfg, key, klen, 5, argv, lens);
 }
 
+/* SADD KEY ID, then PEXPIRE KEY TTL_MS: the set lives as long as its
+ * newest member's record. */
+static int add_px(nm_config_t *cfg, const char *key, size_t klen, const char *id,
+                  size_t idlen, unsigned int ttl_ms)
+{
+    char ttl[16];
+    snprintf(ttl, sizeof ttl, "%u", ttl_ms);
+    const char *add[3] = { "SADD", key, id };
+    size_t add_lens[3] = { 4, klen, idlen };
+    const char *px[3] = { "PEXPIRE", key, ttl };
+    size_t px_lens[3] = { 7, klen, strlen(ttl) };
+    int err = command_done(cfg, key, klen, 3, add, add_lens);
+    return err ? err : command_done(cfg, key, klen, 3, px, px_lens);
+}
+
+/* The key naming the holders of R's hold I. */
+static char *hold_key(nm_config_t *cfg, const nm_waitrec_t *r, size_t i, size_t *klen)
+{
+    return rw_kind(r->held_kind[i]) ? nm_keys_rw_held_by(cfg, r->held[i], r->held_len[i], klen)
+                                    : nm_keys_held_by(cfg, r->held[i], r->held_len[i], klen);
+}
+
 int nm_waitfor_publish(nm_config_t *cfg, const char *id, const char *text, size_t len,
                        const nm_waitrec_t *r, unsigned int ttl_ms)
 {
@@ -167,12 +211,11 @@ int nm_waitfor_publish(nm_config_t *cfg, const char *id, const char *text, size_
     int err = set_px(cfg, key, klen, text, len, ttl_ms);
     free(key);
     for (size_t i = 0; i < r->nheld && !err; i++) {
-        if (r->held_kind[i] != 'm')
-            continue;
-        key = nm_keys_held_by(cfg, r->held[i], r->held_len[i], &klen);
+        key = hold_key(cfg, r, i, &klen);
         if (!key)
             return ENOMEM;
-        err = set_px(cfg, key, klen, id, idlen, ttl_ms);
+        err = rw_kind(r->held_kind[i]) ? add_px(cfg, key, klen, id, idlen, ttl_ms)
+                                       : set_px(cfg, key, klen, id, idlen, ttl_ms);
         free(key);
     }
     return err;
@@ -224,26 +267,108 @@ int nm_waitfor_holder(nm_config_t *cfg, const char *name, size_t name_len, char 
     return get(cfg, key, klen, text, len);
 }
 
+void nm_waitfor_ids_free(char **ids, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
+    free(ids);
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* SMEMBERS KEY (consumed) into *IDS, sorted. */
+static int members(nm_config_t *cfg, char *key, size_t klen, char ***ids, size_t *n)
+{
+    const char *argv[2] = { "SMEMBERS", key };
+    size_t lens[2] = { 8, klen };
+    redisReply *r;
+    if (!key)
+        return ENOMEM;
+    int err = command(cfg, key, klen, 2, argv, lens, &r);
+    free(key);
+    if (err)
+        return err;
+    if (r->type != REDIS_REPLY_ARRAY)
+        err = EPROTO;
+    else if (r->elements && !(*ids = calloc(r->elements, sizeof **ids)))
+        err = ENOMEM;
+    for (size_t i = 0; !err && i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        if (e->type != REDIS_REPLY_STRING || memchr(e->str, '\0', e->len))
+            continue;
+        if (!((*ids)[*n] = strndup(e->str, e->len)))
+            err = ENOMEM;
+        else
+            ++*n;
+    }
+    freeReplyObject(r);
+    if (!err && *n)
+        qsort(*ids, *n, sizeof **ids, by_bytes);
+    if (err) {
+        nm_waitfor_ids_free(*ids, *n);
+        *ids = NULL;
+        *n = 0;
+    }
+    return err;
+}
+
+int nm_waitfor_holders(nm_config_t *cfg, char kind, const char *name, size_t name_len,
+                       char ***ids, size_t *n)
+{
+    size_t klen = 0, len;
+    char *one;
+    *ids = NULL;
+    *n = 0;
+    if (rw_kind(kind)) {
+        char *key = nm_keys_rw_held_by(cfg, name, name_len, &klen);
+        return members(cfg, key, klen, ids, n);
+    }
+    int err = nm_waitfor_holder(cfg, name, name_len, &one, &len);
+    if (err || !one)
+        return err;
+    if (!(*ids = malloc(sizeof **ids))) {
+        free(one);
+        return ENOMEM;
+    }
+    (*ids)[0] = one;
+    *n = 1;
+    return 0;
+}
+
+/* DEL KEY, or SREM KEY ID for a read-write lock's set. */
+static void forget_hold(nm_config_t *cfg, const nm_waitrec_t *r, size_t i, const char *id)
+{
+    size_t klen;
+    char *key = hold_key(cfg, r, i, &klen);
+    if (!key)
+        return;
+    int rw = rw_kind(r->held_kind[i]);
+    const char *argv[3] = { rw ? "SREM" : "DEL", key, id };
+    size_t lens[3] = { rw ? 4 : 3, klen, strlen(id) };
+    command_done(cfg, key, klen, rw ? 3 : 2, argv, lens);
+    free(key);
+}
+
 void nm_waitfor_delete(nm_config_t *cfg, const char *id, const nm_waitrec_t *r)
 {
     size_t klen, idlen = strlen(id);
     for (size_t i = 0; i < r->nheld; i++) {
         char *v;
         size_t vlen;
-        if (r->held_kind[i] != 'm' ||
+        if (rw_kind(r->held_kind[i])) {
+            forget_hold(cfg, r, i, id);
+            continue;
+        }
+        if (r->held_kind[i] != NM_WAIT_MUTEX ||
             nm_waitfor_holder(cfg, r->held[i], r->held_len[i], &v, &vlen) != 0 || !v)
             continue;
         /* Not atomic: a holder that took it over meanwhile publishes its
          * key again at its next renewal. */
-        if (vlen == idlen && memcmp(v, id, idlen) == 0) {
-            char *key = nm_keys_held_by(cfg, r->held[i], r->held_len[i], &klen);
-            if (key) {
-                const char *argv[2] = { "DEL", key };
-                size_t lens[2] = { 3, klen };
-                command_done(cfg, key, klen, 2, argv, lens);
-                free(key);
-            }
-        }
+        if (vlen == idlen && memcmp(v, id, idlen) == 0)
+            forget_hold(cfg, r, i, id);
         free(v);
     }
     char *key = nm_keys_waiter(cfg, id, idlen, &klen);

@@ -5,8 +5,12 @@
  *
  * A waiter's record <prefix>{d..}w:<id> (keys.h) holds, as text, the
  * sequence number of its wait (INCR of <prefix>{d}seq: the youngest wait
- * has the highest), the name it waits for, and the mutexes it holds;
- * beside it, for each mutex it holds, <prefix>{d..}h:<name> holds its id.
+ * has the highest), the name it waits for, and the mutexes and read-write
+ * locks it holds, each with its kind; beside it, for each mutex it holds,
+ * <prefix>{d..}h:<name> holds its id, and for each read-write lock, the
+ * set <prefix>{d..}r:<name> has it (a read-write lock has many holders).
+ * A set's members do not expire one by one: a member whose record is gone,
+ * or no longer lists the hold, is stale, and the walk passes it over.
  * Both expire (PX) unless published again, and go when the wait ends.
  * Every key is read and written by itself (GET, SET, DEL, INCR) on the
  * one server, the master, or the node of its slot: nothing here is
@@ -24,10 +28,15 @@
  * cycle through them, never makes one up). */
 #define NM_WAITREC_HELD_MAX 32
 
+/* The kinds of a wait and of a hold, as records spell them. */
+#define NM_WAIT_MUTEX 'm'
+#define NM_WAIT_READ 'r'  /* a read-write lock's read share */
+#define NM_WAIT_WRITE 'w' /* a read-write lock's write lock */
+
 /* A record, read: pointers into the text it was parsed from. */
 typedef struct nm_waitrec {
     long long seq;
-    char wait_kind;                 /* 'm' a mutex */
+    char wait_kind;                 /* NM_WAIT_* */
     const char *wait;               /* the name waited for */
     size_t wait_len;
     size_t nheld;
@@ -46,6 +55,13 @@ int nm_waitrec_parse(const char *text, size_t len, nm_waitrec_t *r);
 
 /* Whether R lists mutex NAME among its holds. */
 int nm_waitrec_holds(const nm_waitrec_t *r, const char *name, size_t len);
+
+/* Whether R holds NAME in a way that keeps a wait of KIND for it out: a
+ * mutex wait by the mutex, a write wait by a share or the write lock, a
+ * read wait by the write lock.  (A reader queued behind a waiting writer
+ * waits for that writer too; that edge is not in the graph, so such a
+ * cycle goes unseen, never made up.) */
+int nm_waitrec_blocks(const nm_waitrec_t *r, char kind, const char *name, size_t len);
 
 /* A new sequence number in *SEQ: 0 or an error. */
 int nm_waitfor_seq(nm_config_t *cfg, long long *seq);
@@ -66,5 +82,13 @@ int nm_waitfor_record(nm_config_t *cfg, const char *id, size_t id_len, char **te
                       size_t *len);
 int nm_waitfor_holder(nm_config_t *cfg, const char *name, size_t name_len, char **text,
                       size_t *len);
+
+/* The published waiters that may hold NAME against a wait of KIND: the
+ * mutex's holder key, or the read-write lock's set, in byte order (*IDS
+ * malloc'ed, each id malloc'ed and NUL-terminated; free with
+ * nm_waitfor_ids_free): 0 or an error. */
+int nm_waitfor_holders(nm_config_t *cfg, char kind, const char *name, size_t name_len,
+                       char ***ids, size_t *n);
+void nm_waitfor_ids_free(char **ids, size_t n);
 
 #endif /* NM_WAITFOR_H */
