@@ -74,6 +74,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -115,6 +116,27 @@ ChaosCondTotals chaos_cond_totals;
 ChaosRwTotals chaos_rw_totals;
 ChaosSemTotals chaos_sem_totals;
 
+
+/* The worker's main, for the child to call (set before each fork). */
+static int (*child_main)(void *);
+
+/* A detection family's worker: NETMUTEX_DEADLOCK=detect in its own
+ * environment, read once by the library, before its first call; and it
+ * checks that the library took it (attributes default to detection on). */
+static int detecting_worker(void *cfg)
+{
+    netmutex_attr_t a;
+    int on = 0;
+
+    setenv("NETMUTEX_DEADLOCK", "detect", 1);
+    if (netmutex_attr_init(&a) != 0 || netmutex_attr_getdeadlock(&a, &on) != 0 || !on) {
+        fprintf(stderr, "chaos worker: deadlock detection is not on\n");
+        return 3;
+    }
+    netmutex_attr_destroy(&a);
+    return child_main(cfg);
+}
+
 /* How long FAM injects faults. */
 static unsigned int family_ms(const ChaosFamily *fam, const ChaosEnv *env)
 {
@@ -155,11 +177,11 @@ void chaos_run_respawn(ChaosRun *run, int slot)
     cfg.proc = index;
     /* Unchecked: the child leaves without valgrind's or LeakSanitizer's
      * exit-time leak check, which would only see this program's memory. */
-    pid = nm_fork_run_unchecked(run->fam->cond ? chaos_cond_worker_main
-                                : run->fam->rw ? chaos_rw_worker_main
-                                : run->sem ? chaos_sem_worker_main
-                                               : chaos_worker_main,
-                                &cfg);
+    child_main = run->fam->cond  ? chaos_cond_worker_main
+                 : run->fam->rw ? chaos_rw_worker_main
+                 : run->sem     ? chaos_sem_worker_main
+                                : chaos_worker_main;
+    pid = nm_fork_run_unchecked(run->fam->detect ? detecting_worker : child_main, &cfg);
     chaos_store(&p->pid, (int32_t)pid);
     run->slot[slot] = index;
 }

@@ -39,6 +39,10 @@ typedef struct ChaosFamily {
     bool rw;                     /* a read-write lock family: one
                                     netmutex_rwlock_t read and written
                                     (chaos_rw_worker.c) */
+    bool detect;                 /* the workers run with deadlock detection
+                                    (NETMUTEX_DEADLOCK=detect): their long
+                                    waits are published, and never one
+                                    EDEADLK (no worker holds two names) */
 } ChaosFamily;
 
 /* The semaphore families' permits: fewer than the threads that want one. */
