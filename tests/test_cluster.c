@@ -1489,47 +1489,80 @@ typedef struct DlShared {
     char names[2][128];
     int locked;  /* atomic */
     int rc[2];
+    int rw;      /* names[0] is a read-write lock: member 0 reads it,
+                    member 1 waits to write it (NETMUTEX_DEADLOCK=detect) */
 } DlShared;
 
 static DlShared *dl_shared;
 
-/* Member I: holds names[I], then waits for names[1 - I] (ERRORCHECK: with
- * detection). */
+/* Name I of a deadlock test: a mutex (ERRORCHECK: with detection), or
+ * the read-write lock (names[0] when dl_shared->rw). */
+typedef struct DlLock {
+    netmutex_t m;
+    netmutex_rwlock_t rw;
+    int is_rw;
+} DlLock;
+
+static int dl_init(DlLock *l, int i)
+{
+    netmutex_attr_t a;
+    l->is_rw = dl_shared->rw && i == 0;
+    if (l->is_rw)
+        return netmutex_rwlock_init(&l->rw, dl_shared->names[i], NULL);
+    netmutex_attr_init(&a);
+    netmutex_attr_settype(&a, NETMUTEX_ERRORCHECK);
+    return netmutex_init(&l->m, dl_shared->names[i], &a);
+}
+
+/* Member WHO takes L: member 0 reads the read-write lock, member 1 writes. */
+static int dl_take(DlLock *l, int who)
+{
+    if (!l->is_rw)
+        return netmutex_lock(&l->m);
+    return who == 0 ? netmutex_rwlock_rdlock(&l->rw) : netmutex_rwlock_wrlock(&l->rw);
+}
+
+static int dl_give(DlLock *l)
+{
+    return l->is_rw ? netmutex_rwlock_unlock(&l->rw) : netmutex_unlock(&l->m);
+}
+
+/* Member I: holds names[I], then waits for names[1 - I]. */
 static int dl_member(void *arg)
 {
     int i = GPOINTER_TO_INT(arg);
-    netmutex_attr_t a;
-    netmutex_t own, next;
+    DlLock own, next;
+    if (dl_shared->rw)
+        setenv("NETMUTEX_DEADLOCK", "detect", 1);
     configure_cluster(0);
-    netmutex_attr_init(&a);
-    netmutex_attr_settype(&a, NETMUTEX_ERRORCHECK);
-    if (netmutex_init(&own, dl_shared->names[i], &a) != 0 ||
-        netmutex_init(&next, dl_shared->names[1 - i], &a) != 0 || netmutex_lock(&own) != 0)
+    if (dl_init(&own, i) != 0 || dl_init(&next, 1 - i) != 0 || dl_take(&own, i) != 0)
         return 2;
     __atomic_add_fetch(&dl_shared->locked, 1, __ATOMIC_SEQ_CST);
     gint64 bound = nmt_now_ms() + PROMPT_MS;
     while (__atomic_load_n(&dl_shared->locked, __ATOMIC_SEQ_CST) < 2 && nmt_now_ms() < bound)
         nmt_sleep_ms(5);
-    int rc = netmutex_lock(&next);
+    int rc = dl_take(&next, i);
     dl_shared->rc[i] = rc;
     if (rc == 0)
-        netmutex_unlock(&next);
-    else if (rc == EDEADLK && netmutex_unlock(&next) != EPERM)
+        dl_give(&next);
+    else if (rc == EDEADLK && dl_give(&next) != EPERM)
         return 3;
-    netmutex_unlock(&own);
+    dl_give(&own);
     netmutex_shutdown();
     return rc == 0 || rc == EDEADLK ? 0 : 4;
 }
 
-/* An AB/BA cycle of two processes whose mutexes are on different masters:
- * the records and holder keys are read and written per key on their own
- * nodes, and exactly one member gets EDEADLK. */
-static void test_deadlock_across_nodes(void)
+/* An AB/BA cycle of two processes whose mutexes (or, with RW, a
+ * read-write lock and a mutex) are on different masters: the records and
+ * holder keys are read and written per key on their own nodes, and
+ * exactly one member gets EDEADLK. */
+static void test_deadlock_across_nodes(gconstpointer rw)
 {
     dl_shared = mmap(NULL, sizeof *dl_shared, PROT_READ | PROT_WRITE,
                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     g_assert_true(dl_shared != MAP_FAILED);
     memset(dl_shared, 0, sizeof *dl_shared);
+    dl_shared->rw = rw != NULL;
     char *a = nm_test_name("a");
     g_strlcpy(dl_shared->names[0], a, sizeof dl_shared->names[0]);
     NmRedis *master_a = nm_topo_master_of(topo, slot_of_name(a));
@@ -1588,7 +1621,9 @@ int main(int argc, char **argv)
     g_test_add_func("/cluster/cond/migration-waiters-signallers", test_cond_migration);
     g_test_add_func("/cluster/rwlock/readers-writers-one-slot", test_rwlock_cluster);
     g_test_add_func("/cluster/sem/permits-one-slot", test_sem_cluster);
-    g_test_add_func("/cluster/deadlock/cycle-across-nodes", test_deadlock_across_nodes);
+    g_test_add_data_func("/cluster/deadlock/cycle-across-nodes", NULL, test_deadlock_across_nodes);
+    g_test_add_data_func("/cluster/deadlock/rwlock-cycle-across-nodes", "rw",
+                         test_deadlock_across_nodes);
 
     rc = g_test_run();
     nm_topo_free(topo);
