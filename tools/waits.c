@@ -2,7 +2,7 @@
  * waits.c -- `netmutex waits` and `netmutex deadlocks`: the waits that
  * deadlock detection published (netmutex_waits(3)), who waits for whom,
  * and the cycles among them; and the "waited for by" of one name that
- * status prints.  A snapshot read key by key: a cycle shown is one
+ * status and list print.  A snapshot read key by key: a cycle shown is one
  * that every member's record showed at its read.
  */
 #include "ac_config.h"
@@ -109,6 +109,21 @@ void cli_print_waited_for(const struct cli_waits *ws, const char *name, const ch
         if (strcmp(ws->v[i].name, name) == 0)
             printf("%swaited for by: %s (wait %llu)\n", indent,
                    cli_text(ws->v[i].waiter, a, sizeof a), ws->v[i].seq);
+}
+
+void cli_put_waited_for_json(const struct cli_waits *ws, const char *name)
+{
+    const char *sep = "";
+    fputs(",\"waited_for_by\":[", stdout);
+    for (size_t i = 0; i < ws->n; i++) {
+        if (strcmp(ws->v[i].name, name) != 0)
+            continue;
+        printf("%s{\"waiter\":", sep);
+        cli_put_json(stdout, ws->v[i].waiter);
+        printf(",\"wait\":%llu}", ws->v[i].seq);
+        sep = ",";
+    }
+    putchar(']');
 }
 
 /* For `netmutex status NAME`: nothing when none is published or the waits
