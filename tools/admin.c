@@ -80,7 +80,7 @@ static void print_shared_json(const struct cli_lock *l)
            sh->waiters);
 }
 
-void cli_print_json(const struct cli_lock *l, int kind_field)
+void cli_print_json(const struct cli_lock *l, int kind_field, const struct cli_waits *ws)
 {
     const netmutex_status_t *st = &l->st;
     char since[64];
@@ -97,10 +97,13 @@ void cli_print_json(const struct cli_lock *l, int kind_field)
     printf(",\"since_ms\":%" PRId64 ",\"since\":", st->since_ms);
     cli_put_json(stdout, since);
     printf(",\"fence\":%" PRIu64 ",\"ttl_ms\":%" PRId64 ",\"waiters\":%u,\"cached\":%s,"
-           "\"idle\":%s,\"unrecoverable\":%s%s}",
+           "\"idle\":%s,\"unrecoverable\":%s%s",
            st->fence, st->ttl_ms, st->waiters, st->cached ? "true" : "false",
            st->idle ? "true" : "false", st->unrecoverable ? "true" : "false",
            kind_field ? ",\"kind\":\"mutex\"" : "");
+    if (ws != NULL)
+        cli_put_waited_for_json(ws, l->name);
+    putchar('}');
 }
 
 static void print_text(const struct cli_lock *l)
@@ -172,7 +175,7 @@ int cli_status(const struct cli_opts *o)
         return cli_exit_code(err);
     }
     if (o->json) {
-        cli_print_json(&l, 0);
+        cli_print_json(&l, 0, NULL);
         putchar('\n');
     } else if (o->kind != CLI_KIND_MUTEX) {
         print_shared_text(&l);

@@ -163,8 +163,10 @@ struct cli_lock {
     netmutex_shared_status_t sh;
 };
 /* KIND_FIELD: list's objects say their kind ("kind"), status's of a mutex
- * do not (they never did). */
-void cli_print_json(const struct cli_lock *l, int kind_field);
+ * do not (they never did).  WS (waits.c): a mutex's object ends with the
+ * waits for it ("waited_for_by", as list prints it); NULL: no such field. */
+struct cli_waits;
+void cli_print_json(const struct cli_lock *l, int kind_field, const struct cli_waits *ws);
 /* "mutex", "rwlock" or "sem"; whether L is held (by anybody). */
 const char *cli_kind_name(enum cli_kind kind);
 int cli_lock_held(const struct cli_lock *l);
@@ -179,9 +181,33 @@ int cli_status(const struct cli_opts *o);
 int cli_break(const struct cli_opts *o);
 int cli_list(const struct cli_opts *o);
 
-/* waits.c */
+/* waits.c: the waits deadlock detection published (netmutex_waits), as
+ * read once; HOLDER may be NULL; SHOWN is for deadlocks' use. */
+struct cli_wait {
+    char *waiter, *name, *holder;
+    unsigned long long seq;
+    int shown;
+};
+struct cli_waits {
+    struct cli_wait *v;
+    size_t n, cap;
+};
+#define CLI_WAITS_INIT { NULL, 0, 0 }
+
+/* waits.c: the waits and deadlocks commands.  cli_waits_read fills WS
+ * (empty: CLI_WAITS_INIT) with every published wait: 0, or
+ * netmutex_waits's error (ENOTSUP in quorum mode) with WS left empty;
+ * cli_waits_free empties it.  For each wait in WS for the mutex NAME:
+ * cli_print_waited_for prints INDENT "waited for by: WAITER (wait SEQ)",
+ * cli_put_waited_for_json the field ,"waited_for_by":[...] of objects
+ * {"waiter":WAITER,"wait":SEQ}.  cli_print_waiting_for reads the waits
+ * and prints NAME's lines, none when they cannot be read (status). */
 int cli_waits(const struct cli_opts *o);
 int cli_deadlocks(const struct cli_opts *o);
+int cli_waits_read(struct cli_waits *ws);
+void cli_waits_free(struct cli_waits *ws);
+void cli_print_waited_for(const struct cli_waits *ws, const char *name, const char *indent);
+void cli_put_waited_for_json(const struct cli_waits *ws, const char *name);
 void cli_print_waiting_for(const char *name);
 /* top.c: netmutex top. */
 int cli_top(const struct cli_opts *o);

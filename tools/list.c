@@ -3,7 +3,8 @@
  * prefix, as netmutex_list(3) finds the mutexes and netmutex_list_shared(3)
  * the read-write locks and semaphores (on every server of a quorum list,
  * every master of a Redis Cluster), in byte order of their names, a
- * mutex, a rwlock then a semaphore of one name.
+ * mutex, a rwlock then a semaphore of one name; under a mutex, the waits
+ * for it that deadlock detection published (waits.c), read once.
  */
 #include "ac_config.h"
 
@@ -119,12 +120,12 @@ static void say_failed(const struct cli_opts *o, const netmutex_list_info_t *inf
         cli_say("cannot list the locks at %s: %s", o->shown_url, netmutex_strerror(err));
 }
 
-static void print_json(const struct cli_lock *locks, size_t n)
+static void print_json(const struct cli_lock *locks, size_t n, const struct cli_waits *ws)
 {
     putchar('[');
     for (size_t i = 0; i < n; i++) {
         fputs(i > 0 ? ",\n" : "\n", stdout);
-        cli_print_json(&locks[i], 1);
+        cli_print_json(&locks[i], 1, locks[i].kind == CLI_KIND_MUTEX ? ws : NULL);
     }
     fputs(n > 0 ? "\n]\n" : "]\n", stdout);
 }
@@ -162,8 +163,9 @@ static void held_text(const struct cli_lock *l, char *buf, size_t size)
 }
 
 /* One line per lock, in columns: a rwlock's holder, since, ttl and fence
- * are its writer's; its waiters, writers and readers. */
-static void print_table(const struct cli_lock *locks, size_t n)
+ * are its writer's; its waiters, writers and readers.  Under a mutex's
+ * line, an indented line per wait for it in WS (if not NULL). */
+static void print_table(const struct cli_lock *locks, size_t n, const struct cli_waits *ws)
 {
     char name[CLI_TEXT_MAX], holder[CLI_TEXT_MAX], since[64], held[32];
     int wn = width_of(locks, n, 0, 4), wh = width_of(locks, n, 1, 6);
@@ -182,7 +184,43 @@ static void print_table(const struct cli_lock *locks, size_t n)
                mutex ? l->st.ttl_ms : l->sh.ttl_ms, mutex ? l->st.fence : l->sh.fence,
                mutex ? l->st.waiters : l->sh.waiters + l->sh.writers_waiting,
                !mutex ? "-" : !l->st.cached ? "no" : l->st.idle ? "idle" : "yes");
+        if (mutex && ws != NULL)
+            cli_print_waited_for(ws, l->name, "  ");
     }
+}
+
+/* The published waits into WS, when a mutex is listed to show them
+ * under: WS, or NULL when there is none, or they cannot be read (in
+ * quorum mode, where detection does not run; after an error, with a
+ * warning: the locks are listed all the same). */
+static const struct cli_waits *read_waits(const struct cli_opts *o, const struct locks *ls,
+                                          struct cli_waits *ws)
+{
+    size_t i = 0;
+    int err;
+
+    while (i < ls->n && ls->v[i].kind != CLI_KIND_MUTEX)
+        i++;
+    if (i == ls->n)
+        return NULL;
+    err = cli_waits_read(ws);
+    if (err != 0 && err != ENOTSUP)
+        cli_say("warning: cannot read the waits at %s: %s", o->shown_url,
+                netmutex_strerror(err));
+    return err == 0 ? ws : NULL;
+}
+
+/* LS as O asks, with the waits for its mutexes. */
+static void print_locks(const struct cli_opts *o, const struct locks *ls)
+{
+    struct cli_waits store = CLI_WAITS_INIT;
+    const struct cli_waits *ws = read_waits(o, ls, &store);
+
+    if (o->json)
+        print_json(ls->v, ls->n, ws);
+    else
+        print_table(ls->v, ls->n, ws);
+    cli_waits_free(&store);
 }
 
 /* 0 when a lock was listed, 1 when none is held, else an error's code. */
@@ -212,10 +250,8 @@ int cli_list(const struct cli_opts *o)
     } else if (err != 0) {
         say_failed(o, &info, err);
         rc = cli_exit_code(err);
-    } else if (o->json) {
-        print_json(ls.v, ls.n);
     } else {
-        print_table(ls.v, ls.n);
+        print_locks(o, &ls);
     }
     if (rc == 0 && fflush(stdout) != 0)
         rc = CLI_EX_OSERR;

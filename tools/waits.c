@@ -1,8 +1,9 @@
 /*
  * waits.c -- `netmutex waits` and `netmutex deadlocks`: the waits that
  * deadlock detection published (netmutex_waits(3)), who waits for whom,
- * and the cycles among them.  A snapshot read key by key: a cycle shown
- * is one that every member's record showed at its read.
+ * and the cycles among them; and the "waited for by" of one name that
+ * status and list print.  A snapshot read key by key: a cycle shown is one
+ * that every member's record showed at its read.
  */
 #include "ac_config.h"
 
@@ -15,17 +16,6 @@
 
 #include "cli.h"
 
-struct wait {
-    char *waiter, *name, *holder; /* holder may be NULL */
-    unsigned long long seq;
-    int shown;                    /* deadlocks: printed in a cycle */
-};
-
-struct waits {
-    struct wait *v;
-    size_t n, cap;
-};
-
 static char *dup_or_null(const char *s)
 {
     return s ? strdup(s) : NULL;
@@ -33,16 +23,16 @@ static char *dup_or_null(const char *s)
 
 static int keep(const netmutex_wait_t *w, void *arg)
 {
-    struct waits *ws = arg;
+    struct cli_waits *ws = arg;
     if (ws->n == ws->cap) {
         size_t cap = ws->cap ? 2 * ws->cap : 16;
-        struct wait *v = realloc(ws->v, cap * sizeof *v);
+        struct cli_wait *v = realloc(ws->v, cap * sizeof *v);
         if (!v)
             return 1;
         ws->v = v;
         ws->cap = cap;
     }
-    struct wait *x = &ws->v[ws->n];
+    struct cli_wait *x = &ws->v[ws->n];
     x->waiter = strdup(w->waiter);
     x->name = strdup(w->name);
     x->holder = dup_or_null(w->holder);
@@ -58,7 +48,7 @@ static int keep(const netmutex_wait_t *w, void *arg)
     return 0;
 }
 
-static void waits_free(struct waits *ws)
+void cli_waits_free(struct cli_waits *ws)
 {
     for (size_t i = 0; i < ws->n; i++) {
         free(ws->v[i].waiter);
@@ -66,15 +56,21 @@ static void waits_free(struct waits *ws)
         free(ws->v[i].holder);
     }
     free(ws->v);
+    *ws = (struct cli_waits)CLI_WAITS_INIT;
+}
+
+int cli_waits_read(struct cli_waits *ws)
+{
+    int err = netmutex_waits(keep, ws, NULL);
+    if (err != 0)
+        cli_waits_free(ws);
+    return err == ECANCELED ? ENOMEM : err; /* keep ran out of memory */
 }
 
 /* The waits, or an exit code (0 when read). */
-static int read_waits(const struct cli_opts *o, struct waits *ws)
+static int read_waits(const struct cli_opts *o, struct cli_waits *ws)
 {
-    netmutex_list_info_t info;
-    int err = netmutex_waits(keep, ws, &info);
-    if (err == ECANCELED)
-        err = ENOMEM;
+    int err = cli_waits_read(ws);
     if (err == 0)
         return 0;
     if (err == ENOTSUP)
@@ -88,7 +84,7 @@ static int read_waits(const struct cli_opts *o, struct waits *ws)
  * code. */
 int cli_waits(const struct cli_opts *o)
 {
-    struct waits ws = { NULL, 0, 0 };
+    struct cli_waits ws = CLI_WAITS_INIT;
     char a[CLI_TEXT_MAX], b[CLI_TEXT_MAX], c[CLI_TEXT_MAX];
     int rc = read_waits(o, &ws);
     if (rc == 0 && ws.n > 0) {
@@ -102,28 +98,45 @@ int cli_waits(const struct cli_opts *o)
         rc = CLI_EX_OSERR;
     if (rc == 0 && ws.n == 0)
         rc = 1;
-    waits_free(&ws);
+    cli_waits_free(&ws);
     return rc;
 }
 
-/* For `netmutex status NAME`: a line per published wait for the mutex
- * NAME, naming the waiter, and the waiting holder of what it holds when
- * there is one.  Nothing when none is published or the waits cannot be
- * read (status has said what it came for already). */
-void cli_print_waiting_for(const char *name)
+void cli_print_waited_for(const struct cli_waits *ws, const char *name, const char *indent)
 {
-    struct waits ws = { NULL, 0, 0 };
     char a[CLI_TEXT_MAX];
-    if (netmutex_waits(keep, &ws, NULL) == 0) {
-        for (size_t i = 0; i < ws.n; i++)
-            if (strcmp(ws.v[i].name, name) == 0)
-                printf("waited for by: %s (wait %llu)\n", cli_text(ws.v[i].waiter, a, sizeof a),
-                       ws.v[i].seq);
-    }
-    waits_free(&ws);
+    for (size_t i = 0; i < ws->n; i++)
+        if (strcmp(ws->v[i].name, name) == 0)
+            printf("%swaited for by: %s (wait %llu)\n", indent,
+                   cli_text(ws->v[i].waiter, a, sizeof a), ws->v[i].seq);
 }
 
-static long find(const struct waits *ws, const char *waiter)
+void cli_put_waited_for_json(const struct cli_waits *ws, const char *name)
+{
+    const char *sep = "";
+    fputs(",\"waited_for_by\":[", stdout);
+    for (size_t i = 0; i < ws->n; i++) {
+        if (strcmp(ws->v[i].name, name) != 0)
+            continue;
+        printf("%s{\"waiter\":", sep);
+        cli_put_json(stdout, ws->v[i].waiter);
+        printf(",\"wait\":%llu}", ws->v[i].seq);
+        sep = ",";
+    }
+    putchar(']');
+}
+
+/* For `netmutex status NAME`: nothing when none is published or the waits
+ * cannot be read (status has said what it came for already). */
+void cli_print_waiting_for(const char *name)
+{
+    struct cli_waits ws = CLI_WAITS_INIT;
+    if (cli_waits_read(&ws) == 0)
+        cli_print_waited_for(&ws, name, "");
+    cli_waits_free(&ws);
+}
+
+static long find(const struct cli_waits *ws, const char *waiter)
 {
     for (size_t i = 0; waiter && i < ws->n; i++)
         if (strcmp(ws->v[i].waiter, waiter) == 0)
@@ -133,7 +146,7 @@ static long find(const struct waits *ws, const char *waiter)
 
 /* Prints the cycle through wait I, if its chain of holders comes back to
  * a wait on it: 1 when one was printed. */
-static int print_cycle_from(struct waits *ws, size_t i)
+static int print_cycle_from(struct cli_waits *ws, size_t i)
 {
     char a[CLI_TEXT_MAX], b[CLI_TEXT_MAX], c[CLI_TEXT_MAX];
     size_t steps = 0;
@@ -165,7 +178,7 @@ static int print_cycle_from(struct waits *ws, size_t i)
  * code. */
 int cli_deadlocks(const struct cli_opts *o)
 {
-    struct waits ws = { NULL, 0, 0 };
+    struct cli_waits ws = CLI_WAITS_INIT;
     int cycles = 0;
     int rc = read_waits(o, &ws);
     for (size_t i = 0; rc == 0 && i < ws.n; i++)
@@ -174,6 +187,6 @@ int cli_deadlocks(const struct cli_opts *o)
         rc = CLI_EX_OSERR;
     if (rc == 0 && cycles == 0)
         rc = 1;
-    waits_free(&ws);
+    cli_waits_free(&ws);
     return rc;
 }
