@@ -757,16 +757,21 @@ NETMUTEX_API int netmutex_stats_reset(void);
 /* The waits deadlock detection published (netmutex_attr_setdeadlock), for
  * people and tools (netmutex(1) waits, deadlocks): FN is called once per
  * thread that has waited more than about 150 ms for a mutex with
- * detection, in byte order of the waiters, until it returns non-zero.
- * WAITER is its "host:pid:tid" (the holder string of netmutex_status),
- * NAME the mutex it waits for, HELD the NHELD mutexes it holds, SEQ the
- * wait's number (the highest is the youngest wait, the one a cycle
- * ends), and HOLDER the waiter that holds NAME when that holder waits too
- * (NULL otherwise): following HOLDER from waiter to waiter walks the
- * wait-for graph.  The strings live until FN returns.  Looks where
- * netmutex_list looks (SCAN), then two reads per waiter; a snapshot, not
- * atomic.  Changes nothing.  0, ECANCELED, EINVAL (FN NULL), EAGAIN,
- * EACCES, EPROTO, ENOMEM as netmutex_list; ENOTSUP in quorum mode. */
+ * detection, or for a read-write lock under NETMUTEX_DEADLOCK=detect, in
+ * byte order of the waiters, until it returns non-zero.  WAITER is its
+ * "host:pid:tid" (the holder string of netmutex_status), NAME the lock it
+ * waits for and WAIT_AS how ("lock" a mutex, "read" or "write" a
+ * read-write lock), HELD the NHELD locks it holds and HELD_AS[i] how it
+ * holds HELD[i] (the same words), SEQ the wait's number (the highest is
+ * the youngest wait, the one a cycle ends), and HOLDER a waiter that
+ * holds NAME in a way that keeps this wait out, when that holder waits
+ * too (NULL otherwise; of several, the first in byte order): following
+ * HOLDER from waiter to waiter walks the wait-for graph.  The strings
+ * live until FN returns.  Looks where netmutex_list looks (SCAN), then
+ * the record of each waiter and of the holders tried (one, for a mutex);
+ * a snapshot, not atomic.  Changes nothing.  0, ECANCELED, EINVAL (FN
+ * NULL), EAGAIN, EACCES, EPROTO, ENOMEM as netmutex_list; ENOTSUP in
+ * quorum mode. */
 typedef struct netmutex_wait {
     const char *waiter;
     const char *name;
@@ -774,8 +779,11 @@ typedef struct netmutex_wait {
     unsigned long long seq;
     const char *const *held;
     unsigned int nheld;
+    /* After 0.2.0, taken from the reserved room. */
+    const char *wait_as;
+    const char *const *held_as;
     /* Room for what later versions report; zeroed. */
-    void *nm_reserved[4];
+    void *nm_reserved[2];
 } netmutex_wait_t;
 typedef int (*netmutex_waits_fn)(const netmutex_wait_t *w, void *arg);
 NETMUTEX_API int netmutex_waits(netmutex_waits_fn fn, void *arg, netmutex_list_info_t *info);

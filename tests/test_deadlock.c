@@ -323,6 +323,7 @@ static void test_off(gconstpointer data)
 typedef struct Seen {
     int n;
     char waiter[2][128], holder[2][128], name[2][NAME_LEN];
+    char as[2][8], held[2][NAME_LEN], held_as[2][8];
 } Seen;
 
 static int see(const netmutex_wait_t *w, void *arg)
@@ -332,6 +333,9 @@ static int see(const netmutex_wait_t *w, void *arg)
         g_strlcpy(s->waiter[s->n], w->waiter, sizeof s->waiter[0]);
         g_strlcpy(s->holder[s->n], w->holder ? w->holder : "", sizeof s->holder[0]);
         g_strlcpy(s->name[s->n], w->name, sizeof s->name[0]);
+        g_strlcpy(s->as[s->n], w->wait_as ? w->wait_as : "?", sizeof s->as[0]);
+        g_strlcpy(s->held[s->n], w->nheld ? w->held[0] : "", sizeof s->held[0]);
+        g_strlcpy(s->held_as[s->n], w->nheld ? w->held_as[0] : "", sizeof s->held_as[0]);
     }
     s->n++;
     return 0;
@@ -359,6 +363,44 @@ static void chain_waits_seen(Ring *r)
     g_assert_cmpstr(s.holder[zero], ==, s.waiter[1 - zero]);
     g_assert_cmpstr(s.holder[1 - zero], ==, "");
     nm_assert_rc(netmutex_waits(NULL, NULL, NULL), EINVAL);
+    nm_assert_rc(netmutex_shutdown(), 0);
+}
+
+/* The waits of a chain (see chain_waits_seen) once both are published:
+ * the index in S of the one for names[1], or fails. */
+static int seen_chain(Ring *r, Seen *s)
+{
+    gint64 bound = nmt_now_ms() + nm_ms(r->last_hold_ms);
+    nm_configure(redis);
+    do {
+        memset(s, 0, sizeof *s);
+        nm_assert_rc(netmutex_waits(see, s, NULL), 0);
+        if (s->n == 2)
+            break;
+        nmt_sleep_ms(20);
+    } while (nmt_now_ms() < bound);
+    g_assert_cmpint(s->n, ==, 2);
+    return strcmp(s->name[0], r->names[1]) == 0 ? 0 : 1;
+}
+
+/* A chain of read-write locks and a mutex ("rmw", see rw_chain): member 0
+ * reads names[0] and waits for mutex names[1]; member 1 holds that and
+ * waits to read names[2], which the last member writes and waits for
+ * nothing. */
+static void rw_chain_seen(Ring *r)
+{
+    Seen s;
+    int zero = seen_chain(r, &s), one = 1 - zero;
+    g_assert_cmpstr(s.name[zero], ==, r->names[1]);
+    g_assert_cmpstr(s.as[zero], ==, "lock");
+    g_assert_cmpstr(s.held[zero], ==, r->names[0]);
+    g_assert_cmpstr(s.held_as[zero], ==, "read");
+    g_assert_cmpstr(s.holder[zero], ==, s.waiter[one]);
+    g_assert_cmpstr(s.name[one], ==, r->names[2]);
+    g_assert_cmpstr(s.as[one], ==, "read");
+    g_assert_cmpstr(s.held[one], ==, r->names[1]);
+    g_assert_cmpstr(s.held_as[one], ==, "lock");
+    g_assert_cmpstr(s.holder[one], ==, "");
     nm_assert_rc(netmutex_shutdown(), 0);
 }
 
@@ -417,8 +459,10 @@ static void test_rw(gconstpointer data)
     if (c->chain) {
         r->chain = 1;
         r->last_hold_ms = 3000;
+        during_run = rw_chain_seen;
     }
     ring_run(r, 0, -1);
+    during_run = NULL;
     if (c->chain) {
         g_assert_cmpint(r->edeadlk, ==, 0);
         g_assert_cmpint(r->bad, ==, 0);

@@ -186,6 +186,7 @@ int cli_list(const struct cli_opts *o);
 struct cli_wait {
     char *waiter, *name, *holder;
     unsigned long long seq;
+    char as[8]; /* "lock" a mutex, "read" or "write" a read-write lock */
     int shown;
 };
 struct cli_waits {
@@ -197,7 +198,8 @@ struct cli_waits {
 /* waits.c: the waits and deadlocks commands.  cli_waits_read fills WS
  * (empty: CLI_WAITS_INIT) with every published wait: 0, or
  * netmutex_waits's error (ENOTSUP in quorum mode) with WS left empty;
- * cli_waits_free empties it.  For each wait in WS for the mutex NAME:
+ * cli_waits_free empties it.  For each wait in WS for the mutex NAME (a
+ * read-write lock's waits are left to waits and deadlocks):
  * cli_print_waited_for prints INDENT "waited for by: WAITER (wait SEQ)",
  * cli_put_waited_for_json the field ,"waited_for_by":[...] of objects
  * {"waiter":WAITER,"wait":SEQ}.  cli_print_waiting_for reads the waits

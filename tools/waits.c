@@ -37,6 +37,8 @@ static int keep(const netmutex_wait_t *w, void *arg)
     x->name = strdup(w->name);
     x->holder = dup_or_null(w->holder);
     x->seq = w->seq;
+    /* A library without the field (0.2.0) waited for mutexes only. */
+    snprintf(x->as, sizeof x->as, "%s", w->wait_as ? w->wait_as : "lock");
     x->shown = 0;
     if (!x->waiter || !x->name || (w->holder && !x->holder)) {
         free(x->waiter);
@@ -67,6 +69,29 @@ int cli_waits_read(struct cli_waits *ws)
     return err == ECANCELED ? ENOMEM : err; /* keep ran out of memory */
 }
 
+/* Whether wait X is for a mutex. */
+static int for_mutex(const struct cli_wait *x)
+{
+    return strcmp(x->as, "lock") == 0;
+}
+
+/* Room for a name as shown (cli_text), in quotes, and " (write)". */
+#define WAIT_TEXT_MAX (CLI_TEXT_MAX + 16)
+
+/* X's name as shown (in quotes if QUOTE), with " (read)" or " (write)"
+ * after a read-write lock's: BUF, of WAIT_TEXT_MAX bytes. */
+static const char *wait_text(const struct cli_wait *x, int quote, char buf[WAIT_TEXT_MAX])
+{
+    char name[CLI_TEXT_MAX];
+    const char *q = quote ? "\"" : "";
+    cli_text(x->name, name, sizeof name);
+    if (for_mutex(x))
+        snprintf(buf, WAIT_TEXT_MAX, "%s%s%s", q, name, q);
+    else
+        snprintf(buf, WAIT_TEXT_MAX, "%s%s%s (%s)", q, name, q, x->as);
+    return buf;
+}
+
 /* The waits, or an exit code (0 when read). */
 static int read_waits(const struct cli_opts *o, struct cli_waits *ws)
 {
@@ -85,13 +110,13 @@ static int read_waits(const struct cli_opts *o, struct cli_waits *ws)
 int cli_waits(const struct cli_opts *o)
 {
     struct cli_waits ws = CLI_WAITS_INIT;
-    char a[CLI_TEXT_MAX], b[CLI_TEXT_MAX], c[CLI_TEXT_MAX];
+    char a[CLI_TEXT_MAX], b[WAIT_TEXT_MAX], c[CLI_TEXT_MAX];
     int rc = read_waits(o, &ws);
     if (rc == 0 && ws.n > 0) {
         printf("%-30s %-10s %-30s %s\n", "WAITER", "WAIT", "WAITS FOR", "HELD BY (WAITING)");
         for (size_t i = 0; i < ws.n; i++)
             printf("%-30s %-10llu %-30s %s\n", cli_text(ws.v[i].waiter, a, sizeof a),
-                   ws.v[i].seq, cli_text(ws.v[i].name, b, sizeof b),
+                   ws.v[i].seq, wait_text(&ws.v[i], 0, b),
                    ws.v[i].holder ? cli_text(ws.v[i].holder, c, sizeof c) : "-");
     }
     if (rc == 0 && fflush(stdout) != 0)
@@ -106,7 +131,7 @@ void cli_print_waited_for(const struct cli_waits *ws, const char *name, const ch
 {
     char a[CLI_TEXT_MAX];
     for (size_t i = 0; i < ws->n; i++)
-        if (strcmp(ws->v[i].name, name) == 0)
+        if (for_mutex(&ws->v[i]) && strcmp(ws->v[i].name, name) == 0)
             printf("%swaited for by: %s (wait %llu)\n", indent,
                    cli_text(ws->v[i].waiter, a, sizeof a), ws->v[i].seq);
 }
@@ -116,7 +141,7 @@ void cli_put_waited_for_json(const struct cli_waits *ws, const char *name)
     const char *sep = "";
     fputs(",\"waited_for_by\":[", stdout);
     for (size_t i = 0; i < ws->n; i++) {
-        if (strcmp(ws->v[i].name, name) != 0)
+        if (!for_mutex(&ws->v[i]) || strcmp(ws->v[i].name, name) != 0)
             continue;
         printf("%s{\"waiter\":", sep);
         cli_put_json(stdout, ws->v[i].waiter);
@@ -148,7 +173,7 @@ static long find(const struct cli_waits *ws, const char *waiter)
  * a wait on it: 1 when one was printed. */
 static int print_cycle_from(struct cli_waits *ws, size_t i)
 {
-    char a[CLI_TEXT_MAX], b[CLI_TEXT_MAX], c[CLI_TEXT_MAX];
+    char a[CLI_TEXT_MAX], b[WAIT_TEXT_MAX], c[CLI_TEXT_MAX];
     size_t steps = 0;
     long at = (long)i;
     /* Walk n steps: if there is a cycle on the chain, AT is on it then. */
@@ -166,9 +191,9 @@ static int print_cycle_from(struct cli_waits *ws, size_t i)
     k = at;
     do {
         ws->v[k].shown = 1;
-        printf("  %s (wait %llu) waits for \"%s\", held by %s\n",
+        printf("  %s (wait %llu) waits for %s, held by %s\n",
                cli_text(ws->v[k].waiter, a, sizeof a), ws->v[k].seq,
-               cli_text(ws->v[k].name, b, sizeof b), cli_text(ws->v[k].holder, c, sizeof c));
+               wait_text(&ws->v[k], 1, b), cli_text(ws->v[k].holder, c, sizeof c));
         k = find(ws, ws->v[k].holder);
     } while (k != at);
     return 1;

@@ -378,24 +378,23 @@ static int hand_out_wait(nm_config_t *cfg, const char *id, netmutex_waits_fn fn,
 {
     char *text, *holder = NULL, *name = NULL;
     char *held[NM_WAITREC_HELD_MAX] = { NULL };
-    size_t len, hlen;
+    const char *held_as[NM_WAITREC_HELD_MAX] = { NULL };
+    size_t len;
     nm_waitrec_t r;
     int err = nm_waitfor_record(cfg, id, strlen(id), &text, &len);
     if (err || !text)
         return err;
-    if (nm_waitrec_parse(text, len, &r) != 0 || r.wait_kind != NM_WAIT_MUTEX) {
+    if (nm_waitrec_parse(text, len, &r) != 0 || !nm_waitfor_kind_word(r.wait_kind)) {
         free(text);
         return 0; /* not a record this version understands */
     }
-    err = nm_waitfor_holder(cfg, r.wait, r.wait_len, &holder, &hlen);
+    err = nm_waitfor_blocker(cfg, &r, &holder);
     if (!err && !(name = copy(r.wait, r.wait_len)))
         err = ENOMEM;
-    /* The mutexes it holds: a read-write lock's holds are the walk's
-     * (waitfor.h), not this listing's. */
     size_t nheld = 0;
     for (size_t i = 0; !err && i < r.nheld; i++) {
-        if (r.held_kind[i] != NM_WAIT_MUTEX)
-            continue;
+        if (!(held_as[nheld] = nm_waitfor_kind_word(r.held_kind[i])))
+            continue; /* a kind of a later version */
         if (!(held[nheld++] = copy(r.held[i], r.held_len[i])))
             err = ENOMEM;
     }
@@ -407,6 +406,8 @@ static int hand_out_wait(nm_config_t *cfg, const char *id, netmutex_waits_fn fn,
             .seq = (unsigned long long)r.seq,
             .held = (const char *const *)held,
             .nheld = (unsigned int)nheld,
+            .wait_as = nm_waitfor_kind_word(r.wait_kind),
+            .held_as = held_as,
         };
         if (fn(&w, arg) != 0)
             err = ECANCELED;

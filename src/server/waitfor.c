@@ -338,6 +338,40 @@ int nm_waitfor_holders(nm_config_t *cfg, char kind, const char *name, size_t nam
     return 0;
 }
 
+int nm_waitfor_blocker(nm_config_t *cfg, const nm_waitrec_t *r, char **id)
+{
+    char **ids;
+    size_t n;
+    *id = NULL;
+    int err = nm_waitfor_holders(cfg, r->wait_kind, r->wait, r->wait_len, &ids, &n);
+    for (size_t i = 0; !err && !*id && i < n; i++) {
+        char *text;
+        size_t len;
+        nm_waitrec_t h;
+        if (nm_waitfor_record(cfg, ids[i], strlen(ids[i]), &text, &len) != 0 || !text)
+            continue;
+        if (nm_waitrec_parse(text, len, &h) == 0 &&
+            nm_waitrec_blocks(&h, r->wait_kind, r->wait, r->wait_len)) {
+            *id = ids[i];
+            ids[i] = NULL;
+        }
+        free(text);
+    }
+    if (!err)
+        nm_waitfor_ids_free(ids, n);
+    return err;
+}
+
+const char *nm_waitfor_kind_word(char kind)
+{
+    switch (kind) {
+    case NM_WAIT_MUTEX: return "lock";
+    case NM_WAIT_READ: return "read";
+    case NM_WAIT_WRITE: return "write";
+    default: return NULL;
+    }
+}
+
 /* DEL KEY, or SREM KEY ID for a read-write lock's set. */
 static void forget_hold(nm_config_t *cfg, const nm_waitrec_t *r, size_t i, const char *id)
 {

@@ -91,4 +91,12 @@ int nm_waitfor_holders(nm_config_t *cfg, char kind, const char *name, size_t nam
                        char ***ids, size_t *n);
 void nm_waitfor_ids_free(char **ids, size_t n);
 
+/* The first of the waiting holders of what R waits for whose record holds
+ * it in a way that keeps R's wait out (*ID malloc'ed, NULL when none): 0
+ * or an error. */
+int nm_waitfor_blocker(nm_config_t *cfg, const nm_waitrec_t *r, char **id);
+
+/* A kind of wait or hold in words: "lock", "read", "write", or NULL. */
+const char *nm_waitfor_kind_word(char kind);
+
 #endif /* NM_WAITFOR_H */

@@ -6,7 +6,8 @@
 # its JSON), not under another held name's, and `deadlocks` finds no
 # cycle in a plain wait (exit 1).  Once the waiter is gone, `waits` lists
 # nothing (exit 1), and status and list name no waiter, even while the
-# name stays held.
+# name stays held.  A shared run's wait is a read-write lock's: `waits`
+# marks it "(read)".
 . "${srcdir:-.}/cli/lib.sh"
 
 start_redis r1
@@ -100,5 +101,23 @@ check "... and list shows job held, waited for by nobody" \
     "$tmp/list.txt"
 "$NM" list --json >"$tmp/list.json"
 check "... in its JSON too ($(waited job))" test "$(waited job)" = "[]"
+release_hold
+
+# A read-write lock's wait: a shared run waits to read rw, which an
+# exclusive run writes; `waits` says so after the name.
+hold rw
+NETMUTEX_DEADLOCK=detect "$NM" -s rw true 2>/dev/null &
+waiter=$!
+bg_pids="$bg_pids $waiter"
+wait_for 30 published || bail "the read wait was never published"
+check "waits shows a read-write lock's wait as read ($(tail -n 1 "$tmp/waits.out"))" \
+    quiet awk 'NR == 2 && $3 == "rw" && $4 == "(read)" && $5 == "-"' "$tmp/waits.out"
+"$NM" list >"$tmp/list.txt"
+check "... which list does not put under a mutex's line" \
+    sh -c '! grep -q "waited for by" "$1"' sh "$tmp/list.txt"
+release_hold
+wait "$waiter"
+rc=$?
+check "the shared run got rw and ran its command (exit $rc)" test "$rc" = 0
 
 done_testing
