@@ -558,6 +558,20 @@ NETMUTEX_API int netmutex_sem_post(netmutex_sem_t *s);
  * reached), EACCES, EPROTO, ENOMEM. */
 NETMUTEX_API int netmutex_sem_getvalue(netmutex_sem_t *s, int *value);
 
+/* ---- call sites ---------------------------------------------------------- */
+
+/* Names the source FILE and LINE of the calling thread's next lock call,
+ * for lock-order checking (NETMUTEX_LOCKDEP=1) to report instead of a
+ * return address: the next mutex, read or write lock or permit this
+ * thread takes gets the site, and the site is then forgotten, so it never
+ * names a later hold.  FILE NULL (LINE 0) forgets a site no hold took (the
+ * call failed, or made no hold).  FILE must live as long as the hold: a
+ * string literal, __FILE__.  <netmutex/pthread.h> calls it for every lock
+ * call when NETMUTEX_CALL_SITES is defined (netmutex_pthread(3)).
+ * Costs a store; needs no configuration.  0, EINVAL (LINE below 1 with a
+ * FILE, or not 0 without one). */
+NETMUTEX_API int netmutex_call_site(const char *file, int line);
+
 /* ---- inspection ---------------------------------------------------------- */
 
 /* What the servers know about NAME, for people and tools (netmutex(1)

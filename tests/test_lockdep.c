@@ -7,6 +7,12 @@
  * processes are gone; a mutex and a read-write lock of one name are two
  * locks; on a Redis Cluster as on one server.
  *
+ * The call sites of the porting layer's calls: with NETMUTEX_CALL_SITES
+ * (sites_on.c) the inversion names that file and the lines of the calls,
+ * a condition wait's retaking of its mutex included; without it
+ * (sites_off.c) a return address, as for the native calls; a site named
+ * by a call that took no hold goes to no later hold.
+ *
  * The workers are this program exec'd anew (lockdep_worker), so that each
  * reads NETMUTEX_LOCKDEP at its own start, as a program does; each writes
  * the lines its logger receives to a file the test reads.
@@ -14,12 +20,17 @@
 #include "ac_config.h"
 
 #include "fixture.h"
+#include "sites.h"
 #include "topo_cluster.h"
 
 #include <glib/gstdio.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#define NETMUTEX_PTHREAD_DECLARE_ONLY /* the types and calls, nothing renamed */
+#include <netmutex/pthread.h>
 
 #define WORKER_FLAG "--lockdep-worker"
 /* The workers' lease: the orders' keys live three half-leases. */
@@ -70,12 +81,60 @@ static int take_in_order(const char *spec)
     return rc;
 }
 
-/* argv: flag, url, log file, then one spec per round (see take_in_order).
- * Says "ready" after its rounds, then waits for its stdin to close. */
+/* A round of the porting layer's calls (sites.h): SPEC is
+ * "sites,HOW,A,B", HOW one of on-forward, on-reverse, on-cond (A then B,
+ * B then A, A then B then a wait on A, named sites), off-forward,
+ * off-reverse (no sites), stale (B, then calls that name sites and take
+ * no hold, then A).  The lines sites.h's calls store are added to SAID. */
+static int take_sites(const char *spec, GString *said)
+{
+    char **items = g_strsplit(spec, ",", 0);
+    netmutex_pthread_mutex_t a = NETMUTEX_PTHREAD_INITIALIZER;
+    netmutex_pthread_mutex_t b = NETMUTEX_PTHREAD_INITIALIZER;
+    const char *how = items[1];
+    int line = 0, wait_line = 0, rc = g_strv_length(items) == 4 ? 0 : -1;
+    if (!rc)
+        rc = netmutex_pthread_setname(&a, items[2]);
+    if (!rc)
+        rc = netmutex_pthread_setname(&b, items[3]);
+    if (rc)
+        ;
+    else if (strcmp(how, "on-forward") == 0)
+        rc = sites_on_forward(&a, &b, &line);
+    else if (strcmp(how, "on-reverse") == 0)
+        rc = sites_on_reverse(&a, &b, &line);
+    else if (strcmp(how, "on-cond") == 0)
+        rc = sites_on_cond(&a, &b, &line, &wait_line);
+    else if (strcmp(how, "off-forward") == 0)
+        rc = sites_off_forward(&a, &b, &line);
+    else if (strcmp(how, "off-reverse") == 0)
+        rc = sites_off_reverse(&a, &b, &line);
+    else if (strcmp(how, "stale") == 0) {
+        if (!(rc = sites_off_lock(&b))) {
+            if (!(rc = sites_on_no_hold(&b)) && !(rc = sites_off_lock(&a)))
+                rc = sites_off_unlock(&a);
+            int rb = sites_off_unlock(&b);
+            rc = rc ? rc : rb;
+        }
+    } else
+        rc = -1;
+    if (line)
+        g_string_append_printf(said, " %d", line);
+    if (wait_line)
+        g_string_append_printf(said, " %d", wait_line);
+    int ra = netmutex_pthread_mutex_destroy(&a), rb = netmutex_pthread_mutex_destroy(&b);
+    g_strfreev(items);
+    return rc ? rc : ra ? ra : rb;
+}
+
+/* argv: flag, url, log file, then one spec per round (see take_in_order
+ * and take_sites).  Says "ready" after its rounds, with the lines the
+ * rounds of take_sites stored, then waits for its stdin to close. */
 static int lockdep_worker(int argc, char **argv)
 {
     FILE *log = fopen(argv[3], "a");
     netmutex_config_t cfg = { 0 };
+    GString *said = g_string_new("ready");
     char buf[16];
     if (!log || netmutex_set_log(NETMUTEX_LOG_WARN, to_file, log) != 0)
         return 2;
@@ -84,9 +143,11 @@ static int lockdep_worker(int argc, char **argv)
     if (netmutex_configure(&cfg) != 0)
         return 3;
     for (int i = 4; i < argc; i++)
-        if (take_in_order(argv[i]) != 0)
+        if ((g_str_has_prefix(argv[i], "sites,") ? take_sites(argv[i], said)
+                                                  : take_in_order(argv[i])) != 0)
             return 4;
-    printf("ready\n");
+    printf("%s\n", said->str);
+    g_string_free(said, TRUE);
     fflush(stdout);
     while (read(0, buf, sizeof buf) > 0)
         ;
@@ -98,6 +159,7 @@ static int lockdep_worker(int argc, char **argv)
 typedef struct worker {
     GPid pid;
     int in, out;
+    int lines[2]; /* what it said after "ready" (take_sites), or 0 */
 } worker_t;
 
 /* Starts a worker with NETMUTEX_LOCKDEP=LOCKDEP (NULL: unset) running the
@@ -124,10 +186,16 @@ static worker_t start_worker(const char *lockdep, const char *log_path, const ch
                                            &w.in, &w.out, NULL, &error);
     g_assert_no_error(error);
     g_assert_true(ok);
-    char line[16] = "";
-    ssize_t n = read(w.out, line, sizeof line - 1);
-    g_assert_cmpint(n, >, 0);
+    char line[64] = "";
+    size_t got = 0;
+    while (got < sizeof line - 1 && !strchr(line, '\n')) {
+        ssize_t n = read(w.out, line + got, sizeof line - 1 - got);
+        g_assert_cmpint(n, >, 0);
+        got += (size_t)n;
+    }
     g_assert_true(g_str_has_prefix(line, "ready"));
+    w.lines[0] = w.lines[1] = 0;
+    (void)sscanf(line, "ready %d %d", &w.lines[0], &w.lines[1]);
     g_strfreev(env);
     g_ptr_array_unref(args);
     g_free(url);
@@ -406,6 +474,132 @@ static void test_one_process(void)
     g_free(qa), g_free(a), g_free(b), g_free(ab), g_free(ba), g_free(path);
 }
 
+/* ---- call sites (the porting layer's NETMUTEX_CALL_SITES) ----------------- */
+
+/* How many times LINE names FILE (its last path component) and a line: at
+ * N when N is not 0, at any line otherwise. */
+static int count_sites(const char *line, const char *file, int n)
+{
+    int count = 0;
+    size_t len = strlen(file);
+    for (const char *p = strstr(line, file); p; p = strstr(p + 1, file)) {
+        char *end;
+        if ((p > line && p[-1] != '/' && p[-1] != ' ') || p[len] != ':')
+            continue;
+        long at = strtol(p + len + 1, &end, 10);
+        if (end != p + len + 1 && (n == 0 || at == n))
+            count++;
+    }
+    return count;
+}
+
+static int count_of(const char *line, const char *needle)
+{
+    int count = 0;
+    for (const char *p = strstr(line, needle); p; p = strstr(p + 1, needle))
+        count++;
+    return count;
+}
+
+/* Runs worker 1 with the round HOW1 and worker 2 with HOW2 (each a
+ * take_sites round of the names A and B), and returns the one line they
+ * logged; *W1 and *W2 get the workers, stopped, and their lines. */
+static char *sites_pair(const char *how1, const char *how2, worker_t *w1, worker_t *w2)
+{
+    char *a = nm_test_name("a"), *b = nm_test_name("b");
+    char *r1 = g_strdup_printf("sites,%s,%s,%s", how1, a, b);
+    char *r2 = g_strdup_printf("sites,%s,%s,%s", how2, a, b);
+    char *tag = g_strdup_printf("sites-%s-%s.log", how1, how2);
+    char *path = log_file(tag);
+    const char *first[] = { r1, NULL }, *second[] = { r2, NULL };
+
+    *w1 = start_worker("1", path, first);
+    g_assert_true(wait_keys("netmutex:{o*", 1, 10000));
+    *w2 = start_worker("1", path, second);
+    g_assert_true(wait_inversions(path, 1, 10000));
+    g_assert_true(wait_keys("netmutex:{i*", 1, 10000));
+    nmt_sleep_ms(nm_ms(3 * LEASE_MS));
+    GPtrArray *lines = inversions(path);
+    g_assert_cmpuint(lines->len, ==, 1);
+    char *line = g_strdup(g_ptr_array_index(lines, 0));
+    g_test_message("%s", line);
+    char *pid1 = g_strdup_printf(":%d ", (int)w1->pid), *pid2 = g_strdup_printf(":%d ", (int)w2->pid);
+    g_assert_nonnull(strstr(line, pid1));
+    g_assert_nonnull(strstr(line, pid2));
+    stop_worker(w1);
+    stop_worker(w2);
+    g_assert_true(wait_keys("netmutex:{[oi]*", 0, 10000));
+    g_ptr_array_unref(lines);
+    g_free(pid1), g_free(pid2);
+    g_free(a), g_free(b), g_free(r1), g_free(r2), g_free(tag), g_free(path);
+    return line;
+}
+
+/* With NETMUTEX_CALL_SITES, A then B and B then A: both sites are
+ * sites_on.c at the lines of the second lock calls. */
+static void test_sites_named(void)
+{
+    worker_t w1, w2;
+    char *line = sites_pair("on-forward", "on-reverse", &w1, &w2);
+    g_assert_cmpint(w1.lines[0], >, 0);
+    g_assert_cmpint(w2.lines[0], >, 0);
+    g_assert_cmpint(w1.lines[0], !=, w2.lines[0]);
+    g_assert_cmpint(count_sites(line, "sites_on.c", w1.lines[0]), ==, 1);
+    g_assert_cmpint(count_sites(line, "sites_on.c", w2.lines[0]), ==, 1);
+    g_assert_cmpint(count_of(line, "test_lockdep+0x"), ==, 0);
+    g_free(line);
+}
+
+/* Without it: no file, a return address in this program, twice. */
+static void test_sites_unnamed(void)
+{
+    worker_t w1, w2;
+    char *line = sites_pair("off-forward", "off-reverse", &w1, &w2);
+    g_assert_cmpint(count_sites(line, "sites_off.c", 0), ==, 0);
+    g_assert_cmpint(count_of(line, ".c:"), ==, 0);
+    g_assert_cmpint(count_of(line, "test_lockdep+0x"), ==, 2);
+    g_free(line);
+}
+
+/* Sites named by calls that took no hold (a process-local mutex, a
+ * trylock that failed) go to no later hold: the second worker's order,
+ * taken without a site, is a return address, not sites_on.c. */
+static void test_sites_stale(void)
+{
+    worker_t w1, w2;
+    char *line = sites_pair("on-forward", "stale", &w1, &w2);
+    g_assert_cmpint(count_sites(line, "sites_on.c", w1.lines[0]), ==, 1);
+    g_assert_cmpint(count_sites(line, "sites_on.c", 0), ==, 1);
+    g_assert_cmpint(count_of(line, "test_lockdep+0x"), ==, 1);
+    g_free(line);
+}
+
+/* A condition wait takes its mutex again under its own site: A then B at
+ * B's lock, B then A at the wait, in one process. */
+static void test_sites_cond(void)
+{
+    char *a = nm_test_name("a"), *b = nm_test_name("b");
+    char *round = g_strdup_printf("sites,on-cond,%s,%s", a, b);
+    char *path = log_file("sites-cond.log");
+    const char *rounds[] = { round, NULL };
+
+    worker_t w = start_worker("1", path, rounds);
+    g_assert_cmpint(w.lines[0], >, 0);
+    g_assert_cmpint(w.lines[1], >, w.lines[0]);
+    g_assert_true(wait_inversions(path, 1, 10000));
+    nmt_sleep_ms(nm_ms(2 * LEASE_MS));
+    GPtrArray *lines = inversions(path);
+    g_assert_cmpuint(lines->len, ==, 1);
+    const char *line = g_ptr_array_index(lines, 0);
+    g_test_message("%s", line);
+    g_assert_cmpint(count_sites(line, "sites_on.c", w.lines[0]), ==, 1);
+    g_assert_cmpint(count_sites(line, "sites_on.c", w.lines[1]), ==, 1);
+    stop_worker(&w);
+    g_assert_true(wait_keys("netmutex:{[oi]*", 0, 10000));
+    g_ptr_array_unref(lines);
+    g_free(a), g_free(b), g_free(round), g_free(path);
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 4 && strcmp(argv[1], WORKER_FLAG) == 0)
@@ -422,6 +616,10 @@ int main(int argc, char **argv)
     g_test_add_data_func("/lockdep/off/other-value", "yes", test_off);
     g_test_add_func("/lockdep/kinds", test_kinds);
     g_test_add_func("/lockdep/one-process", test_one_process);
+    g_test_add_func("/lockdep/sites/named", test_sites_named);
+    g_test_add_func("/lockdep/sites/unnamed", test_sites_unnamed);
+    g_test_add_func("/lockdep/sites/stale", test_sites_stale);
+    g_test_add_func("/lockdep/sites/cond", test_sites_cond);
     g_test_add_func("/lockdep/cluster", test_cluster);
     int rc = nm_test_finish(g_test_run());
     nm_redis_free(redis);

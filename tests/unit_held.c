@@ -2,10 +2,12 @@
  * unit_held.c -- the calling thread's list of holds (src/local/held.c),
  * without a server: pushes and pops in any order, recursion counted once
  * through the entry moves, the heap array past the fixed one, another
- * thread's list kept apart, the call site slot, and the walk's order.
+ * thread's list kept apart, the call site slot (a site named goes to the
+ * next hold only), and the walk's order.
  */
 #include "ac_config.h"
 
+#include <errno.h>
 #include <glib.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -67,8 +69,8 @@ static void test_fields(void)
 {
     int a = 0, b = 0;
     int64_t before = nm_now_ms();
-    nm_held_push(NM_HELD_WRITE, &a, "a");
     nm_held_set_site("x.c", 12);
+    nm_held_push(NM_HELD_WRITE, &a, "a");
     nm_held_push(NM_HELD_MUTEX, &b, "b");
     const nm_held_t *h = NULL;
     g_assert_cmpint(nm_held_each(first_seq, &h), ==, 1);
@@ -85,6 +87,91 @@ static void test_fields(void)
     g_assert_null(h->file);
     g_assert_cmpuint(h->seq, >, seq_a);
     nm_held_pop(NM_HELD_MUTEX, &b);
+}
+
+static const nm_held_t *newest_h;
+
+static int newest(const nm_held_t *h, void *arg)
+{
+    (void)arg;
+    newest_h = h;
+    return 0;
+}
+
+/* The site of the newest hold, as "file:line", or "-" for none. */
+static char *newest_site(void)
+{
+    newest_h = NULL;
+    nm_held_each(newest, NULL);
+    g_assert_nonnull(newest_h);
+    return newest_h->file ? g_strdup_printf("%s:%d", newest_h->file, newest_h->line)
+                          : g_strdup("-");
+}
+
+static void assert_newest_site(const char *want)
+{
+    char *got = newest_site();
+    g_assert_cmpstr(got, ==, want);
+    g_free(got);
+}
+
+/* A site named goes to the next hold only, then is gone: a later hold
+ * taken without one has none; one forgotten (FILE NULL) goes to no hold;
+ * a newer site replaces an older one.  netmutex_call_site is the public
+ * way in, with its argument checks. */
+static void test_site_once(void)
+{
+    int a = 0, b = 0, c = 0, d = 0;
+    g_assert_cmpint(netmutex_call_site("p.c", 7), ==, 0);
+    nm_held_push(NM_HELD_MUTEX, &a, "a");
+    assert_newest_site("p.c:7");
+    nm_held_push(NM_HELD_READ, &b, "b");
+    assert_newest_site("-");
+    nm_held_pop(NM_HELD_READ, &b);
+    nm_held_pop(NM_HELD_MUTEX, &a);
+
+    /* named, then forgotten: a call that made no hold */
+    g_assert_cmpint(netmutex_call_site("q.c", 9), ==, 0);
+    g_assert_cmpint(netmutex_call_site(NULL, 0), ==, 0);
+    nm_held_push(NM_HELD_PERMIT, &c, "c");
+    assert_newest_site("-");
+    nm_held_pop(NM_HELD_PERMIT, &c);
+
+    /* the newer site wins */
+    nm_held_set_site("r.c", 1);
+    nm_held_set_site("s.c", 2);
+    nm_held_push(NM_HELD_WRITE, &d, "d");
+    assert_newest_site("s.c:2");
+    nm_held_pop(NM_HELD_WRITE, &d);
+    g_assert_cmpuint(nm_held_count(), ==, 0);
+
+    /* EINVAL, and the pending site left as it was */
+    g_assert_cmpint(netmutex_call_site("t.c", 3), ==, 0);
+    g_assert_cmpint(netmutex_call_site("u.c", 0), ==, EINVAL);
+    g_assert_cmpint(netmutex_call_site("u.c", -1), ==, EINVAL);
+    g_assert_cmpint(netmutex_call_site(NULL, 5), ==, EINVAL);
+    nm_held_push(NM_HELD_MUTEX, &a, "a");
+    assert_newest_site("t.c:3");
+    nm_held_pop(NM_HELD_MUTEX, &a);
+}
+
+static void *name_site(void *arg)
+{
+    (void)arg;
+    nm_held_set_site("other.c", 99);
+    return NULL;
+}
+
+/* A site is the naming thread's: another thread's next hold never gets it. */
+static void test_site_per_thread(void)
+{
+    int a = 0;
+    pthread_t t;
+    g_assert_cmpint(pthread_create(&t, NULL, name_site, NULL), ==, 0);
+    g_assert_cmpint(pthread_join(t, NULL), ==, 0);
+    nm_held_push(NM_HELD_MUTEX, &a, "a");
+    assert_newest_site("-");
+    nm_held_pop(NM_HELD_MUTEX, &a);
 }
 
 static void test_many(void)
@@ -219,6 +306,8 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/unit/held/push_pop", test_push_pop);
     g_test_add_func("/unit/held/fields", test_fields);
+    g_test_add_func("/unit/held/site_once", test_site_once);
+    g_test_add_func("/unit/held/site_per_thread", test_site_per_thread);
     g_test_add_func("/unit/held/many", test_many);
     g_test_add_func("/unit/held/fifo_lifo", test_fifo_lifo);
     g_test_add_func("/unit/held/per_thread", test_per_thread);

@@ -28,6 +28,9 @@
  * process-local one unless NETMUTEX_RWLOCKS selects it (the same way); a
  * selected one is a netmutex read-write lock.  See netmutex_pthread(3).
  *
+ * Define NETMUTEX_CALL_SITES before including it and the calls that take a
+ * lock name their file and line to lock-order checking (at the end).
+ *
  * Link with libnetmutex-wrap: `pkg-config --libs netmutex-wrap`.
  */
 #ifndef NETMUTEX_PTHREAD_H
@@ -183,6 +186,50 @@ NETMUTEX_API int netmutex_wrap_register(pthread_mutex_t *m, const char *name);
 #undef pthread_rwlock_clockwrlock
 #define pthread_rwlock_clockwrlock netmutex_pthread_rwlock_clockwrlock
 #define pthread_rwlock_unlock netmutex_pthread_rwlock_unlock
+
+/* Call sites, opt-in: with NETMUTEX_CALL_SITES defined before this header,
+ * every call that takes a lock (a condition wait takes its mutex again)
+ * names its __FILE__ and __LINE__ first (netmutex_call_site), for
+ * lock-order checking to report (NETMUTEX_LOCKDEP=1), and forgets it after
+ * the call, whatever the call did.  The function-like macros have the
+ * functions' own names, so that pthread_mutex_lock (object-like, above)
+ * still names the function where no call follows: &pthread_mutex_lock
+ * stays a function pointer, of a call without a site. */
+#ifdef NETMUTEX_CALL_SITES
+static __inline__ int netmutex_pthread_site_done_(int result)
+{
+    netmutex_call_site((const char *)0, 0);
+    return result;
+}
+#define NETMUTEX_PTHREAD_AT_(call) \
+    (netmutex_call_site(__FILE__, __LINE__), netmutex_pthread_site_done_(call))
+#define netmutex_pthread_mutex_lock(m) NETMUTEX_PTHREAD_AT_(netmutex_pthread_mutex_lock(m))
+#define netmutex_pthread_mutex_trylock(m) \
+    NETMUTEX_PTHREAD_AT_(netmutex_pthread_mutex_trylock(m))
+#define netmutex_pthread_mutex_timedlock(m, t) \
+    NETMUTEX_PTHREAD_AT_(netmutex_pthread_mutex_timedlock(m, t))
+#define netmutex_pthread_mutex_clocklock(m, c, t) \
+    NETMUTEX_PTHREAD_AT_(netmutex_pthread_mutex_clocklock(m, c, t))
+#define netmutex_pthread_cond_wait(cv, m) NETMUTEX_PTHREAD_AT_(netmutex_pthread_cond_wait(cv, m))
+#define netmutex_pthread_cond_timedwait(cv, m, t) \
+    NETMUTEX_PTHREAD_AT_(netmutex_pthread_cond_timedwait(cv, m, t))
+#define netmutex_pthread_cond_clockwait(cv, m, c, t) \
+    NETMUTEX_PTHREAD_AT_(netmutex_pthread_cond_clockwait(cv, m, c, t))
+#define netmutex_pthread_rwlock_rdlock(rw) NETMUTEX_PTHREAD_AT_(netmutex_pthread_rwlock_rdlock(rw))
+#define netmutex_pthread_rwlock_tryrdlock(rw) \
+    NETMUTEX_PTHREAD_AT_(netmutex_pthread_rwlock_tryrdlock(rw))
+#define netmutex_pthread_rwlock_timedrdlock(rw, t) \
+    NETMUTEX_PTHREAD_AT_(netmutex_pthread_rwlock_timedrdlock(rw, t))
+#define netmutex_pthread_rwlock_clockrdlock(rw, c, t) \
+    NETMUTEX_PTHREAD_AT_(netmutex_pthread_rwlock_clockrdlock(rw, c, t))
+#define netmutex_pthread_rwlock_wrlock(rw) NETMUTEX_PTHREAD_AT_(netmutex_pthread_rwlock_wrlock(rw))
+#define netmutex_pthread_rwlock_trywrlock(rw) \
+    NETMUTEX_PTHREAD_AT_(netmutex_pthread_rwlock_trywrlock(rw))
+#define netmutex_pthread_rwlock_timedwrlock(rw, t) \
+    NETMUTEX_PTHREAD_AT_(netmutex_pthread_rwlock_timedwrlock(rw, t))
+#define netmutex_pthread_rwlock_clockwrlock(rw, c, t) \
+    NETMUTEX_PTHREAD_AT_(netmutex_pthread_rwlock_clockwrlock(rw, c, t))
+#endif /* NETMUTEX_CALL_SITES */
 
 #endif /* NETMUTEX_PTHREAD_DECLARE_ONLY */
 

@@ -20,6 +20,8 @@ typedef struct held_list {
     size_t cap;         /* of more (0: none) */
     size_t lost;        /* left out */
     uint64_t seq;       /* acquisitions so far */
+    const char *site_file; /* the next hold's site (nm_held_set_site) */
+    int site_line;
     nm_held_t inline_[NM_HELD_INLINE];
     nm_held_t *more;    /* holds NM_HELD_INLINE.. */
 } held_list_t;
@@ -58,6 +60,10 @@ static void compact(void)
 
 void nm_held_push(nm_held_kind_t kind, const void *lock, const char *name)
 {
+    const char *file = held.site_file;
+    int line = held.site_line;
+    held.site_file = NULL; /* one hold's: never a later one's */
+    held.site_line = 0;
     held.seq++;
     if (held.n - held.live >= NM_HELD_INLINE && 2 * (held.n - held.live) >= held.n)
         compact();
@@ -70,8 +76,8 @@ void nm_held_push(nm_held_kind_t kind, const void *lock, const char *name)
     h->name = name;
     h->seq = held.seq;
     h->since = nm_now_ms();
-    h->file = NULL;
-    h->line = 0;
+    h->file = file;
+    h->line = file ? line : 0;
     h->kind = (unsigned char)kind;
     held.live++;
 }
@@ -114,11 +120,8 @@ void nm_held_pop(nm_held_kind_t kind, const void *lock)
 
 void nm_held_set_site(const char *file, int line)
 {
-    if (held.live == 0)
-        return;
-    nm_held_t *h = slot(held.n - 1);
-    h->file = file;
-    h->line = line;
+    held.site_file = file;
+    held.site_line = file ? line : 0;
 }
 
 size_t nm_held_count(void)

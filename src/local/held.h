@@ -58,9 +58,12 @@ void nm_held_push(nm_held_kind_t kind, const void *lock, const char *name);
  * a hold in the middle leaves a tombstone, swept out later. */
 void nm_held_pop(nm_held_kind_t kind, const void *lock);
 
-/* Names the call site of the calling thread's most recent hold (a layer
- * above, such as the porting layer, that knows it).  FILE must outlive the
- * hold (a string literal). */
+/* Names the call site of the calling thread's next hold, for a caller
+ * that knows it (netmutex_call_site): the thread's next nm_held_push takes
+ * FILE and LINE and forgets them, so that a site is given to one hold at
+ * most.  FILE NULL forgets a site not taken yet (after a call that made no
+ * hold: a failed try, a recursive lock, a process-local mutex).  FILE must
+ * outlive the hold (a string literal). */
 void nm_held_set_site(const char *file, int line);
 
 /* How many holds the calling thread has listed. */
