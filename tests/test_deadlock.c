@@ -508,6 +508,31 @@ static int attribute_checks(void *unused)
     return 0;
 }
 
+/* A child that sets NETMUTEX_DEADLOCK=detect after fork() gets detection,
+ * although its parent had read the variable (unset) before. */
+static int env_after_fork(void *unused)
+{
+    (void)unused;
+    netmutex_attr_t a;
+    int on = -1;
+    setenv("NETMUTEX_DEADLOCK", "detect", 1);
+    nm_assert_rc(netmutex_attr_init(&a), 0);
+    nm_assert_rc(netmutex_attr_getdeadlock(&a, &on), 0);
+    g_assert_cmpint(on, ==, 1);
+    return 0;
+}
+
+static void test_env_after_fork(void)
+{
+    netmutex_attr_t a;
+    int on = -1;
+    g_assert_null(getenv("NETMUTEX_DEADLOCK"));
+    nm_assert_rc(netmutex_attr_init(&a), 0);
+    nm_assert_rc(netmutex_attr_getdeadlock(&a, &on), 0);
+    g_assert_cmpint(on, ==, 0);
+    nm_child_wait_ok(nm_fork_run(env_after_fork, NULL), nm_ms(30000));
+}
+
 static void test_attribute(void)
 {
     nm_child_wait_ok(nm_fork_run(attribute_checks, NULL), nm_ms(30000));
@@ -518,6 +543,7 @@ int main(int argc, char **argv)
     nm_test_init(&argc, &argv);
     redis = nm_redis_start(NULL);
     g_test_add_func("/deadlock/attribute/arguments", test_attribute);
+    g_test_add_func("/deadlock/env/read-again-after-fork", test_env_after_fork);
     g_test_add_data_func("/deadlock/cycle/2-processes", GINT_TO_POINTER(2), test_cycle);
     g_test_add_data_func("/deadlock/cycle/3-processes", GINT_TO_POINTER(3), test_cycle);
     g_test_add_data_func("/deadlock/cycle/8-processes", GINT_TO_POINTER(8), test_cycle);

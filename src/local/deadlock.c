@@ -49,9 +49,25 @@ static unsigned long passes;      /* the job's */
 /* ---- the environment ------------------------------------------------------ */
 
 static int everywhere;
+/* Read once per process: a child after fork reads its own environment
+ * again at its first use, as a process that set NETMUTEX_DEADLOCK after
+ * fork() expects -- even when its parent read it before the library was
+ * otherwise in use (an attribute asked), so the hook is the variable's
+ * own, set up at the first read. */
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static int env_hooked; /* survives fork: one hook per process tree */
+
+static void env_after_fork_child(void)
+{
+    /* The child's only thread: nobody is inside pthread_once. */
+    env_once = (pthread_once_t)PTHREAD_ONCE_INIT;
+}
 
 static void read_env(void)
 {
+    if (!env_hooked && pthread_atfork(NULL, NULL, env_after_fork_child) == 0)
+        env_hooked = 1;
+    everywhere = 0;
     const char *v = getenv("NETMUTEX_DEADLOCK");
     if (!v || !*v)
         return;
@@ -64,8 +80,7 @@ static void read_env(void)
 
 int nm_deadlock_everywhere(void)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, read_env);
+    pthread_once(&env_once, read_env);
     return everywhere;
 }
 
