@@ -157,8 +157,13 @@ static void write_full(int fd, const void *buf, size_t len)
         ssize_t n = write(fd, (const char *)buf + done, len - done);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
-            _exit(3); /* the other side is gone: nothing sensible left */
+        if (n <= 0) {
+            /* The other side is gone: nothing sensible left, but say so
+             * (a test process that ends here ends with no other word). */
+            fprintf(stderr, "fixture: pid %ld: the other side of a remote's pipe is gone: %s\n",
+                    (long)getpid(), n < 0 ? strerror(errno) : "wrote nothing");
+            _exit(3);
+        }
         done += (size_t)n;
     }
 }

@@ -28,8 +28,8 @@
 
 #include "clock.h"
 #include "redlock.h"
-#include "token.h"
 #include "reply.h"
+#include "token.h"
 
 /* After a split vote, everyone backs off a random few milliseconds, so the
  * contenders do not collide again in lockstep; the bound doubles with every
