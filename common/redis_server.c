@@ -33,7 +33,9 @@
 #define REDIS_SERVER_PATH "redis-server"
 #endif
 
-#define MAX_ARGS 96
+/* A command line's words, the terminating NULL included: room for a
+ * fixture's users (an ACL rule is a word per command) over TLS. */
+#define MAX_ARGS 256
 #define DEFAULT_READY_MS 30000u
 #define PORT_ATTEMPTS 5
 
@@ -182,14 +184,16 @@ static size_t tls_argv(const rs_opts_t *o, const char **argv, size_t n, const ch
     return n;
 }
 
-/* The whole command line into ARGV (PORT_ARG and FILES are its storage). */
-static void build_argv(const rs_server_t *s, const rs_opts_t *o, const char **argv,
-                       char *port_arg, size_t port_size, char files[3][RS_PATH_MAX])
+/* The whole command line into ARGV (PORT_ARG and FILES are its storage):
+ * 0, or E2BIG when it does not fit (never a server started with words
+ * left out: a user's rule cut short once refused commands silently). */
+static int build_argv(const rs_server_t *s, const rs_opts_t *o, const char **argv,
+                      char *port_arg, size_t port_size, char files[3][RS_PATH_MAX])
 {
-    size_t n = 0;
+    size_t n = 0, dropped = 0;
 
     snprintf(port_arg, port_size, "%d", s->port);
-#define ARG(x) (n < MAX_ARGS - 1 ? (void)(argv[n++] = (x)) : (void)0)
+#define ARG(x) (n < MAX_ARGS - 17 ? (void)(argv[n++] = (x)) : (void)dropped++)
     ARG(s->exe);
     for (const char *const *a = o->first; a && *a; a++)
         ARG(*a);
@@ -206,6 +210,7 @@ static void build_argv(const rs_server_t *s, const rs_opts_t *o, const char **ar
         ARG(*a);
 #undef ARG
     argv[n] = NULL;
+    return dropped ? E2BIG : 0;
 }
 
 /* In the child: nothing but async-signal-safe calls until exec. */
@@ -256,7 +261,9 @@ static int start_once(rs_server_t *s, const rs_opts_t *o)
     char port_arg[16], files[3][RS_PATH_MAX];
     pid_t parent = getpid(), pid;
 
-    build_argv(s, o, argv, port_arg, sizeof port_arg, files);
+    int err = build_argv(s, o, argv, port_arg, sizeof port_arg, files);
+    if (err)
+        return err;
     unlink(s->log);
     fflush(NULL);
     pid = fork();
