@@ -373,8 +373,11 @@ static int wait_on(cond_rec_t *r, netmutex_t *m, unsigned int lease_ms, int64_t 
         nm_cond_flush(0);
     }
     if (unreached(err) || (err && unlocked)) {
-        /* It may have registered all the same (its reply was lost). */
-        nm_cond_run(&w, NM_COND_LEAVE, &ignored);
+        /* It may have registered all the same (its reply was lost), and a
+         * signal may have chosen it since: the leave passes that signal
+         * on, since this wait may return ENOLCK, which wakes nobody (at
+         * worst another waiter wakes spuriously). */
+        nm_cond_run(&w, NM_COND_LEAVE_PASS, &ignored);
         nm_cond_waiter_free(&w);
         return wake_spuriously(m, unlocked, uerr, deadline);
     }
