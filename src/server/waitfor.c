@@ -221,18 +221,25 @@ int nm_waitfor_publish(nm_config_t *cfg, const char *id, const char *text, size_
     return err;
 }
 
+/* CMD KEY, KEY consumed (NULL: out of memory): *R the reply. */
+static int keyed(nm_config_t *cfg, const char *cmd, char *key, size_t klen, redisReply **r)
+{
+    const char *argv[2] = { cmd, key };
+    size_t lens[2] = { strlen(cmd), klen };
+    if (!key)
+        return ENOMEM;
+    int err = command(cfg, key, klen, 2, argv, lens, r);
+    free(key);
+    return err;
+}
+
 /* GET KEY: *TEXT malloc'ed (NULL: no such key). */
 static int get(nm_config_t *cfg, char *key, size_t klen, char **text, size_t *len)
 {
-    const char *argv[2] = { "GET", key };
-    size_t lens[2] = { 3, klen };
     redisReply *r;
     *text = NULL;
     *len = 0;
-    if (!key)
-        return ENOMEM;
-    int err = command(cfg, key, klen, 2, argv, lens, &r);
-    free(key);
+    int err = keyed(cfg, "GET", key, klen, &r);
     if (err)
         return err;
     if (r->type == REDIS_REPLY_STRING) {
@@ -282,13 +289,8 @@ static int by_bytes(const void *a, const void *b)
 /* SMEMBERS KEY (consumed) into *IDS, sorted. */
 static int members(nm_config_t *cfg, char *key, size_t klen, char ***ids, size_t *n)
 {
-    const char *argv[2] = { "SMEMBERS", key };
-    size_t lens[2] = { 8, klen };
     redisReply *r;
-    if (!key)
-        return ENOMEM;
-    int err = command(cfg, key, klen, 2, argv, lens, &r);
-    free(key);
+    int err = keyed(cfg, "SMEMBERS", key, klen, &r);
     if (err)
         return err;
     if (r->type != REDIS_REPLY_ARRAY)
