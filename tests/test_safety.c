@@ -738,8 +738,8 @@ static void uncached_init(netmutex_t *m, const char *name, unsigned int lease_ms
 }
 
 /* The server's wall clock steps back 600 s (an NTP step, a VM restore, a
- * failover to a replica whose clock is behind) between two holds of one
- * name: the second fence is still greater than the first, and the third
+ * failover to a replica whose clock is behind and that has the floor)
+ * between two holds of one name: the second fence is still greater than the first, and the third
  * greater again.  Before, a fence was the server's clock alone, and went
  * back with it. */
 static void test_fence_after_clock_step_back(void)
