@@ -15,7 +15,9 @@
  *               empty restart of every server;
  *   server      a server that may evict lock keys is refused; fences keep
  *               growing across an empty restart, and across a step back
- *               of the server's clock (tests/clockshift.c).
+ *               of the server's clock (tests/clockshift.c); a step forward
+ *               ends a lease at once, and its holder is told within one
+ *               lease, with fences that still order the holders.
  */
 #include "ac_config.h"
 
@@ -677,38 +679,80 @@ static guint64 fence_of_one_hold(netmutex_t *m)
     return fence;
 }
 
-/* The server's wall clock steps back 600 s (an NTP step, a VM restore, a
- * failover to a replica whose clock is behind) between two holds of one
- * name: the second fence is still greater than the first, and the third
- * greater again.  Before, a fence was the server's clock alone, and went
- * back with it. */
-static void test_fence_after_clock_step_back(void)
+/* A private server whose wall clock a test moves: the seconds written in
+ * the file *FILE (in the new directory *DIR) shift it, "0" at first. */
+static NmRedis *shifted_server_start(char **dir, char **file)
 {
-    char *lib = clockshift_lib(), *dir = g_dir_make_tmp("nm-clock-XXXXXX", NULL);
-    char *file = g_build_filename(dir, "offset", NULL);
-    netmutex_t m;
+    char *lib = clockshift_lib();
 
+    *dir = g_dir_make_tmp("nm-clock-XXXXXX", NULL);
+    *file = g_build_filename(*dir, "offset", NULL);
     g_assert_true(g_file_test(lib, G_FILE_TEST_EXISTS));
-    g_assert_true(g_file_set_contents(file, "0", -1, NULL));
-    g_setenv("NM_CLOCKSHIFT_FILE", file, TRUE);
+    g_assert_true(g_file_set_contents(*file, "0", -1, NULL));
+    g_setenv("NM_CLOCKSHIFT_FILE", *file, TRUE);
     g_setenv("LD_PRELOAD", lib, TRUE);
     NmRedis *shifted = nm_redis_start(NULL); /* the server inherits both */
     g_unsetenv("LD_PRELOAD");
     g_unsetenv("NM_CLOCKSHIFT_FILE");
-    nm_configure(shifted);
-    /* Not cached: every hold below is an acquisition of its own. */
-    char *name = nm_test_name("m");
+    g_free(lib);
+    return shifted;
+}
+
+/* Moves SHIFTED's wall clock to OFFSET (e.g. "-600") seconds from the true
+ * time, and checks that it moved by more than CHECK_S seconds (signed). */
+static void shifted_server_step(NmRedis *shifted, const char *file, const char *offset,
+                                long long check_s)
+{
+    long long was = server_seconds(shifted);
+    g_assert_true(g_file_set_contents(file, offset, -1, NULL));
+    nmt_sleep_ms(50); /* the library reads the file every 10 ms */
+    long long now = server_seconds(shifted);
+    if (check_s < 0)
+        g_assert_cmpint(now, <, was + check_s);
+    else
+        g_assert_cmpint(now, >, was + check_s);
+}
+
+static void shifted_server_free(NmRedis *shifted, char *dir, char *file)
+{
+    nm_redis_free(shifted);
+    g_unlink(file);
+    g_rmdir(dir);
+    g_free(file);
+    g_free(dir);
+}
+
+/* A mutex named NAME without lease caching, so that every hold below is
+ * an acquisition of its own; LOST (may be NULL) gets its lost leases. */
+static void uncached_init(netmutex_t *m, const char *name, unsigned int lease_ms, NmLost *lost)
+{
     netmutex_attr_t attr;
     nm_assert_rc(netmutex_attr_init(&attr), 0);
     nm_assert_rc(netmutex_attr_setcache(&attr, 0), 0);
-    nm_assert_rc(netmutex_init(&m, name, &attr), 0);
+    if (lease_ms)
+        nm_assert_rc(netmutex_attr_setlease(&attr, lease_ms), 0);
+    if (lost)
+        nm_assert_rc(netmutex_attr_setlostfn(&attr, nm_lost_record, lost), 0);
+    nm_assert_rc(netmutex_init(m, name, &attr), 0);
     nm_assert_rc(netmutex_attr_destroy(&attr), 0);
+}
 
+/* The server's wall clock steps back 600 s (an NTP step, a VM restore, a
+ * failover to a replica whose clock is behind and that has the floor)
+ * between two holds of one name: the second fence is still greater than the first, and the third
+ * greater again.  Before, a fence was the server's clock alone, and went
+ * back with it. */
+static void test_fence_after_clock_step_back(void)
+{
+    char *dir, *file;
+    NmRedis *shifted = shifted_server_start(&dir, &file);
+    char *name = nm_test_name("m");
+    netmutex_t m;
+
+    nm_configure(shifted);
+    uncached_init(&m, name, 0, NULL);
     guint64 before = fence_of_one_hold(&m);
-    long long was = server_seconds(shifted);
-    g_assert_true(g_file_set_contents(file, "-600", -1, NULL));
-    nmt_sleep_ms(50); /* the library reads the file every 10 ms */
-    g_assert_cmpint(server_seconds(shifted), <, was - 500); /* it did step back */
+    shifted_server_step(shifted, file, "-600", -500);
     guint64 after = fence_of_one_hold(&m);
     g_test_message("fence before the step %" G_GUINT64_FORMAT ", after %" G_GUINT64_FORMAT,
                    before, after);
@@ -717,13 +761,67 @@ static void test_fence_after_clock_step_back(void)
 
     nm_assert_rc(netmutex_destroy(&m), 0);
     nm_assert_rc(netmutex_shutdown(), 0);
-    nm_redis_free(shifted);
+    shifted_server_free(shifted, dir, file);
     nm_configure(redis);
-    g_unlink(file);
-    g_rmdir(dir);
-    g_free(file);
-    g_free(dir);
-    g_free(lib);
+    g_free(name);
+}
+
+/* The server's wall clock steps forward by more than a lease while A (this
+ * process) holds: Redis keeps a PX expiry as an absolute wall-clock time,
+ * so A's lease ends at once, and B (another process) takes the name at
+ * once -- the documented limit of every mode (deployment.md, "Clock steps
+ * on the servers").  What must hold even then: A is told by its next
+ * renewal, within one renewal interval (the lost-lease callback, ENOLCK
+ * from validity and unlock), and the fences order the holders: B's is
+ * above A's, and A's next one above B's. */
+static void test_lease_after_clock_step_forward(void)
+{
+    char *dir, *file;
+    NmRedis *shifted = shifted_server_start(&dir, &file);
+    char *name = nm_test_name("fwd");
+    unsigned int lease_ms = nm_ms(6000);
+    guint64 fence_a, fence_b, left;
+    netmutex_t m;
+    NmLost lost;
+
+    nm_configure(shifted);
+    nm_lost_init(&lost);
+    uncached_init(&m, name, lease_ms, &lost);
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_fence(&m, &fence_a), 0);
+    NmRemote *b = nm_remote_start(shifted, name, NETMUTEX_NORMAL, lease_ms);
+    nm_assert_rc(nm_remote(b, 't'), EBUSY); /* A's lease stands before the step */
+
+    /* Past the lease by a minute, however slow the build: */
+    char *step = g_strdup_printf("%u", 60 + 2 * lease_ms / 1000);
+    shifted_server_step(shifted, file, step, 50);
+    g_free(step);
+    gint64 stepped_at = nmt_now_ms();
+    nm_assert_rc(nm_remote(b, 't'), 0); /* the limit: B holds while A believes it does */
+    nm_assert_rc(nm_remote_fence(b, &fence_b), 0);
+    g_assert_cmpuint(fence_b, >, fence_a);
+
+    /* A renews every third of its lease, so its next renewal tells it
+     * within one third of a lease of the step; half a lease leaves the
+     * rest as slack.  Its own clock's backstop (the lease's end, less the
+     * margin, counted from the renewal before the step) could not tell it
+     * before two thirds of a lease less the margin: what is checked is
+     * that the renewal does. */
+    g_assert_cmpint(nm_lost_wait(&lost, lease_ms / 2), ==, 1);
+    g_assert_cmpstr(lost.name, ==, name);
+    g_test_message("A told of its loss %lld ms after the step",
+                   (long long)(nmt_now_ms() - stepped_at));
+    nm_assert_rc(netmutex_validity(&m, &left), ENOLCK);
+    nm_assert_rc(netmutex_unlock(&m), ENOLCK);
+
+    nm_assert_rc(nm_remote(b, 'u'), 0);
+    g_assert_cmpuint(fence_of_one_hold(&m), >, fence_b);
+    nm_remote_stop(b);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_assert_rc(netmutex_shutdown(), 0);
+    nm_lost_clear(&lost);
+    shifted_server_free(shifted, dir, file);
+    nm_configure(redis);
     g_free(name);
 }
 
@@ -756,6 +854,8 @@ int main(int argc, char **argv)
                     test_fence_survives_empty_restart);
     g_test_add_func("/safety/server/fence-after-clock-step-back",
                     test_fence_after_clock_step_back);
+    g_test_add_func("/safety/server/lease-after-clock-step-forward",
+                    test_lease_after_clock_step_forward);
 
     int rc = nm_test_finish(g_test_run());
     nm_redis_free(redis);

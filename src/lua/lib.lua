@@ -36,6 +36,7 @@
 --                            or UNRECOVERABLE, with no expiry, once a
 --                            robust holder unlocked without repairing: every
 --                            SET NX fails on it, and only break removes it
+--                            (or a server that loses its data, as H)
 --   Q  <prefix>{<tag>}<name>:q    list: tokens of queued waiters, in arrival order
 --   W  <prefix>{<tag>}<name>:w    hash: token -> "<refreshed_ms>:<lease_ms>:<holder>"
 --   H  <prefix>{<tag>}<name>:h    robust mutexes: "h<token><fence>|<replaced>"
@@ -136,8 +137,8 @@
 -- another (a release or an expiry lies between), and P is at least every
 -- fence given in the slot, so every fence of a name is greater than the
 -- one before, even after the server's clock stepped back (NTP, a VM
--- restore, a failover to a replica whose clock is behind): the fences then
--- count up from P by one until the clock has caught up.  fence / 1000 is
+-- restore): the fences then count up from P by one until the clock has
+-- caught up.  fence / 1000 is
 -- the server's Unix time in ms while the clock is ahead of P (status's
 -- "since").  One key per slot rather than per name: a released name still
 -- leaves nothing behind, and the floors are bounded at 16384 keys.
@@ -145,9 +146,12 @@
 -- as long as P survives; across a restart that lost the data (no
 -- persistence) only if the clock did not go back meanwhile (the fence is
 -- the clock again, and the clock is past every earlier fence); a restart
--- without data AND a clock behind it are covered only with persistence or
--- a replica that has P.  Quorum mode raises fences to the highest a quorum
--- gave (redlock.c): fence.lua raises P there too.
+-- without data AND a clock behind it are covered only with persistence.
+-- P replicates asynchronously, as K does: a failover to a replica that
+-- lacks the latest P and whose clock is behind can give a fence at or
+-- below the last one, unless the grant waited for that replica (WAIT,
+-- NETMUTEX_MIN_REPLICAS, replicas.c).  Quorum mode raises fences to the
+-- highest a quorum gave (redlock.c): fence.lua raises P there too.
 --
 -- Redis does not roll a script back: a script that fails after its first
 -- write leaves that write behind.  So every script reads and checks what it
