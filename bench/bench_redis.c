@@ -149,6 +149,50 @@ redisReply *nmb_admin_cmd(redisContext *c, const char *what, int argc, const cha
     return r;
 }
 
+/* INFO SECTION's text, as a string reply; NULL after a message. */
+redisReply *nmb_info(redisContext *c, const char *section)
+{
+    redisReply *r = nmb_admin_cmd(c, "INFO", 2, (const char *[]){ "INFO", section });
+    if (r && r->type != REDIS_REPLY_STRING) {
+        nmb_complain("INFO %s: not a string reply", section);
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+double nmb_info_field(const char *info, const char *field)
+{
+    size_t n = strlen(field);
+    for (const char *line = info; line; line = strchr(line, '\n')) {
+        line += *line == '\n';
+        if (strncmp(line, field, n) == 0 && line[n] == ':')
+            return strtod(line + n + 1, NULL);
+    }
+    return NAN;
+}
+
+/* The main thread's CPU time where the server reports it: the I/O and
+ * background threads do not run lock commands, and what they do (lazy
+ * frees, fsync) is not part of a cycle.  Older servers: the process's. */
+double nmb_server_cpu_s(redisContext *c, int *main_thread)
+{
+    redisReply *r = nmb_info(c, "cpu");
+    if (!r)
+        return NAN;
+    double user = nmb_info_field(r->str, "used_cpu_user_main_thread");
+    double sys = nmb_info_field(r->str, "used_cpu_sys_main_thread");
+    *main_thread = !isnan(user) && !isnan(sys);
+    if (!*main_thread) {
+        user = nmb_info_field(r->str, "used_cpu_user");
+        sys = nmb_info_field(r->str, "used_cpu_sys");
+    }
+    freeReplyObject(r);
+    if (isnan(user + sys))
+        nmb_complain("INFO cpu has no used_cpu_user / used_cpu_sys");
+    return user + sys;
+}
+
 /* The same for a command whose reply is not needed: 0, or -1. */
 int nmb_admin_do(redisContext *c, const char *what, int argc, const char **argv)
 {

@@ -264,6 +264,25 @@
  *                      <= 1.3 (needs the uncontended scenario in the run).
  *   quorum_contended_procs  contended_procs in quorum mode, with its
  *                      "cycle_time_ratio" to contended_procs (no target).
+ *   waiters            What waiting costs the server.  For each kind --
+ *                      "mutex", "sem" (one permit), "rwlock_writers"
+ *                      (writers behind a read share), "cond" (condition
+ *                      waiters, a signaller holding nothing) -- and 1, 100
+ *                      and 1,000 waiters (-p N: N alone), one process holds
+ *                      and N processes of one thread wait, each at the
+ *                      server.  Once the server counts them blocked and a
+ *                      second more, its CPU and commands over -d seconds:
+ *                      "server_cpu_pct" (target <= 3 at 1,000 waiters),
+ *                      "commands_per_s", "server_blocked",
+ *                      "server_clients", "warnings" (the library's, in
+ *                      every process).  Then hand-offs with the queue kept
+ *                      full (each process queues again once it let go): a
+ *                      sample is one release call to the next holder's
+ *                      return (cond: signal to wake-up), 255 of them:
+ *                      "handoff_p50_us", "handoff_samples" and, above one
+ *                      waiter, "handoff_ratio_to_one" (target <= 1.5);
+ *                      cond's "late_signals" woke nobody in 5 s.  A kind
+ *                      that fails at some N is not run with more.
  * LEASE CACHING.  The scenarios above run with lease caching off
  * (netmutex_config_t.cache_idle_ms = NETMUTEX_CACHE_OFF): they measure the
  * network path, which a cached lease skips.  These run with it on, as the
@@ -395,7 +414,8 @@
  * timedlock_late in scenarios_wait.c, deadlock_cycle in
  * scenarios_deadlock.c, cond_pingpong and cond_broadcast16 in
  * scenarios_cond.c, rwlock_read_mostly in scenarios_rwlock.c, sem_permits
- * in scenarios_sem.c; stats_cache_uncontended and stats_contended_procs
+ * in scenarios_sem.c, waiters in scenarios_waiters.c;
+ * stats_cache_uncontended and stats_contended_procs
  * (statistics off and on side by side, described there) in
  * scenarios_stats.c;
  * the delayed link's proxy in
@@ -512,6 +532,7 @@ static const scenario_t scenarios[] = {
       NULL },
     { "stats_contended_procs", nmb_sc_stats_contended_procs, { 4, 1, 1000, 1000, 0, 0, 0 }, NULL,
       NULL },
+    { "waiters", nmb_sc_waiters, { 1, 1, 0, 0, 0, 0, 0 }, NULL, NULL },
 };
 #define NSCENARIOS (sizeof scenarios / sizeof scenarios[0])
 

@@ -110,6 +110,12 @@ int nmb_report_pair_error(const char *scenario, const int err[2], const char *co
 redisContext *nmb_admin_connect(void);
 redisReply *nmb_admin_cmd(redisContext *c, const char *what, int argc, const char **argv);
 int nmb_admin_do(redisContext *c, const char *what, int argc, const char **argv);
+/* INFO SECTION as a string reply (NULL after a message); the number after
+ * "FIELD:" on a line of such a reply, or NAN; the server's CPU seconds,
+ * its main thread's where it says (*MAIN_THREAD), NAN after a message. */
+redisReply *nmb_info(redisContext *c, const char *section);
+double nmb_info_field(const char *info, const char *field);
+double nmb_server_cpu_s(redisContext *c, int *main_thread);
 /* Median time of RTT_PINGS PINGs, in us; -1 after a message. */
 double nmb_measure_rtt(void);
 /* Times N PINGs into V (in us, in order); 0, or -1 after a message. */
@@ -304,5 +310,8 @@ int nmb_sc_stats_contended_procs(const scenario_t *sc);
 
 /* scenarios_sem.c */
 int nmb_sc_sem_permits(const scenario_t *sc);
+
+/* scenarios_waiters.c */
+int nmb_sc_waiters(const scenario_t *sc);
 
 #endif

@@ -41,58 +41,19 @@ typedef struct {
     cmdcount_t cmds[MAX_CMDSTATS];
 } server_snap_t;
 
-/* The number after "FIELD:" on a line of an INFO reply, or NAN. */
-static double info_field(const char *info, const char *field)
-{
-    size_t n = strlen(field);
-    for (const char *line = info; line; line = strchr(line, '\n')) {
-        line += *line == '\n';
-        if (strncmp(line, field, n) == 0 && line[n] == ':')
-            return strtod(line + n + 1, NULL);
-    }
-    return NAN;
-}
-
-static redisReply *info(redisContext *c, const char *section)
-{
-    redisReply *r = nmb_admin_cmd(c, "INFO", 2, (const char *[]){ "INFO", section });
-    if (r && r->type != REDIS_REPLY_STRING) {
-        nmb_complain("INFO %s: not a string reply", section);
-        freeReplyObject(r);
-        return NULL;
-    }
-    return r;
-}
-
-/* The main thread's CPU time where the server reports it: the I/O and
- * background threads do not run lock commands, and what they do (lazy
- * frees, fsync) is not part of a cycle.  Older servers: the process's. */
+/* The main thread's CPU time where the server reports it (bench_redis.c,
+ * nmb_server_cpu_s). */
 static int read_cpu(redisContext *c, server_snap_t *s)
 {
-    redisReply *r = info(c, "cpu");
-    if (!r)
-        return -1;
-    double user = info_field(r->str, "used_cpu_user_main_thread");
-    double sys = info_field(r->str, "used_cpu_sys_main_thread");
-    s->main_thread = !isnan(user) && !isnan(sys);
-    if (!s->main_thread) {
-        user = info_field(r->str, "used_cpu_user");
-        sys = info_field(r->str, "used_cpu_sys");
-    }
-    freeReplyObject(r);
-    s->cpu_s = user + sys;
-    if (isnan(s->cpu_s)) {
-        nmb_complain("INFO cpu has no used_cpu_user / used_cpu_sys");
-        return -1;
-    }
-    return 0;
+    s->cpu_s = nmb_server_cpu_s(c, &s->main_thread);
+    return isnan(s->cpu_s) ? -1 : 0;
 }
 
 /* Lines look like "cmdstat_evalsha:calls=12,usec=...".  Commands run
  * inside a script are counted too, so this is the server's real work. */
 static int read_calls(redisContext *c, server_snap_t *s)
 {
-    redisReply *r = info(c, "commandstats");
+    redisReply *r = nmb_info(c, "commandstats");
     if (!r)
         return -1;
     s->ncmds = 0;
@@ -1022,10 +983,10 @@ static long long count_keys(redisContext *c, const char *pattern)
  * and the first two should see what the server itself kept. */
 static int read_residue(redisContext *c, const char *pattern, residue_snap_t *s)
 {
-    redisReply *r = info(c, "memory");
+    redisReply *r = nmb_info(c, "memory");
     if (!r)
         return -1;
-    s->used_memory = (long long)info_field(r->str, "used_memory");
+    s->used_memory = (long long)nmb_info_field(r->str, "used_memory");
     freeReplyObject(r);
     if (!(r = nmb_admin_cmd(c, "DBSIZE", 1, (const char *[]){ "DBSIZE" })))
         return -1;
