@@ -19,9 +19,11 @@
  * mutex is held reaches the waiter when its process is killed before it
  * unlocks, and with lease caching on when the signalling thread stays
  * idle after its unlock; a signal from a thread that holds no lock waits
- * for its answer; a signal from a process whose own lease is much shorter
- * than the waiters', whose chosen waiter is stopped past its lease, goes
- * on to the other waiter.
+ * for its answer, and one from a thread that holds only a read share,
+ * the write lock or a semaphore permit, whose request was cut, is sent
+ * again by the unlock or post; a signal from a process whose own lease
+ * is much shorter than the waiters', whose chosen waiter is stopped past
+ * its lease, goes on to the other waiter.
  */
 #include "ac_config.h"
 
@@ -327,6 +329,90 @@ static void test_signal_request_cut(void)
     nm_assert_rc(nm_call_wait(call, PROMPT_MS), 0);
 
     g_assert_true(wait_nothing_left());
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_configure(redis);
+    nm_proxy_free(px);
+    g_free(url);
+    g_free(mname);
+    g_free(name);
+}
+
+/* What the signalling thread holds in the case below, and nothing else:
+ * a read share ('r'), the write lock ('w') of a read-write lock, or a
+ * permit ('p') of a semaphore. */
+typedef struct OnlyHold {
+    char kind;
+    netmutex_rwlock_t rw;
+    netmutex_sem_t s;
+} OnlyHold;
+
+static void only_hold_init(OnlyHold *h, const char *name)
+{
+    char *own = g_strconcat(name, h->kind == 'p' ? "/s" : "/rw", NULL);
+    if (h->kind == 'p')
+        nm_assert_rc(netmutex_sem_init(&h->s, own, 1, NULL), 0);
+    else
+        nm_assert_rc(netmutex_rwlock_init(&h->rw, own, NULL), 0);
+    g_free(own);
+}
+
+static int only_hold_take(OnlyHold *h)
+{
+    return h->kind == 'p'   ? netmutex_sem_wait(&h->s)
+           : h->kind == 'r' ? netmutex_rwlock_rdlock(&h->rw)
+                            : netmutex_rwlock_wrlock(&h->rw);
+}
+
+static int only_hold_give_back(OnlyHold *h)
+{
+    return h->kind == 'p' ? netmutex_sem_post(&h->s) : netmutex_rwlock_unlock(&h->rw);
+}
+
+static void only_hold_destroy(OnlyHold *h)
+{
+    if (h->kind == 'p')
+        nm_assert_rc(netmutex_sem_destroy(&h->s), 0);
+    else
+        nm_assert_rc(netmutex_rwlock_destroy(&h->rw), 0);
+}
+
+/* A signal from a thread whose one hold is a read share, the write lock
+ * or a semaphore permit goes without waiting for its answer, as one from
+ * a mutex's holder does: so the call that gives that hold back settles
+ * it.  Its request never reaches the server (its connection cut before
+ * the server read it); the unlock or post sends it again, and the waiter
+ * wakes long before its deadline.  (Read-write lock and semaphore calls
+ * that never settled a signal left it unsent: the wait timed out.) */
+static void test_signal_cut_holding_only(gconstpointer data)
+{
+    NmProxy *px = nm_proxy_start(redis);
+    char *url = nm_redis_proxy_url(redis, nm_proxy_port(px));
+    netmutex_config_t cfg = { .url = url };
+    netmutex_cond_t c;
+    netmutex_t m;
+    OnlyHold h = { .kind = *(const char *)data };
+    char *name = nm_test_name("c");
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    char *mname = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    only_hold_init(&h, name);
+    /* The signalling thread's connection has run the condition's script. */
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    Waiter w = { .c = &c, .m = &m, .timeout_ms = nm_ms(8000) };
+    NmCall *call = nm_call_start(waiter_run, &w);
+    g_assert_true(wait_waiters(name, 1));
+
+    nm_assert_rc(only_hold_take(&h), 0);
+    /* A signal: the keys CW, CS, CH, then the operation 's'. */
+    nm_proxy_cut_request(px, ":ch\r\n$1\r\ns\r\n");
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    nm_assert_rc(only_hold_give_back(&h), 0);
+    g_assert_cmpuint(nm_proxy_cuts(px), ==, 1);
+    nm_assert_rc(nm_call_wait(call, PROMPT_MS), 0);
+
+    g_assert_true(wait_nothing_left());
+    only_hold_destroy(&h);
     nm_assert_rc(netmutex_cond_destroy(&c), 0);
     nm_assert_rc(netmutex_destroy(&m), 0);
     nm_configure(redis);
@@ -1154,6 +1240,12 @@ int main(int argc, char **argv)
                     test_signalled_at_timeout_returns_0);
     g_test_add_func("/cond/timedwait/leave-answer-lost", test_leave_answer_lost);
     g_test_add_func("/cond/signal/request-cut", test_signal_request_cut);
+    g_test_add_data_func("/cond/signal/cut-holding/read", "r",
+                         test_signal_cut_holding_only);
+    g_test_add_data_func("/cond/signal/cut-holding/write", "w",
+                         test_signal_cut_holding_only);
+    g_test_add_data_func("/cond/signal/cut-holding/permit", "p",
+                         test_signal_cut_holding_only);
     g_test_add_func("/cond/timedwait/register-cut", test_register_cut);
     g_test_add_func("/cond/look/signalled-without-push-wakes", test_signalled_without_push_wakes);
     g_test_add_func("/cond/processes/broadcast", test_broadcast_processes);
