@@ -19,7 +19,11 @@
  * mutex is held reaches the waiter when its process is killed before it
  * unlocks, and with lease caching on when the signalling thread stays
  * idle after its unlock; a signal from a thread that holds no lock waits
- * for its answer.
+ * for its answer, and one from a thread that holds only a read share,
+ * the write lock or a semaphore permit, whose request was cut, is sent
+ * again by the unlock or post; a signal from a process whose own lease
+ * is much shorter than the waiters', whose chosen waiter is stopped past
+ * its lease, goes on to the other waiter.
  */
 #include "ac_config.h"
 
@@ -334,6 +338,90 @@ static void test_signal_request_cut(void)
     g_free(name);
 }
 
+/* What the signalling thread holds in the case below, and nothing else:
+ * a read share ('r'), the write lock ('w') of a read-write lock, or a
+ * permit ('p') of a semaphore. */
+typedef struct OnlyHold {
+    char kind;
+    netmutex_rwlock_t rw;
+    netmutex_sem_t s;
+} OnlyHold;
+
+static void only_hold_init(OnlyHold *h, const char *name)
+{
+    char *own = g_strconcat(name, h->kind == 'p' ? "/s" : "/rw", NULL);
+    if (h->kind == 'p')
+        nm_assert_rc(netmutex_sem_init(&h->s, own, 1, NULL), 0);
+    else
+        nm_assert_rc(netmutex_rwlock_init(&h->rw, own, NULL), 0);
+    g_free(own);
+}
+
+static int only_hold_take(OnlyHold *h)
+{
+    return h->kind == 'p'   ? netmutex_sem_wait(&h->s)
+           : h->kind == 'r' ? netmutex_rwlock_rdlock(&h->rw)
+                            : netmutex_rwlock_wrlock(&h->rw);
+}
+
+static int only_hold_give_back(OnlyHold *h)
+{
+    return h->kind == 'p' ? netmutex_sem_post(&h->s) : netmutex_rwlock_unlock(&h->rw);
+}
+
+static void only_hold_destroy(OnlyHold *h)
+{
+    if (h->kind == 'p')
+        nm_assert_rc(netmutex_sem_destroy(&h->s), 0);
+    else
+        nm_assert_rc(netmutex_rwlock_destroy(&h->rw), 0);
+}
+
+/* A signal from a thread whose one hold is a read share, the write lock
+ * or a semaphore permit goes without waiting for its answer, as one from
+ * a mutex's holder does: so the call that gives that hold back settles
+ * it.  Its request never reaches the server (its connection cut before
+ * the server read it); the unlock or post sends it again, and the waiter
+ * wakes long before its deadline.  (Read-write lock and semaphore calls
+ * that never settled a signal left it unsent: the wait timed out.) */
+static void test_signal_cut_holding_only(gconstpointer data)
+{
+    NmProxy *px = nm_proxy_start(redis);
+    char *url = nm_redis_proxy_url(redis, nm_proxy_port(px));
+    netmutex_config_t cfg = { .url = url };
+    netmutex_cond_t c;
+    netmutex_t m;
+    OnlyHold h = { .kind = *(const char *)data };
+    char *name = nm_test_name("c");
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    char *mname = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    only_hold_init(&h, name);
+    /* The signalling thread's connection has run the condition's script. */
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    Waiter w = { .c = &c, .m = &m, .timeout_ms = nm_ms(8000) };
+    NmCall *call = nm_call_start(waiter_run, &w);
+    g_assert_true(wait_waiters(name, 1));
+
+    nm_assert_rc(only_hold_take(&h), 0);
+    /* A signal: the keys CW, CS, CH, then the operation 's'. */
+    nm_proxy_cut_request(px, ":ch\r\n$1\r\ns\r\n");
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    nm_assert_rc(only_hold_give_back(&h), 0);
+    g_assert_cmpuint(nm_proxy_cuts(px), ==, 1);
+    nm_assert_rc(nm_call_wait(call, PROMPT_MS), 0);
+
+    g_assert_true(wait_nothing_left());
+    only_hold_destroy(&h);
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_configure(redis);
+    nm_proxy_free(px);
+    g_free(url);
+    g_free(mname);
+    g_free(name);
+}
+
 /* For the case below: a first wait, short, so that the thread's
  * connection has run the condition's script (a registration rides with
  * the release only there); then the mutex again and, once told, the wait
@@ -514,6 +602,8 @@ static void test_signalled_without_push_wakes(void)
 typedef struct Proc {
     const char *name;   /* the condition's; the mutex is NAME + "/m" */
     unsigned int lease_ms;
+    unsigned int timeout_ms; /* a waiter's: 0 untimed */
+    int go;             /* a signaller's: it signals once it reads this */
     int items;          /* producer: how many */
 } Proc;
 
@@ -524,19 +614,25 @@ static void proc_configure(unsigned int lease_ms)
     nm_configure_with(redis, cfg);
 }
 
-/* A child that waits once on the condition (any wake-up counts). */
+/* A child that waits once on the condition, until PR->timeout_ms passed
+ * if set (any wake-up counts; ETIMEDOUT fails). */
 static int proc_wait_once(void *p)
 {
     const Proc *pr = p;
     netmutex_cond_t c;
     netmutex_t m;
+    struct timespec ts;
     char *mname = g_strconcat(pr->name, "/m", NULL);
     proc_configure(pr->lease_ms);
     if (netmutex_cond_init(&c, pr->name, NULL) || netmutex_init(&m, mname, NULL))
         return 10;
     int err = netmutex_lock(&m);
-    if (!err)
+    if (!err && pr->timeout_ms) {
+        nm_deadline(&ts, CLOCK_REALTIME, pr->timeout_ms);
+        err = netmutex_cond_timedwait(&c, &m, &ts);
+    } else if (!err) {
         err = netmutex_cond_wait(&c, &m);
+    }
     int uerr = netmutex_unlock(&m);
     netmutex_cond_destroy(&c);
     netmutex_destroy(&m);
@@ -728,6 +824,123 @@ static int warm_connection(const char *name)
     netmutex_cond_destroy(&w);
     g_free(warm);
     return err;
+}
+
+/* A child that signals once, holding nothing, with PR->lease_ms the
+ * lease of its configuration, as soon as it reads a byte on PR->go: it
+ * is ready (configured, its connection has run the script) before. */
+static int proc_signal_on_go(void *p)
+{
+    const Proc *pr = p;
+    netmutex_cond_t c;
+    char byte;
+    proc_configure(pr->lease_ms);
+    if (netmutex_cond_init(&c, pr->name, NULL) || warm_connection(pr->name) != 0)
+        return 10;
+    if (read(pr->go, &byte, 1) != 1)
+        return 11;
+    int err = netmutex_cond_signal(&c);
+    netmutex_cond_destroy(&c);
+    netmutex_shutdown();
+    return err ? 20 + err : 0;
+}
+
+/* Waiter I's token (in arrival order) of condition NAME, none signalled. */
+static char *waiter_token(const char *name, int i)
+{
+    char *cw = cond_key(name, ":cw");
+    redisReply *r = nm_redis_cmd(redis, "LINDEX %s %d", cw, i);
+    char *token = r->type == REDIS_REPLY_STRING ? g_strdup(r->str) : NULL;
+    freeReplyObject(r);
+    g_free(cw);
+    return token;
+}
+
+/* Waiter TOKEN's entry in condition NAME's CH ("" when it has none). */
+static char *waiter_entry(const char *name, const char *token)
+{
+    char *ch = cond_key(name, ":ch");
+    redisReply *r = nm_redis_cmd(redis, "HGET %s %s", ch, token);
+    char *entry = g_strdup(r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+    g_free(ch);
+    return entry;
+}
+
+/* Polls until waiter TOKEN of NAME looks (its entry's expiry moves on). */
+static bool wait_look(const char *name, const char *token)
+{
+    char *was = waiter_entry(name, token), *now = NULL;
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    bool looked = false;
+    while (!looked && nmt_now_ms() < until) {
+        nmt_sleep_ms(2);
+        g_free(now);
+        now = waiter_entry(name, token);
+        looked = *now && strcmp(now, was) != 0;
+    }
+    g_free(was);
+    g_free(now);
+    return looked;
+}
+
+/* The signaller's own lease is short (DATA ms: 50, 10), the waiters'
+ * 1500 ms (scaled): the signal it gave lives as long as the waiters it
+ * may be passed to need.  It chooses waiter A, stopped (SIGSTOP) past its
+ * lease; B, waiting until 8 s (scaled), must get it at its first look
+ * after A's entry expired.  B is stopped too, from just after one of its
+ * looks until more than three of the signaller's leases passed, so that
+ * none of its looks falls within them; each is stopped just after a look,
+ * so that its entry outlives the steps before its lease runs out.  (A
+ * list of the signalled that lived three of the signaller's leases was
+ * gone by B's next look: nobody passed the signal on, and B timed out.) */
+static void test_short_lease_signaller(gconstpointer data)
+{
+    unsigned int short_ms = GPOINTER_TO_UINT(data);
+    int go[2];
+    char *name = nm_test_name("c");
+    char *cs = cond_key(name, ":cs");
+    g_assert_cmpint(pipe(go), ==, 0);
+    /* Scaled: a slow machine's late look must not make a waiter dead. */
+    Proc a = { .name = name, .lease_ms = nm_ms(1500) };
+    Proc b = { .name = name, .lease_ms = nm_ms(1500), .timeout_ms = nm_ms(8000) };
+    Proc s = { .name = name, .lease_ms = short_ms, .go = go[0] };
+    pid_t ps = nm_fork_run(proc_signal_on_go, &s);
+    pid_t pa = nm_fork_run(proc_wait_once, &a);
+    g_assert_true(wait_waiters(name, 1));
+    pid_t pb = nm_fork_run(proc_wait_once, &b);
+    g_assert_true(wait_waiters(name, 2));
+    char *ta = waiter_token(name, 0), *tb = waiter_token(name, 1);
+    g_assert_nonnull(ta);
+    g_assert_nonnull(tb);
+    g_assert_true(wait_look(name, ta));
+    g_assert_cmpint(kill(pa, SIGSTOP), ==, 0);
+    g_assert_true(wait_look(name, tb));
+    g_assert_cmpint(kill(pb, SIGSTOP), ==, 0);
+
+    g_assert_cmpint(write(go[1], "g", 1), ==, 1);
+    nm_child_wait_ok(ps, PROMPT_MS);
+    /* It chose A, the first to wait: B is the one left waiting. */
+    g_assert_true(wait_waiters(name, 1));
+    char *left = waiter_token(name, 0);
+    g_assert_cmpstr(left, ==, tb);
+    /* Not scaled: the server's clock, which the load does not slow. */
+    nmt_sleep_ms(3 * short_ms + 100);
+    g_assert_cmpint(llen(cs), ==, 1);
+    g_assert_cmpint(kill(pb, SIGCONT), ==, 0);
+    nm_child_wait_ok(pb, PROMPT_MS);
+
+    /* A wakes at its next look: passed over, its entry gone. */
+    g_assert_cmpint(kill(pa, SIGCONT), ==, 0);
+    nm_child_wait_ok(pa, PROMPT_MS);
+    g_assert_true(wait_nothing_left());
+    close(go[0]);
+    close(go[1]);
+    g_free(left);
+    g_free(ta);
+    g_free(tb);
+    g_free(cs);
+    g_free(name);
 }
 
 /* A child that signals while it holds the mutex, then dies before it
@@ -1027,11 +1240,21 @@ int main(int argc, char **argv)
                     test_signalled_at_timeout_returns_0);
     g_test_add_func("/cond/timedwait/leave-answer-lost", test_leave_answer_lost);
     g_test_add_func("/cond/signal/request-cut", test_signal_request_cut);
+    g_test_add_data_func("/cond/signal/cut-holding/read", "r",
+                         test_signal_cut_holding_only);
+    g_test_add_data_func("/cond/signal/cut-holding/write", "w",
+                         test_signal_cut_holding_only);
+    g_test_add_data_func("/cond/signal/cut-holding/permit", "p",
+                         test_signal_cut_holding_only);
     g_test_add_func("/cond/timedwait/register-cut", test_register_cut);
     g_test_add_func("/cond/look/signalled-without-push-wakes", test_signalled_without_push_wakes);
     g_test_add_func("/cond/processes/broadcast", test_broadcast_processes);
     g_test_add_func("/cond/processes/producer-consumer", test_producer_consumer_no_lost_wakeup);
     g_test_add_func("/cond/processes/killed-waiter", test_killed_waiter_swallows_nothing);
+    g_test_add_data_func("/cond/processes/short-lease-signaller/50", GUINT_TO_POINTER(50),
+                         test_short_lease_signaller);
+    g_test_add_data_func("/cond/processes/short-lease-signaller/10", GUINT_TO_POINTER(10),
+                         test_short_lease_signaller);
     g_test_add_func("/cond/processes/signal-then-killed", test_signal_then_killed);
     g_test_add_func("/cond/processes/signal-then-cached-unlock", test_signal_then_cached_unlock);
     g_test_add_func("/cond/signal/unheld-waits-answer", test_signal_unheld_waits_answer);

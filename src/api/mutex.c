@@ -620,9 +620,7 @@ static int acquire(netmutex_t *m, nm_wait_t wait, int64_t deadline)
  * (condvar.h) is settled. */
 static int acquire_flush(netmutex_t *m, nm_wait_t wait, int64_t deadline)
 {
-    int err = acquire(m, wait, deadline);
-    nm_cond_flush(1);
-    return err;
+    return nm_cond_flushed(acquire(m, wait, deadline));
 }
 
 int netmutex_lock(netmutex_t *m)
@@ -709,9 +707,7 @@ static int unlock(netmutex_t *m);
  * the release's answer when the lease went back (condvar.h). */
 int netmutex_unlock(netmutex_t *m)
 {
-    int err = unlock(m);
-    nm_cond_flush(1);
-    return err;
+    return nm_cond_flushed(unlock(m));
 }
 
 static int unlock(netmutex_t *m)

@@ -27,6 +27,7 @@
 
 #include "cache.h"
 #include "clock.h"
+#include "condvar.h"
 #include "deadlock.h"
 #include "entry.h"
 #include "lease.h"
@@ -308,7 +309,7 @@ static int acquire(const netmutex_rwlock_t *rw, const nm_entry_t *e, nm_lease_t 
                                                  deadline));
 }
 
-static int rw_lock(netmutex_rwlock_t *rw, nm_hold_kind_t kind, nm_wait_t wait,
+static int rw_take(netmutex_rwlock_t *rw, nm_hold_kind_t kind, nm_wait_t wait,
                    int64_t deadline)
 {
     nm_entry_t *e;
@@ -351,6 +352,14 @@ static int rw_lock(netmutex_rwlock_t *rw, nm_hold_kind_t kind, nm_wait_t wait,
     pthread_mutex_unlock(&e->mu);
     free(thin);
     return 0;
+}
+
+/* A signal of the calling thread still unanswered is settled before a
+ * lock call returns, as before a mutex's (condvar.h). */
+static int rw_lock(netmutex_rwlock_t *rw, nm_hold_kind_t kind, nm_wait_t wait,
+                   int64_t deadline)
+{
+    return nm_cond_flushed(rw_take(rw, kind, wait, deadline));
 }
 
 int netmutex_rwlock_rdlock(netmutex_rwlock_t *rw)
@@ -430,7 +439,7 @@ static int unlock_shared(nm_entry_t *e, nm_hold_node_t *mine)
     return lost ? ENOLCK : err;
 }
 
-int netmutex_rwlock_unlock(netmutex_rwlock_t *rw)
+static int rw_unlock(netmutex_rwlock_t *rw)
 {
     nm_entry_t *e;
     nm_hold_node_t *mine;
@@ -458,6 +467,12 @@ int netmutex_rwlock_unlock(netmutex_rwlock_t *rw)
         err = ENOLCK;
     free(mine);
     return nm_errno_public(err);
+}
+
+/* A signal the thread wrote while it held the lock is settled too. */
+int netmutex_rwlock_unlock(netmutex_rwlock_t *rw)
+{
+    return nm_cond_flushed(rw_unlock(rw));
 }
 
 int netmutex_rwlock_fence(netmutex_rwlock_t *rw, uint64_t *token)

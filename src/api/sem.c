@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "condvar.h"
 #include "entry.h"
 #include "lease.h"
 #include "mutex.h"
@@ -128,7 +129,7 @@ static int start_watching(const netmutex_sem_t *s, const nm_entry_t *e, nm_lease
     return err;
 }
 
-static int sem_take(netmutex_sem_t *s, nm_wait_t wait, int64_t deadline)
+static int take_permit(netmutex_sem_t *s, nm_wait_t wait, int64_t deadline)
 {
     nm_entry_t *e;
     int err = handle_entry(s, &e);
@@ -152,6 +153,13 @@ static int sem_take(netmutex_sem_t *s, nm_wait_t wait, int64_t deadline)
     nm_entry_hold_add(e, node, s, NM_HOLD_PERMIT);
     pthread_mutex_unlock(&e->mu);
     return 0;
+}
+
+/* A signal of the calling thread still unanswered is settled before a
+ * wait returns, as before a mutex's lock (condvar.h). */
+static int sem_take(netmutex_sem_t *s, nm_wait_t wait, int64_t deadline)
+{
+    return nm_cond_flushed(take_permit(s, wait, deadline));
 }
 
 int netmutex_sem_wait(netmutex_sem_t *s)
@@ -178,7 +186,7 @@ int netmutex_sem_timedwait(netmutex_sem_t *s, const struct timespec *abstime)
 
 /* ---- giving back, counting ---------------------------------------------- */
 
-int netmutex_sem_post(netmutex_sem_t *s)
+static int post(netmutex_sem_t *s)
 {
     nm_entry_t *e;
     int err = handle_entry(s, &e);
@@ -202,6 +210,12 @@ int netmutex_sem_post(netmutex_sem_t *s)
         err = ENOLCK;
     free(mine);
     return nm_errno_public(err);
+}
+
+/* A signal the thread wrote while it held the permit is settled too. */
+int netmutex_sem_post(netmutex_sem_t *s)
+{
+    return nm_cond_flushed(post(s));
 }
 
 int netmutex_sem_getvalue(netmutex_sem_t *s, int *value)

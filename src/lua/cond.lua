@@ -50,6 +50,20 @@ local function keep(key)
   end
 end
 
+-- Once a signal chose a waiter, CS lives at least as long as CH, whatever
+-- the caller's own lease (ttl): every waiter's registration and looks give
+-- CH three of that waiter's leases, so CH outlives the entry of every live
+-- waiter, and so its next look, which passes on the signal of a chosen
+-- waiter that died.  CS given the signaller's ttl alone expired first when
+-- the signaller's lease was the shorter, and took the signal with it.
+local function keep_signalled()
+  local life = math.max(ttl, redis.call('PTTL', CH))
+  local left = redis.call('PTTL', CS)
+  if left == -1 or (left >= 0 and left < life) then
+    redis.call('PEXPIRE', CS, life)
+  end
+end
+
 -- Waiter T's entry in CH: its state ('w' waiting, 's' signalled), when it
 -- expires (server ms) and its lease; nil when it has none we can read.
 local function entry(t)
@@ -82,7 +96,7 @@ local function signal_one()
     if s == 'w' and expires > now then
       redis.call('HSET', CH, t, 's:' .. ms(expires) .. ':' .. l)
       redis.call('RPUSH', CS, t)
-      keep(CS)
+      keep_signalled()
       wake(t, l)
       return 1
     elseif s ~= 's' then

@@ -77,7 +77,10 @@
 --                                      (gone once a dead waiter's last look
 --                                      is that old)
 --   CS <prefix>{c<tag>}<name>:cs        list: tokens of signalled waiters
---                                      that have not left yet; PX as CW
+--                                      that have not left yet; PX as CW,
+--                                      and at least CH's once a signal
+--                                      chose a waiter (whatever the
+--                                      signaller's own lease)
 --   CH <prefix>{c<tag>}<name>:ch        hash: token t -> "<s>:<expires>:<lease>"
 --                                      for each waiter, s 'w' waiting or 's'
 --                                      signalled, expires the server's time

@@ -439,6 +439,12 @@ void nm_cond_flush(int wait)
     }
 }
 
+int nm_cond_flushed(int err)
+{
+    nm_cond_flush(1);
+    return err;
+}
+
 int nm_cond_owed(void)
 {
     return sent.state == SIG_OWED && nm_reply_owing();

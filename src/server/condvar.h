@@ -128,13 +128,20 @@ void nm_cond_cancelled(nm_waiter_t *w);
  * one already received (WAIT 0), or within the I/O timeout (WAIT 1, the
  * connection dropped when none came); then sends a signal that must go
  * again, as a request of its own.  Called with WAIT 1 at the end of every
- * lock, unlock and wait call, and before a configuration changes, so
- * that no call after the signal returns before its answer came (a
- * release riding after it most often took it already); with WAIT 0 before
+ * lock, unlock and wait call (nm_cond_flushed), and before a
+ * configuration changes, so that no call after the signal returns before
+ * its answer came (a release riding after it most often took it
+ * already); with WAIT 0 before
  * a wait's registration (which then takes it) and another signal (which
  * then waits for its own answer). */
 int nm_cond_signal(const char *name, size_t name_len, int all, int may_defer, long long *woken);
 void nm_cond_flush(int wait);
+/* ERR, once nm_cond_flush(1) ran: how every lock, unlock and wait call of
+ * every kind of hold ends (a mutex, a read share or the write lock, a
+ * semaphore permit), since a signal is written without waiting for its
+ * answer whatever the thread holds, and the call that gives that hold
+ * back may be the thread's last. */
+int nm_cond_flushed(int err);
 /* Whether the calling thread's latest signal is still owed its answer. */
 int nm_cond_owed(void);
 /* Whether the calling thread has a signal to send again (nm_cond_flush
