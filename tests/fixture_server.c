@@ -385,6 +385,48 @@ long long nm_redis_kind_keys(NmRedis *r, char kind)
     return n;
 }
 
+/* Whether KEY (LEN bytes) is one the library keeps without an expiry on
+ * purpose (docs/deployment.md): a slot's fence floor, the counter of
+ * waits. */
+static bool meant_to_last(const char *key, size_t len)
+{
+    static const char floor[] = "}fence", seq[] = "{d}seq";
+    return (len >= sizeof floor - 1 && memcmp(key + len - (sizeof floor - 1), floor,
+                                              sizeof floor - 1) == 0) ||
+           (len >= sizeof seq - 1 && memcmp(key + len - (sizeof seq - 1), seq,
+                                            sizeof seq - 1) == 0);
+}
+
+long long nm_redis_keys_without_expiry(NmRedis *r)
+{
+    redisContext *c = nm_redis_connect(r, 0);
+    char cursor[32] = "0";
+    long long n = 0;
+
+    do {
+        redisReply *reply = redisCommand(c, "SCAN %s COUNT 1000", cursor);
+        g_assert_nonnull(reply);
+        g_assert_cmpint(reply->type, ==, REDIS_REPLY_ARRAY);
+        g_strlcpy(cursor, reply->element[0]->str, sizeof cursor);
+        for (size_t i = 0; i < reply->element[1]->elements; i++) {
+            const redisReply *k = reply->element[1]->element[i];
+            if (meant_to_last(k->str, k->len))
+                continue;
+            redisReply *t = redisCommand(c, "PTTL %b", k->str, k->len);
+            g_assert_nonnull(t);
+            g_assert_cmpint(t->type, ==, REDIS_REPLY_INTEGER);
+            if (t->integer == -1) {
+                g_test_message("key without expiry: %.*s", (int)k->len, k->str);
+                n++;
+            }
+            freeReplyObject(t);
+        }
+        freeReplyObject(reply);
+    } while (strcmp(cursor, "0") != 0);
+    redisFree(c);
+    return n;
+}
+
 void nm_redis_ok(NmRedis *r, const char *fmt, ...)
 {
     va_list ap;
