@@ -385,6 +385,48 @@ long long nm_redis_kind_keys(NmRedis *r, char kind)
     return n;
 }
 
+void nm_redis_add_user(NmRedis *r, const char *user, const char *password, const char *also)
+{
+    char rule[NETMUTEX_ACL_RULE_MAX];
+    nm_assert_rc(netmutex_acl_rule(NULL, rule, sizeof rule), 0);
+    /* The default prefix's rule has no quoted word: spaces split it. */
+    char *line = g_strdup_printf("%s %s", rule, also ? also : "");
+    gchar **words = g_strsplit(g_strstrip(line), " ", -1);
+    GPtrArray *argv = g_ptr_array_new_with_free_func(g_free);
+    g_ptr_array_add(argv, g_strdup("ACL"));
+    g_ptr_array_add(argv, g_strdup("SETUSER"));
+    g_ptr_array_add(argv, g_strdup(user));
+    g_ptr_array_add(argv, g_strdup("reset"));
+    g_ptr_array_add(argv, g_strdup("on"));
+    g_ptr_array_add(argv, g_strdup_printf(">%s", password));
+    for (gchar **w = words; *w; w++)
+        g_ptr_array_add(argv, g_strdup(*w));
+    redisContext *c = nm_redis_connect(r, 0);
+    redisReply *reply = redisCommandArgv(c, (int)argv->len, (const char **)argv->pdata, NULL);
+    g_assert_nonnull(reply);
+    if (reply->type == REDIS_REPLY_ERROR)
+        g_error("ACL SETUSER %s: %s", user, reply->str);
+    freeReplyObject(reply);
+    redisFree(c);
+    g_ptr_array_unref(argv);
+    g_strfreev(words);
+    g_free(line);
+}
+
+char *nm_url_as_user(const char *url, const char *user, const char *password)
+{
+    const char *rest = strstr(url, "://");
+    g_assert_nonnull(rest);
+    rest += 3;
+    /* Credentials already there end at the '@': the fixture's hosts are
+     * addresses and its paths temporary directories, which have none. */
+    const char *at = strchr(rest, '@');
+    if (at)
+        rest = at + 1;
+    return g_strdup_printf("%.*s%s:%s@%s", (int)(strstr(url, "://") + 3 - url), url, user,
+                           password, rest);
+}
+
 /* Whether KEY (LEN bytes) is one the library keeps without an expiry on
  * purpose (docs/deployment.md): a slot's fence floor, the counter of
  * waits. */

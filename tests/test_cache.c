@@ -922,6 +922,42 @@ static void test_trylock_answer_expires(void)
     g_free(url);
 }
 
+/* A single server needs no +cluster|keyslot: the scripts' question
+ * whether they run on a Cluster node, refused to such a user, is answered
+ * by INFO.  Every script path that asks works: a trylock answered by a
+ * caching holder (its request PUBLISHed), a hand-off to a queued waiter
+ * (the grant pushed by the release), a break. */
+static void test_acl_without_keyslot(void)
+{
+    char *base = nm_redis_url(redis), *url = nm_url_as_user(base, "noslot", "pw");
+    netmutex_config_t cfg = { .url = url, .cache_idle_ms = LONG_IDLE_MS,
+                              .io_timeout_ms = IO_TIMEOUT_MS };
+    netmutex_t m;
+
+    nm_redis_add_user(redis, "noslot", "pw", "-cluster|keyslot");
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    char *name = init_cached(&m, "m", LONG_LEASE_MS);
+    NmRemote *a = nm_remote_start_url(url, long_idle_env, name, NETMUTEX_NORMAL,
+                                      LONG_LEASE_MS);
+    cache_lease(&m, name);
+    nm_assert_rc(netmutex_lock(&m), 0); /* from our cache */
+    assert_remote_try_busy(a);
+    nm_remote_send(a, 'l');
+    g_assert_true(nm_wait_queue_len(redis, name, 1, BOUND_MS));
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    if (remote_served(a)) {
+        nm_assert_rc(netmutex_break(name), 0); /* A's hold */
+        nm_assert_rc(nm_remote(a, 'u'), ENOLCK);
+    }
+    nm_remote_stop(a);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    configure_idle(LONG_IDLE_MS);
+    nm_redis_ok(redis, "ACL DELUSER noslot");
+    g_free(name);
+    g_free(url);
+    g_free(base);
+}
+
 /* ---- 5. fences ------------------------------------------------------------- */
 
 /* Cached re-acquisitions share the fence; every change of process brings
@@ -1637,6 +1673,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cache/trylock/held", test_trylock_held);
     g_test_add_func("/cache/trylock/answer-expires-connection-lost",
                     test_trylock_answer_expires);
+    g_test_add_func("/cache/acl/single-server-without-keyslot", test_acl_without_keyslot);
     g_test_add_func("/cache/fences/per-process", test_fences);
     g_test_add_func("/cache/kill/idle-no-ownerdead", test_kill_idle);
     g_test_add_func("/cache/kill/robust-not-cached", test_kill_robust);
