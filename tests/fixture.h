@@ -220,6 +220,18 @@ void nm_redis_ok(NmRedis *r, const char *fmt, ...);
  * matched too, so a lock's own keys, whose hex tag may begin with 'c',
  * never count. */
 long long nm_redis_kind_keys(NmRedis *r, char kind);
+/* ACL SETUSER USER reset on >PASSWORD with the rule netmutex_acl_rule(3)
+ * gives for the default prefix, then the words of ALSO (NULL: none), e.g.
+ * "-cluster|keyslot" for a user that lacks a permission; asserts OK. */
+void nm_redis_add_user(NmRedis *r, const char *user, const char *password, const char *also);
+/* URL with its credentials (if any) replaced by USER:PASSWORD (g_free). */
+char *nm_url_as_user(const char *url, const char *user, const char *password);
+/* How many keys of R's db 0 have no expiry, leaving out those the library
+ * keeps so on purpose (a slot's fence floor, the counter of waits: the key
+ * schema in docs/deployment.md); each is named in the test's log.  After
+ * a process died at any moment, anything else it left would stay for
+ * ever. */
+long long nm_redis_keys_without_expiry(NmRedis *r);
 /* Binary-safe GET of KEY (KEYLEN bytes) in DB: a new string, or NULL if the
  * key does not exist. */
 char *nm_redis_get(NmRedis *r, int db, const char *key, size_t keylen);

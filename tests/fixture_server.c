@@ -385,6 +385,90 @@ long long nm_redis_kind_keys(NmRedis *r, char kind)
     return n;
 }
 
+void nm_redis_add_user(NmRedis *r, const char *user, const char *password, const char *also)
+{
+    char rule[NETMUTEX_ACL_RULE_MAX];
+    nm_assert_rc(netmutex_acl_rule(NULL, rule, sizeof rule), 0);
+    /* The default prefix's rule has no quoted word: spaces split it. */
+    char *line = g_strdup_printf("%s %s", rule, also ? also : "");
+    gchar **words = g_strsplit(g_strstrip(line), " ", -1);
+    GPtrArray *argv = g_ptr_array_new_with_free_func(g_free);
+    g_ptr_array_add(argv, g_strdup("ACL"));
+    g_ptr_array_add(argv, g_strdup("SETUSER"));
+    g_ptr_array_add(argv, g_strdup(user));
+    g_ptr_array_add(argv, g_strdup("reset"));
+    g_ptr_array_add(argv, g_strdup("on"));
+    g_ptr_array_add(argv, g_strdup_printf(">%s", password));
+    for (gchar **w = words; *w; w++)
+        g_ptr_array_add(argv, g_strdup(*w));
+    redisContext *c = nm_redis_connect(r, 0);
+    redisReply *reply = redisCommandArgv(c, (int)argv->len, (const char **)argv->pdata, NULL);
+    g_assert_nonnull(reply);
+    if (reply->type == REDIS_REPLY_ERROR)
+        g_error("ACL SETUSER %s: %s", user, reply->str);
+    freeReplyObject(reply);
+    redisFree(c);
+    g_ptr_array_unref(argv);
+    g_strfreev(words);
+    g_free(line);
+}
+
+char *nm_url_as_user(const char *url, const char *user, const char *password)
+{
+    const char *rest = strstr(url, "://");
+    g_assert_nonnull(rest);
+    rest += 3;
+    /* Credentials already there end at the '@': the fixture's hosts are
+     * addresses and its paths temporary directories, which have none. */
+    const char *at = strchr(rest, '@');
+    if (at)
+        rest = at + 1;
+    return g_strdup_printf("%.*s%s:%s@%s", (int)(strstr(url, "://") + 3 - url), url, user,
+                           password, rest);
+}
+
+/* Whether KEY (LEN bytes) is one the library keeps without an expiry on
+ * purpose (docs/deployment.md): a slot's fence floor, the counter of
+ * waits. */
+static bool meant_to_last(const char *key, size_t len)
+{
+    static const char floor[] = "}fence", seq[] = "{d}seq";
+    return (len >= sizeof floor - 1 && memcmp(key + len - (sizeof floor - 1), floor,
+                                              sizeof floor - 1) == 0) ||
+           (len >= sizeof seq - 1 && memcmp(key + len - (sizeof seq - 1), seq,
+                                            sizeof seq - 1) == 0);
+}
+
+long long nm_redis_keys_without_expiry(NmRedis *r)
+{
+    redisContext *c = nm_redis_connect(r, 0);
+    char cursor[32] = "0";
+    long long n = 0;
+
+    do {
+        redisReply *reply = redisCommand(c, "SCAN %s COUNT 1000", cursor);
+        g_assert_nonnull(reply);
+        g_assert_cmpint(reply->type, ==, REDIS_REPLY_ARRAY);
+        g_strlcpy(cursor, reply->element[0]->str, sizeof cursor);
+        for (size_t i = 0; i < reply->element[1]->elements; i++) {
+            const redisReply *k = reply->element[1]->element[i];
+            if (meant_to_last(k->str, k->len))
+                continue;
+            redisReply *t = redisCommand(c, "PTTL %b", k->str, k->len);
+            g_assert_nonnull(t);
+            g_assert_cmpint(t->type, ==, REDIS_REPLY_INTEGER);
+            if (t->integer == -1) {
+                g_test_message("key without expiry: %.*s", (int)k->len, k->str);
+                n++;
+            }
+            freeReplyObject(t);
+        }
+        freeReplyObject(reply);
+    } while (strcmp(cursor, "0") != 0);
+    redisFree(c);
+    return n;
+}
+
 void nm_redis_ok(NmRedis *r, const char *fmt, ...)
 {
     va_list ap;

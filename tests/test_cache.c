@@ -38,6 +38,7 @@
 #include "ac_config.h"
 
 #include "fixture.h"
+#include "proxy.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -877,6 +878,86 @@ static void test_trylock_held(void)
     g_free(name);
 }
 
+/* The answer to a trylock (the asker's grant list, "0": a thread holds
+ * it) goes with its expiry in one request: a holder whose connection is
+ * lost right after its push -- the proxy closes it before a PEXPIRE sent
+ * by itself would reach the server, as a kill would -- leaves no list
+ * that never expires.  The asker plays one that died after it asked: its
+ * request is published by hand, and nobody pops the answer. */
+static void test_trylock_answer_expires(void)
+{
+    static const char asker[] = "0123456789abcdef0123456789abcdef";
+    NmProxy *p = nm_proxy_start(redis);
+    char *url = nm_redis_proxy_url(redis, nm_proxy_port(p));
+    netmutex_config_t cfg = { .url = url, .cache_idle_ms = LONG_IDLE_MS,
+                              .io_timeout_ms = IO_TIMEOUT_MS };
+    netmutex_t m;
+
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    char *name = init_cached(&m, "m", LONG_LEASE_MS);
+    char *key = nm_lock_key(name), *grant = g_strdup_printf("%s:g:%s", key, asker);
+    cache_lease(&m, name);
+    nm_assert_rc(netmutex_lock(&m), 0); /* from our cache: a thread holds it */
+    char *holder = nm_token_of(redis, name);
+    g_assert_nonnull(holder);
+    nm_proxy_cut_request(p, "\r\nPEXPIRE\r\n");
+    char *ask = g_strdup_printf("%s t%s", holder, asker); /* lib.lua, R */
+    nm_redis_ok(redis, "PUBLISH %s:r %s", key, ask);
+    g_free(ask);
+    gint64 end = nmt_now_ms() + BOUND_MS;
+    long long pttl;
+    while ((pttl = nm_redis_pttl(redis, grant)) == -2 && nmt_now_ms() < end)
+        nmt_sleep_ms(2);
+    g_test_message("the answer's list: pttl %lld, %u cut", pttl, nm_proxy_cuts(p));
+    g_assert_cmpint(pttl, >, 0); /* answered, and expiring */
+    g_assert_cmpint(nm_redis_keys_without_expiry(redis), ==, 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_assert_rc(netmutex_shutdown(), 0);
+    nm_proxy_free(p);
+    g_free(holder);
+    g_free(grant);
+    g_free(key);
+    g_free(name);
+    g_free(url);
+}
+
+/* A single server needs no +cluster|keyslot: the scripts' question
+ * whether they run on a Cluster node, refused to such a user, is answered
+ * by INFO.  Every script path that asks works: a trylock answered by a
+ * caching holder (its request PUBLISHed), a hand-off to a queued waiter
+ * (the grant pushed by the release), a break. */
+static void test_acl_without_keyslot(void)
+{
+    char *base = nm_redis_url(redis), *url = nm_url_as_user(base, "noslot", "pw");
+    netmutex_config_t cfg = { .url = url, .cache_idle_ms = LONG_IDLE_MS,
+                              .io_timeout_ms = IO_TIMEOUT_MS };
+    netmutex_t m;
+
+    nm_redis_add_user(redis, "noslot", "pw", "-cluster|keyslot");
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    char *name = init_cached(&m, "m", LONG_LEASE_MS);
+    NmRemote *a = nm_remote_start_url(url, long_idle_env, name, NETMUTEX_NORMAL,
+                                      LONG_LEASE_MS);
+    cache_lease(&m, name);
+    nm_assert_rc(netmutex_lock(&m), 0); /* from our cache */
+    assert_remote_try_busy(a);
+    nm_remote_send(a, 'l');
+    g_assert_true(nm_wait_queue_len(redis, name, 1, BOUND_MS));
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    if (remote_served(a)) {
+        nm_assert_rc(netmutex_break(name), 0); /* A's hold */
+        nm_assert_rc(nm_remote(a, 'u'), ENOLCK);
+    }
+    nm_remote_stop(a);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    configure_idle(LONG_IDLE_MS);
+    nm_redis_ok(redis, "ACL DELUSER noslot");
+    g_free(name);
+    g_free(url);
+    g_free(base);
+}
+
 /* ---- 5. fences ------------------------------------------------------------- */
 
 /* Cached re-acquisitions share the fence; every change of process brings
@@ -1590,6 +1671,9 @@ int main(int argc, char **argv)
     g_test_add_func("/cache/revoke/fast-turns", test_fast_turns);
     g_test_add_func("/cache/trylock/idle", test_trylock_idle);
     g_test_add_func("/cache/trylock/held", test_trylock_held);
+    g_test_add_func("/cache/trylock/answer-expires-connection-lost",
+                    test_trylock_answer_expires);
+    g_test_add_func("/cache/acl/single-server-without-keyslot", test_acl_without_keyslot);
     g_test_add_func("/cache/fences/per-process", test_fences);
     g_test_add_func("/cache/kill/idle-no-ownerdead", test_kill_idle);
     g_test_add_func("/cache/kill/robust-not-cached", test_kill_robust);

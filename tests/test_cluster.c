@@ -209,6 +209,75 @@ static void test_quorum_with_cluster_refused(void)
     g_free(list);
 }
 
+/* ---- an ACL user without +cluster|keyslot ----------------------------------- */
+
+static GString *logged; /* under log_lock */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void log_to_string(int level, const char *message, void *arg)
+{
+    (void)level;
+    (void)arg;
+    pthread_mutex_lock(&log_lock);
+    g_string_append_printf(logged, "%s\n", message);
+    pthread_mutex_unlock(&log_lock);
+}
+
+static bool log_has(const char *what)
+{
+    pthread_mutex_lock(&log_lock);
+    bool has = strstr(logged->str, what) != NULL;
+    pthread_mutex_unlock(&log_lock);
+    return has;
+}
+
+/* The scripts ask CLUSTER KEYSLOT whether they run on a Cluster node.  A
+ * user whose rule lacks it is refused there -- EACCES, the permission
+ * named in the log -- before anything is queued, rather than taken for a
+ * plain server's (which pushed grants to undeclared keys, and PUBLISHed
+ * requests that caching holders, on SSUBSCRIBE, never hear).  Calls that
+ * need no answer (an uncontended lock and unlock) go on. */
+static void test_acl_without_keyslot(void)
+{
+    char *plain = nm_topo_url(topo), *url = nm_url_as_user(plain, "noslot", "pw");
+    char *name = nm_test_name("m");
+    NmRedis *master = nm_topo_master_of(topo, slot_of_name(name));
+    netmutex_attr_t attr;
+    netmutex_t m;
+
+    for (int i = 0; i < NM_TOPO_NODES; i++)
+        nm_redis_add_user(topo->node[i], "noslot", "pw", "-cluster|keyslot");
+    NmRemote *holder = nm_remote_start_url(plain, NULL, name, NETMUTEX_NORMAL, 0);
+    configure_url(url, 0);
+    logged = g_string_new("");
+    nm_assert_rc(netmutex_set_log(NETMUTEX_LOG_WARN, log_to_string, NULL), 0);
+    nm_assert_rc(netmutex_attr_init(&attr), 0);
+    nm_assert_rc(netmutex_attr_setcache(&attr, 0), 0);
+    nm_assert_rc(netmutex_init(&m, name, &attr), 0);
+    nm_assert_rc(netmutex_attr_destroy(&attr), 0);
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_assert_rc(nm_remote(holder, 'l'), 0);
+    nm_assert_rc(netmutex_trylock(&m), EACCES);
+    struct timespec ts;
+    nm_deadline(&ts, CLOCK_REALTIME, nm_ms(5000));
+    nm_assert_rc(netmutex_timedlock(&m, &ts), EACCES);
+    g_assert_cmpint(nm_queue_len(master, name), ==, 0);
+    g_test_message("logged: %s", logged->str);
+    g_assert_true(log_has("+cluster|keyslot"));
+    nm_assert_rc(netmutex_set_log(NETMUTEX_LOG_WARN, NULL, NULL), 0);
+    nm_assert_rc(nm_remote(holder, 'u'), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_assert_rc(netmutex_shutdown(), 0);
+    nm_remote_stop(holder);
+    for (int i = 0; i < NM_TOPO_NODES; i++)
+        nm_redis_ok(topo->node[i], "ACL DELUSER noslot");
+    g_string_free(logged, TRUE);
+    g_free(name);
+    g_free(url);
+    g_free(plain);
+}
+
 /* ---- many names, many processes ----------------------------------------------- */
 
 #define NAMES 12
@@ -1604,6 +1673,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cluster/lock/plain-url-detects-cluster", test_plain_url_detects_cluster);
     g_test_add_func("/cluster/config/quorum-with-cluster-einval",
                     test_quorum_with_cluster_refused);
+    g_test_add_func("/cluster/acl/without-keyslot-eacces", test_acl_without_keyslot);
     g_test_add_func("/cluster/xproc/counters-on-all-masters", test_counters_all_masters);
     g_test_add_func("/cluster/failover/manual-failover-while-locking",
                     test_failover_while_locking);

@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include "fixture.h"
+#include "keytag.h"
+#include "proxy.h"
 
 static NmRedis *redis;
 
@@ -474,6 +476,117 @@ static void test_rw(gconstpointer data)
     ring_free(r);
 }
 
+/* ---- a waiter killed while it publishes ------------------------------------ */
+
+typedef struct Residue {
+    char m[NAME_LEN], rw[NAME_LEN];
+    int port;  /* the proxy's */
+    int stage; /* atomic: 1 the child holds its read share, 2 it waits */
+} Residue;
+
+static bool stage_reached(int *stage, int want)
+{
+    gint64 bound = nmt_now_ms() + nm_ms(30000);
+    while (__atomic_load_n(stage, __ATOMIC_SEQ_CST) < want && nmt_now_ms() < bound)
+        nmt_sleep_ms(5);
+    return __atomic_load_n(stage, __ATOMIC_SEQ_CST) >= want;
+}
+
+/* The waiter, through the proxy: a first wait for M holding nothing (its
+ * record goes out on the background thread's connection, which so exists
+ * before the proxy delays new ones), then a read share of RW, then a
+ * wait for M again, which publishes RW's holder set; it is killed there. */
+static int residue_child(void *p)
+{
+    Residue *s = p;
+    char *url = nm_redis_proxy_url(redis, s->port);
+    netmutex_config_t cfg = { .url = url };
+    netmutex_attr_t a;
+    netmutex_t m;
+    netmutex_rwlock_t rw;
+    setenv("NETMUTEX_DEADLOCK", "detect", 1);
+    setenv("NETMUTEX_CACHE", "0", 1);
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    nm_assert_rc(netmutex_attr_init(&a), 0);
+    nm_assert_rc(netmutex_attr_settype(&a, NETMUTEX_ERRORCHECK), 0);
+    nm_assert_rc(netmutex_init(&m, s->m, &a), 0);
+    nm_assert_rc(netmutex_rwlock_init(&rw, s->rw, NULL), 0);
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_assert_rc(netmutex_rwlock_rdlock(&rw), 0);
+    __atomic_store_n(&s->stage, 1, __ATOMIC_SEQ_CST);
+    if (!stage_reached(&s->stage, 2))
+        return 1;
+    netmutex_lock(&m); /* until killed */
+    return 1;
+}
+
+/* Keys of the server matching PATTERN. */
+static long long count_keys(const char *pattern)
+{
+    char cursor[32] = "0";
+    long long n = 0;
+    do {
+        redisReply *r = nm_redis_cmd(redis, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
+        g_assert_cmpint(r->type, ==, REDIS_REPLY_ARRAY);
+        g_strlcpy(cursor, r->element[0]->str, sizeof cursor);
+        n += (long long)r->element[1]->elements;
+        freeReplyObject(r);
+    } while (strcmp(cursor, "0") != 0);
+    return n;
+}
+
+static bool keys_appear(const char *pattern)
+{
+    gint64 bound = nmt_now_ms() + nm_ms(30000);
+    while (count_keys(pattern) == 0 && nmt_now_ms() < bound)
+        nmt_sleep_ms(5);
+    return count_keys(pattern) > 0;
+}
+
+/* A waiter holding a read share is killed while it publishes its wait:
+ * the set naming the read-write lock's waiting holders is created with
+ * its expiry in one request, so no moment of death leaves it for ever.
+ * The worst moment is played by the proxy: it closes the waiter's
+ * connection before a PEXPIRE sent by itself would reach the server, and
+ * holds every new connection back until the waiter is killed. */
+static void test_killed_publishing(void)
+{
+    Residue *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    g_assert_true(s != MAP_FAILED);
+    memset(s, 0, sizeof *s);
+    char *m = nm_test_name("m"), *rw = nm_test_name("rw");
+    g_strlcpy(s->m, m, sizeof s->m);
+    g_strlcpy(s->rw, rw, sizeof s->rw);
+    char tag[NM_TEST_TAG_LEN + 1];
+    nm_test_key_tag(rw, strlen(rw), tag);
+    char *set = g_strdup_printf("netmutex:{d%s}r:%s", tag, rw);
+    NmProxy *p = nm_proxy_start(redis);
+    s->port = nm_proxy_port(p);
+    NmRemote *h = nm_remote_start(redis, m, NETMUTEX_ERRORCHECK, 0);
+    nm_assert_rc(nm_remote(h, 'l'), 0);
+    pid_t pid = nm_fork_run(residue_child, s);
+    g_assert_true(keys_appear("netmutex:{d*}w:*")); /* its first wait's record */
+    nm_assert_rc(nm_remote(h, 'u'), 0);
+    g_assert_true(stage_reached(&s->stage, 1));
+    nm_assert_rc(nm_remote(h, 'l'), 0);
+    nm_proxy_delay_new(p, nm_ms(120000));
+    nm_proxy_cut_request(p, "\r\nPEXPIRE\r\n");
+    __atomic_store_n(&s->stage, 2, __ATOMIC_SEQ_CST);
+    g_assert_true(keys_appear(set));
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    g_test_message("%u cut; the set's pttl %lld", nm_proxy_cuts(p), nm_redis_pttl(redis, set));
+    g_assert_cmpint(nm_redis_keys_without_expiry(redis), ==, 0);
+    nm_assert_rc(nm_remote(h, 'u'), 0);
+    nm_remote_stop(h);
+    nm_proxy_free(p);
+    munmap(s, sizeof *s);
+    g_free(set);
+    g_free(m);
+    g_free(rw);
+}
+
 /* In a child: the parent never reads NETMUTEX_DEADLOCK (read once per
  * process), so that env-detect's children still can. */
 static int attribute_checks(void *unused)
@@ -558,6 +671,8 @@ int main(int argc, char **argv)
     g_test_add_data_func("/deadlock/rwlock/write-held-read-waits", &rw_write_then_read, test_rw);
     g_test_add_data_func("/deadlock/rwlock/readers-3-processes", &rw_readers_3, test_rw);
     g_test_add_data_func("/deadlock/rwlock/chain-breaks-by-itself", &rw_chain, test_rw);
+    g_test_add_func("/deadlock/rwlock/killed-publishing-leaves-no-lasting-key",
+                    test_killed_publishing);
     g_test_add_data_func("/deadlock/member/killed", GINT_TO_POINTER(SIGKILL),
                          test_member_signalled);
     g_test_add_data_func("/deadlock/member/stopped", GINT_TO_POINTER(SIGSTOP),

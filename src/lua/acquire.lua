@@ -67,6 +67,12 @@ end
 if cur and string.sub(cur, 1, 32) == token then
   return confirm(cur, token, lease, robust, cache)
 end
+-- A grant to push (waiters queued) or a caching holder to ask (held, and
+-- we may queue): whether this is a Cluster node is asked before the first
+-- write (lib.lua, in_cluster).
+if (cur and ttl > 0) or redis.call('LLEN', Q) > 0 then
+  in_cluster()
+end
 if not cur then
   -- Free, but waiters queued first (the holder's lease ran out, so nobody
   -- granted it): the head of the queue gets it, not a newcomer.

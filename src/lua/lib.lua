@@ -338,11 +338,38 @@ local function grant_next(self)
   end
 end
 
--- Whether this server is a Redis Cluster node: CLUSTER KEYSLOT answers a
--- number there and an error elsewhere (or where an ACL forbids it, which
--- leaves classic pub/sub, as before Redis 7).
+-- Whether this server is a Redis Cluster node, asked once per call:
+-- CLUSTER KEYSLOT answers a number on one and "cluster support disabled"
+-- on a plain server.  Any other answer is an ACL's refusal, which says
+-- neither: INFO (in the library's rule, which every connection needs)
+-- tells.  A plain server so does without +cluster|keyslot; a Cluster node
+-- is refused (NOPERM, EACCES to the caller) rather than served as a plain
+-- one, which would push grants to undeclared keys and PUBLISH where
+-- holders listen with SSUBSCRIBE.  A refusal after a write would leave
+-- that write behind (see above), so a script that may need the answer
+-- asks before its first write: one that may queue, serve the queue or ask
+-- a caching holder.
+local cluster_node = nil
 local function in_cluster()
-  return type(redis.pcall('CLUSTER', 'KEYSLOT', R)) == 'number'
+  if cluster_node ~= nil then
+    return cluster_node
+  end
+  local r = redis.pcall('CLUSTER', 'KEYSLOT', R)
+  if type(r) == 'number' then
+    cluster_node = true
+    return true
+  end
+  if type(r) == 'table' and string.find(tostring(r.err), 'cluster support disabled', 1, true) then
+    cluster_node = false
+    return false
+  end
+  local info = redis.pcall('INFO', 'cluster')
+  if type(info) == 'string' and string.find(info, 'cluster_enabled:0', 1, true) then
+    cluster_node = false
+    return false
+  end
+  error({err = 'NOPERM netmutex: this user lacks +cluster|keyslot, which a ' ..
+               'Redis Cluster node needs (netmutex_acl_rule(3))'})
 end
 
 -- Outside a Redis Cluster, pushes the grant to waiter TOKEN, reserved for

@@ -39,6 +39,9 @@ end
 -- Checked before the first write: the queue's keys.
 local queued = string.sub(cur, 33, 33) == 'q' and not has('x') and not has('u') and
                queue_ready() and read_floor()
+if queued then
+  in_cluster() -- a grant to push (lib.lua)
+end
 if has('r') and has('f') then
   local _, _, _, fence = parse(cur)
   release_marker(token, fence, has('x'))

@@ -72,6 +72,10 @@ redis.call('LLEN', Q)
 redis.call('HLEN', W)
 redis.call('ZCARD', S)
 read_floor()
+-- Grants to push, a writer's request to publish: lib.lua, in_cluster.
+if (op == 'a' and (ttl > 0 or kind == 'w')) or redis.call('LLEN', Q) > 0 then
+  in_cluster()
+end
 local now = share_clock()
 if sem then
   local bound = shares_bound(S)

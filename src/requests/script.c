@@ -36,6 +36,7 @@ static const struct {
     [NM_SCRIPT_COND] = { nm_lua_cond, nm_lua_cond_sha },
     [NM_SCRIPT_RWLOCK] = { nm_lua_rwlock, nm_lua_rwlock_sha },
     [NM_SCRIPT_RWSTATUS] = { nm_lua_rwstatus, nm_lua_rwstatus_sha },
+    [NM_SCRIPT_ADD] = { nm_lua_add, nm_lua_add_sha },
 };
 
 int nm_script_load(redisContext *c, nm_script_t id, int64_t deadline)

@@ -26,6 +26,7 @@ typedef enum nm_script {
     NM_SCRIPT_COND,
     NM_SCRIPT_RWLOCK,
     NM_SCRIPT_RWSTATUS,
+    NM_SCRIPT_ADD,
     NM_SCRIPT_COUNT
 } nm_script_t;
 

@@ -13,8 +13,10 @@
  * need no permission; nothing is sent to a sentinel with this user (the
  * sentinels' own is in netmutex_acl_rule(3)). */
 static const char *const commands[] = {
-    /* every connection: the eviction and cluster checks, the URL's
-     * database, and the nudge that ends a blocked call on our clock */
+    /* every connection: the eviction and cluster checks (a script's
+     * too, on a plain server where CLUSTER KEYSLOT is refused: lib.lua),
+     * the URL's database, and the nudge that ends a blocked call on our
+     * clock */
     "+ping", "+info", "+select",
     /* the scripts (script.c), then what they run (src/lua/) */
     "+evalsha", "+script|load",

@@ -164,7 +164,8 @@ int nm_keys_shared_name_of(const nm_config_t *cfg, const char *key, size_t len, 
  *   <prefix>{d<tag of NAME>}r:<NAME>        a set: the waiters holding a
  *                                           share or the write lock of
  *                                           read-write lock NAME
- *   <prefix>{d}seq                          the counter of waits
+ *   <prefix>{d}seq                          the counter of waits (no
+ *                                           expiry, on purpose: waitfor.h)
  * Malloc'ed, with the length in *LEN; NULL when out of memory. */
 char *nm_keys_waiter(const nm_config_t *cfg, const char *id, size_t id_len, size_t *len);
 char *nm_keys_held_by(const nm_config_t *cfg, const char *name, size_t name_len, size_t *len);

@@ -1090,30 +1090,22 @@ int nm_lease_extend(nm_lease_t *l, unsigned int ms, int64_t *sent_at)
     return err ? err : v == 1 ? 0 : ENOLCK;
 }
 
-/* Runs ARGV (3 words) on the calling thread's connection, within the I/O
- * timeout, for its effect only. */
-static int call3(nm_lease_t *l, const char *const *argv, const size_t *lens)
-{
-    redisReply *r;
-    int sent;
-    int err = call(l, 3, (const char **)argv, lens, 0, nm_now_ms() + l->cfg->io_timeout_ms, &r,
-                   &sent);
-    if (!err)
-        freeReplyObject(r);
-    return err;
-}
-
 int nm_lease_answer_held(nm_lease_t *l, const char *asker)
 {
     size_t len;
+    redisReply *r;
+    int sent;
     char *grant = nm_keys_grant_for(l->key, l->key_len, asker, &len);
     if (!grant)
         return ENOMEM;
-    const char *push[3] = { "RPUSH", grant, "0" }, *expire[3] = { "PEXPIRE", grant, "1000" };
-    size_t push_lens[3] = { 5, len, 1 }, expire_lens[3] = { 7, len, 4 };
-    int err = call3(l, push, push_lens);
+    /* The push and its expiry in one script (add.lua): a list left by a
+     * push whose PEXPIRE never came would never expire. */
+    const char *argv[4] = { grant, "l", "0", "1000" };
+    size_t lens[4] = { len, 1, 1, 4 };
+    int err = run_argv(l, NULL, NM_SCRIPT_ADD, 1, 4, argv, lens,
+                       nm_now_ms() + l->cfg->io_timeout_ms, &r, &sent);
     if (!err)
-        err = call3(l, expire, expire_lens);
+        freeReplyObject(r);
     free(grant);
     return err;
 }

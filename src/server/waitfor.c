@@ -13,6 +13,7 @@
 #include "conn.h"
 #include "keys.h"
 #include "reply.h"
+#include "script.h"
 #include "waitfor.h"
 
 /* ---- the record's text ---------------------------------------------------
@@ -179,19 +180,40 @@ static int set_px(nm_config_t *cfg, const char *key, size_t klen, const char *va
     return command_done(cfg, key, klen, 5, argv, lens);
 }
 
-/* SADD KEY ID, then PEXPIRE KEY TTL_MS: the set lives as long as its
- * newest member's record. */
+/* Script ID with NARGS words ARGV (the key, KEY, first) on the connection
+ * command() would take, within the I/O timeout, for its effect only. */
+static int script_done(nm_config_t *cfg, nm_script_t id, int nargs, const char **argv,
+                       const size_t *lens)
+{
+    int64_t deadline = nm_now_ms() + (int64_t)cfg->io_timeout_ms;
+    redisContext *c;
+    redisReply *r;
+    int on, sent;
+    int err = nm_cluster_mode(cfg, deadline, &on);
+    if (!err && on) {
+        err = nm_cluster_script(cfg, argv[0], lens[0], id, 1, nargs, argv, lens, deadline, &r,
+                                &sent);
+    } else if (!err && (err = nm_conn_get(cfg, 0, deadline, &c)) == 0) {
+        err = nm_script_run(c, id, 1, nargs, argv, lens, deadline, &r);
+        if (err == NM_ECONN)
+            nm_conn_drop(0);
+    }
+    if (!err)
+        freeReplyObject(r);
+    return err;
+}
+
+/* SADD KEY ID and PEXPIRE KEY TTL_MS, in one script (add.lua): the set
+ * lives as long as its newest member's record, and a process that dies
+ * right after the SADD must not leave a set that never expires. */
 static int add_px(nm_config_t *cfg, const char *key, size_t klen, const char *id,
                   size_t idlen, unsigned int ttl_ms)
 {
     char ttl[16];
     snprintf(ttl, sizeof ttl, "%u", ttl_ms);
-    const char *add[3] = { "SADD", key, id };
-    size_t add_lens[3] = { 4, klen, idlen };
-    const char *px[3] = { "PEXPIRE", key, ttl };
-    size_t px_lens[3] = { 7, klen, strlen(ttl) };
-    int err = command_done(cfg, key, klen, 3, add, add_lens);
-    return err ? err : command_done(cfg, key, klen, 3, px, px_lens);
+    const char *argv[4] = { key, "s", id, ttl };
+    size_t lens[4] = { klen, 1, idlen, strlen(ttl) };
+    return script_done(cfg, NM_SCRIPT_ADD, 4, argv, lens);
 }
 
 /* The key naming the holders of R's hold I. */

@@ -11,11 +11,19 @@
  * set <prefix>{d..}r:<name> has it (a read-write lock has many holders).
  * A set's members do not expire one by one: a member whose record is gone,
  * or no longer lists the hold, is stale, and the walk passes it over.
- * Both expire (PX) unless published again, and go when the wait ends.
- * Every key is read and written by itself (GET, SET, DEL, INCR) on the
- * one server, the master, or the node of its slot: nothing here is
- * atomic, and the walk checks every hop (deadlock.c).  Not in quorum
- * mode, where no server alone says who waits.
+ * Both expire (PX) unless published again, and go when the wait ends;
+ * no key is ever created without its expiry (SET PX, and a set's SADD
+ * with its PEXPIRE in one script, add.lua), so a process killed at any
+ * moment leaves nothing that lasts -- but the counter of waits, which
+ * never expires on purpose: a wait number must never be given twice
+ * while records live, and records live as long as their waits, without
+ * bound, so no expiry could be safe (an empty restart resets it, but
+ * takes every record with it).  One key in all, not one per name.
+ * Every key is read and written by itself (GET, SET, DEL, INCR, that
+ * script) on the one server, the master, or the node of its slot:
+ * nothing here is atomic across keys, and the walk checks every hop
+ * (deadlock.c).  Not in quorum mode, where no server alone says who
+ * waits.
  */
 #ifndef NM_WAITFOR_H
 #define NM_WAITFOR_H
