@@ -125,7 +125,8 @@
 -- Keys of one semaphore (netmutex_sem_t, rwlock.lua with kind 's').  The
 -- hash tag {s<tag>}, 's' then the digest; the order and meaning of a
 -- read-write lock's, with readers only: K (declared, never set), P (read,
--- never written: permits have no fence), Q, W (k 's'), S, G.  S is bounded:
+-- never written: permits have no fence), Q, W (k 's<N>', the waiter's N),
+-- S, G.  S is bounded:
 -- it also holds "=N", N the permits, scored -1 (shares.lua), and is
 -- deleted once that is all it holds.  Nothing is left once the last
 -- holder and waiter left.
