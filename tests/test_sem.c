@@ -563,10 +563,6 @@ static void test_killed_holder(void)
 
 /* ---- programs that disagree, one's waiter queued ------------------------ */
 
-/* How long a queue entry counts as live after its refresh (lib.lua's
- * WAITER_STALE_MS): a round whose request came later proves nothing. */
-#define ENTRY_LIFE_MS 500
-
 /* A child that waits once (no bound: it is queued until it gets in or is
  * told otherwise) and posts what it got.  Its exit status: the wait's
  * result, or the post's plus 100. */
@@ -578,49 +574,13 @@ static int proc_wait_once(void *p)
     int err = netmutex_sem_init(&s, pr->name, pr->permits, NULL);
     if (!err)
         err = netmutex_sem_wait(&s);
-    if (!err)
-        err = netmutex_sem_post(&s) ? 100 + ENOLCK : 0;
+    if (!err) {
+        int posted = netmutex_sem_post(&s);
+        err = posted ? 100 + posted : 0;
+    }
     netmutex_sem_destroy(&s);
     netmutex_shutdown();
     return err;
-}
-
-/* A reply's string (or an array's first), or NULL; frees the reply. */
-static char *reply_string(redisReply *r)
-{
-    redisReply *v = r->type == REDIS_REPLY_ARRAY && r->elements > 0 ? r->element[0] : r;
-    char *out = v->type == REDIS_REPLY_STRING ? g_strdup(v->str) : NULL;
-    freeReplyObject(r);
-    return out;
-}
-
-/* The server's clock in ms, as the scripts read it. */
-static long long server_ms(void)
-{
-    redisReply *r = nm_redis_cmd(redis, "TIME");
-    long long ms = r->type == REDIS_REPLY_ARRAY && r->elements == 2
-                       ? g_ascii_strtoll(r->element[0]->str, NULL, 10) * 1000 +
-                             g_ascii_strtoll(r->element[1]->str, NULL, 10) / 1000
-                       : -1;
-    freeReplyObject(r);
-    return ms;
-}
-
-/* Polls until waiter TOKEN's entry in W differs from WAS (its next queue
- * refresh); returns the new entry, or NULL after the bound. */
-static char *wait_refresh(const char *w, const char *token, const char *was)
-{
-    gint64 until = nmt_now_ms() + PROMPT_MS;
-    char *e = NULL;
-    do {
-        g_free(e);
-        e = reply_string(nm_redis_cmd(redis, "HGET %s %s", w, token));
-        if (e && g_strcmp0(e, was) != 0)
-            return e;
-        nmt_sleep_ms(1);
-    } while (nmt_now_ms() < until);
-    g_free(e);
-    return NULL;
 }
 
 /* One round of test_disagree_queued; false when the test itself stalled
@@ -647,18 +607,18 @@ static bool disagree_queued_round(void)
      * count is A's; then A's last permit runs out (the set expires with
      * its last share, shares.lua), and B's trywait is the first request
      * to find the name free, A's waiter queued and live. */
-    char *token = reply_string(nm_redis_cmd(redis, "LRANGE %s 0 0", q));
+    char *token = nm_redis_string(redis, "LINDEX %s 0", q);
     g_assert_nonnull(token);
-    char *was = reply_string(nm_redis_cmd(redis, "HGET %s %s", w, token));
-    char *entry = wait_refresh(w, token, was);
+    char *was = nm_redis_string(redis, "HGET %s %s", w, token);
+    char *entry = nm_redis_wait_refresh(redis, w, token, was, PROMPT_MS);
     g_assert_nonnull(entry);
     g_assert_cmpint(kill(waiter, SIGSTOP), ==, 0);
     nm_redis_ok(redis, "DEL %s", set);
     nm_configure(redis);
     nm_assert_rc(netmutex_sem_init(&two, name, 2, NULL), 0);
     nm_assert_rc(netmutex_sem_trywait(&two), 0);
-    long long age = server_ms() - g_ascii_strtoll(entry, NULL, 10);
-    bool driven = age >= 0 && age < ENTRY_LIFE_MS;
+    long long age = nm_redis_time_ms(redis) - g_ascii_strtoll(entry, NULL, 10);
+    bool driven = age >= 0 && age < NM_TEST_ENTRY_LIFE_MS;
     if (driven) {
         /* Nothing reserved for A's waiter under B's count: S holds B's
          * permit and its bound alone, and A's waiter is still queued. */
