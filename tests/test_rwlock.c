@@ -10,7 +10,9 @@
  * updates; writer preference (a waiting writer keeps new readers out) and
  * reader preference; writers served in arrival order; a reader and a
  * writer killed with SIGKILL (their holds run out, the waiters go on, and
- * nothing is left on the server); a reader stopped past its lease reported
+ * nothing is left on the server); a writer granted the lock after its
+ * holder's lease ran out that is slow to confirm keeps its turn (no reader
+ * behind it gets in); a reader stopped past its lease reported
  * lost; a process exiting while it waits leaves the queue; holds renewed
  * past their leases; a key of the wrong type (EPROTO); fences strictly
  * increasing across writers, a reader's between the writers around it;
@@ -925,6 +927,106 @@ static void test_killed_holder(gconstpointer data)
     g_free(name);
 }
 
+/* Polls until KEY is gone; false after the bound. */
+static bool wait_gone(const char *key)
+{
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    bool gone;
+    while (!(gone = nm_redis_pttl(redis, key) == -2) && nmt_now_ms() < until)
+        nmt_sleep_ms(1);
+    return gone;
+}
+
+/* One round of test_slow_granted_writer; false when the test itself
+ * stalled past the writer's entry (not the interleaving wanted). */
+static bool slow_granted_writer_round(void)
+{
+    netmutex_rwlock_t rw;
+    Shared *held = shared_new(), *waits = shared_new();
+    char *name = nm_test_name("rw");
+    char *k = rw_key(name, ""), *q = rw_key(name, ":q"), *w = rw_key(name, ":w");
+    Proc holder = { .sh = held, .name = name, .op = 'w' };
+    Proc writer = { .sh = waits, .name = name, .op = 'w' };
+    quiesce();
+    pid_t hpid = nm_fork_run(proc_hold, &holder);
+    g_assert_true(wait_ready(held));
+    pid_t wpid = nm_fork_run(proc_hold, &writer);
+    g_assert_true(wait_queued(name, 1));
+    g_assert_cmpint(kill(hpid, SIGKILL), ==, 0);
+    g_assert_cmpint(waitpid(hpid, NULL, 0), ==, hpid);
+
+    /* The waiting writer stopped just after a refresh of its entry; then
+     * the killed holder's lease runs out (K expires with it). */
+    char *token = nm_redis_string(redis, "LINDEX %s 0", q);
+    g_assert_nonnull(token);
+    char *was = nm_redis_string(redis, "HGET %s %s", w, token);
+    char *entry = nm_redis_wait_refresh(redis, w, token, was, PROMPT_MS);
+    g_assert_nonnull(entry);
+    g_assert_cmpint(kill(wpid, SIGSTOP), ==, 0);
+    nm_redis_ok(redis, "DEL %s", k);
+
+    /* A reader's try is the first request to find the lock free: it grants
+     * the writer (K reserved for it) and stays out.  The writer does not
+     * confirm within its claim, which runs out; a reader's next try finds
+     * the lock free again, the writer still waiting and live. */
+    nm_configure(redis);
+    nm_assert_rc(netmutex_rwlock_init(&rw, name, NULL), 0);
+    int first = netmutex_rwlock_tryrdlock(&rw), second = EBUSY;
+    char *reserved = nm_redis_string(redis, "GET %s", k);
+    if (first == EBUSY) {
+        g_assert_true(wait_gone(k));
+        second = netmutex_rwlock_tryrdlock(&rw);
+    }
+    long long age = nm_redis_time_ms(redis) - g_ascii_strtoll(entry, NULL, 10);
+    bool driven = age >= 0 && age < NM_TEST_ENTRY_LIFE_MS;
+    if (driven) {
+        /* It keeps its turn: granted again, and no reader gets in ahead. */
+        nm_assert_rc(first, EBUSY);
+        g_assert_true(reserved && g_str_has_prefix(reserved, token));
+        nm_assert_rc(second, EBUSY);
+        g_assert_cmpint(queued_of(name), ==, 1);
+    } else {
+        g_test_message("the test stalled %lld ms: round run again", age);
+    }
+    for (int i = 0; i < (first == 0) + (second == 0); i++)
+        nm_assert_rc(netmutex_rwlock_unlock(&rw), 0);
+
+    /* Resumed, the writer gets the lock. */
+    g_assert_cmpint(kill(wpid, SIGCONT), ==, 0);
+    g_assert_true(wait_ready(waits));
+    __atomic_store_n(&waits->go, 1, __ATOMIC_SEQ_CST);
+    nm_child_wait_ok(wpid, PROMPT_MS);
+    nm_assert_rc(netmutex_rwlock_destroy(&rw), 0);
+    g_assert_true(wait_nothing_left());
+    g_free(reserved);
+    g_free(entry);
+    g_free(was);
+    g_free(token);
+    g_free(w);
+    g_free(q);
+    g_free(k);
+    shared_free(waits);
+    shared_free(held);
+    g_free(name);
+    return driven;
+}
+
+/* A writer granted the lock after its holder was killed (the lease ran
+ * out, nobody released it) that is slow to confirm -- stopped, or not
+ * scheduled on a loaded machine -- past its grant's claim: it was dropped
+ * from the queue when granted, so the readers queued behind it got in
+ * first and the writer waited for all of them (test_killed_holder's
+ * writer waited for its reader, which waited for it).  It must keep its
+ * turn while it is live (its queue entry refreshed). */
+static void test_slow_granted_writer(void)
+{
+    enum { ROUNDS = 5 };
+    bool driven = false;
+    for (int i = 0; i < ROUNDS && !driven && !g_test_failed(); i++)
+        driven = slow_granted_writer_round();
+    g_assert_true(driven);
+}
+
 /* A reader stopped (SIGSTOP) past its lease: a writer gets in once the
  * share ran out, and the reader, resumed, is told it lost its hold: the
  * lost-hold callback, then ENOLCK from its unlock. */
@@ -1164,6 +1266,7 @@ int main(int argc, char **argv)
     g_test_add_data_func("/rwlock/processes/killed-writer", GINT_TO_POINTER('w'),
                          test_killed_holder);
     g_test_add_func("/rwlock/processes/stopped-reader-lost", test_stopped_reader_lost);
+    g_test_add_func("/rwlock/processes/slow-granted-writer", test_slow_granted_writer);
     g_test_add_func("/rwlock/fences", test_fences);
     g_test_add_func("/rwlock/lease/renewed", test_holds_renewed);
     g_test_add_func("/rwlock/args/wrong-type-eproto", test_wrong_type_eproto);

@@ -182,7 +182,8 @@
 -- claim each at most for those that died within the last half second.  The
 -- claim is short because a live waiter confirms within a round trip; one
 -- that confirms too late finds the lock free or queues again, which costs
--- it its turn, never anybody's safety.
+-- it its turn, never anybody's safety.  (A read-write lock's writer keeps
+-- its turn while its entry is live: rwlock.lua, grant_write.)
 
 local GRANT_CLAIM_MS = 150
 local WAITER_STALE_MS = 500

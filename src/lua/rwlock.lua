@@ -40,7 +40,10 @@
 -- a semaphore's waiter and its N.  While K does not exist, serve() hands
 -- out, in this order: a share to every queued 'p' reader; a share to each
 -- reader at the head of the queue up to the first writer; the write lock
--- to that writer, once no share is left.
+-- to that writer, once no share is left.  That writer stays first in Q
+-- until it confirms or leaves (or its entry goes stale): one slow to
+-- confirm, past its claim, is granted K again by the next serve(), not
+-- overtaken by the readers behind it, which it would then wait for.
 -- A newcomer writer takes K only when nobody is queued and no share is
 -- live; a newcomer reader takes a share when K does not exist and, unless
 -- it prefers readers, no writer waits (writers are not starved).  Writers
@@ -163,10 +166,13 @@ local function grant_share(w)
 end
 
 -- Waiter W gets the write lock, reserved for its claim, with its fence.
+-- It stays first in the queue until it confirms (or leaves, or its entry
+-- goes stale): serve() cannot run again while K exists, and if the claim
+-- runs out first (the writer was slow, not dead: its entry is live), the
+-- next serve() grants it again rather than let the readers behind it in.
 local function grant_write(w)
   local claim = math.min(GRANT_CLAIM_MS, w.lease)
   redis.call('SET', K, lock_value(w.t, '-', 'c', next_fence(), w.who), 'PX', claim)
-  redis.call('HDEL', W, w.t)
   tell(w.t, claim)
 end
 
@@ -199,6 +205,7 @@ local function serve()
       blocked = true
     elseif shares == 0 then
       grant_write(w)
+      keep[#keep + 1] = w
       blocked = true
     else
       keep[#keep + 1] = w
