@@ -120,14 +120,19 @@ end
 
 -- The queued waiters whose entries were refreshed lately, in queue order
 -- ({t, k, n, lease, who} each: n a semaphore waiter's N, else nil), and
--- how long Q was.
+-- how long Q was.  The caller of an attempt is live whatever its entry's
+-- age: it is making this very request, whose enqueue() refreshes the
+-- entry only after serve().  (A waiter whose refresh came late on a loaded
+-- machine otherwise dropped itself from the queue and granted the waiter
+-- behind it.)
 local function live_waiters()
   local out = {}
   local tokens = redis.call('LRANGE', Q, 0, -1)
   for _, t in ipairs(tokens) do
     local e = redis.call('HGET', W, t) or ''
     local refreshed, wlease, k, n, who = string.match(e, '^(%d+):(%d+):([rpsw])(%d*):(.*)$')
-    if refreshed and now - tonumber(refreshed) < WAITER_STALE_MS then
+    if refreshed and ((t == token and op == 'a') or
+                      now - tonumber(refreshed) < WAITER_STALE_MS) then
       out[#out + 1] = {t = t, k = k, n = tonumber(n), lease = tonumber(wlease), who = who}
     else
       redis.call('HDEL', W, t)
