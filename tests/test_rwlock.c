@@ -893,7 +893,11 @@ static void wait_status(pid_t pid, int want)
 }
 
 /* A holder killed: its hold runs out, the waiters of this process get in,
- * and nothing is left on the server. */
+ * and nothing is left on the server.  The writer queued first normally
+ * gets in first, but need not: a waiter whose refreshes came late on a
+ * loaded machine is passed over once its entry is stale, as a dead one
+ * is (lib.lua, Grants), so the reader lets go by itself rather than wait
+ * for the writer (prefer/writer and order/writers-fifo check the order). */
 static void test_killed_holder(gconstpointer data)
 {
     char op = (char)GPOINTER_TO_INT(data);
@@ -907,7 +911,7 @@ static void test_killed_holder(gconstpointer data)
     nm_configure(redis);
     nm_assert_rc(netmutex_rwlock_init(&rw, name, NULL), 0);
     /* A waiter of each kind, then the holder dies. */
-    Locker w = { .rw = &rw, .op = 'w' }, r = { .rw = &rw, .op = 'r' };
+    Locker w = { .rw = &rw, .op = 'w' }, r = { .rw = &rw, .op = 'r', .hold_ms = 1 };
     NmCall *cw = nm_call_start(locker_run, &w);
     g_assert_true(wait_queued(name, 1));
     NmCall *cr = nm_call_start(locker_run, &r);
@@ -919,9 +923,8 @@ static void test_killed_holder(gconstpointer data)
     g_assert_true(wait_got(&w));
     g_atomic_int_set(&w.release, 1);
     nm_assert_rc(nm_call_wait(cw, PROMPT_MS), 0);
-    g_assert_true(wait_got(&r));
-    g_atomic_int_set(&r.release, 1);
     nm_assert_rc(nm_call_wait(cr, PROMPT_MS), 0);
+    g_assert_true(g_atomic_int_get(&r.got));
     nm_assert_rc(netmutex_rwlock_destroy(&rw), 0);
     g_assert_true(wait_nothing_left());
     shared_free(sh);
