@@ -239,6 +239,20 @@ char *nm_redis_get(NmRedis *r, int db, const char *key, size_t keylen);
 long long nm_redis_pttl(NmRedis *r, const char *key);
 /* The fence in the lock key's value (0 when the lock is free). */
 long long nm_redis_fence(NmRedis *r, const char *lock_key);
+/* The string a command answers (as nm_redis_cmd: HGET, LINDEX...), a new
+ * string, or NULL for any other reply (nil: no such key or field). */
+char *nm_redis_string(NmRedis *r, const char *fmt, ...);
+/* The server's clock (TIME) in ms, as the library's scripts read it. */
+long long nm_redis_time_ms(NmRedis *r);
+/* How long a queue entry counts as live after its refresh (src/lua/lib.lua,
+ * WAITER_STALE_MS): a test that drives an interleaving around a stopped
+ * waiter checks its requests came within it. */
+#define NM_TEST_ENTRY_LIFE_MS 500
+/* Polls until queued waiter TOKEN's entry in the queue entries' hash W
+ * (src/lua/lib.lua) is there and differs from WAS (NULL: any): its next
+ * refresh.  Returns the entry, or NULL after TIMEOUT_MS. */
+char *nm_redis_wait_refresh(NmRedis *r, const char *w, const char *token, const char *was,
+                            unsigned int timeout_ms);
 
 /* The lock key of NAME with the default prefix: "netmutex:{TAG}NAME"
  * (tests/keytag.h), binary-safe up to a NUL. */

@@ -534,6 +534,49 @@ long long nm_redis_fence(NmRedis *r, const char *lock_key)
     return fence;
 }
 
+char *nm_redis_string(NmRedis *r, const char *fmt, ...)
+{
+    va_list ap;
+    redisReply *reply;
+    char *value = NULL;
+
+    va_start(ap, fmt);
+    reply = vcmd(r, fmt, ap);
+    va_end(ap);
+    if (reply->type == REDIS_REPLY_STRING)
+        value = g_strndup(reply->str, reply->len);
+    freeReplyObject(reply);
+    return value;
+}
+
+long long nm_redis_time_ms(NmRedis *r)
+{
+    redisReply *reply = nm_redis_cmd(r, "TIME");
+    long long ms;
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2)
+        g_error("raw TIME: unexpected reply type %d", reply->type);
+    ms = g_ascii_strtoll(reply->element[0]->str, NULL, 10) * 1000 +
+         g_ascii_strtoll(reply->element[1]->str, NULL, 10) / 1000;
+    freeReplyObject(reply);
+    return ms;
+}
+
+char *nm_redis_wait_refresh(NmRedis *r, const char *w, const char *token, const char *was,
+                            unsigned int timeout_ms)
+{
+    gint64 until = nmt_now_ms() + timeout_ms;
+
+    do {
+        char *entry = nm_redis_string(r, "HGET %s %s", w, token);
+        if (entry && g_strcmp0(entry, was) != 0)
+            return entry;
+        g_free(entry);
+        nmt_sleep_ms(1);
+    } while (nmt_now_ms() < until);
+    return NULL;
+}
+
 char *nm_key_of(const char *prefix, const char *name, const char *suffix)
 {
     char tag[NM_TEST_TAG_LEN + 1];

@@ -10,8 +10,11 @@
  * updates; writer preference (a waiting writer keeps new readers out) and
  * reader preference; writers served in arrival order; a reader and a
  * writer killed with SIGKILL (their holds run out, the waiters go on, and
- * nothing is left on the server); a reader stopped past its lease reported
- * lost; a process exiting while it waits leaves the queue; holds renewed
+ * nothing is left on the server); a writer granted the lock after its
+ * holder's lease ran out that is slow to confirm keeps its turn (no reader
+ * behind it gets in), and one whose refresh came late is not taken for
+ * a dead waiter by its own attempt; a reader stopped past its lease
+ * reported lost; a process exiting while it waits leaves the queue; holds renewed
  * past their leases; a key of the wrong type (EPROTO); fences strictly
  * increasing across writers, a reader's between the writers around it;
  * the static initializer; netmutex_rwlock_status (a reader and a waiting
@@ -890,7 +893,11 @@ static void wait_status(pid_t pid, int want)
 }
 
 /* A holder killed: its hold runs out, the waiters of this process get in,
- * and nothing is left on the server. */
+ * and nothing is left on the server.  The writer queued first normally
+ * gets in first, but need not: a waiter whose refreshes came late on a
+ * loaded machine is passed over once its entry is stale, as a dead one
+ * is (lib.lua, Grants), so the reader lets go by itself rather than wait
+ * for the writer (prefer/writer and order/writers-fifo check the order). */
 static void test_killed_holder(gconstpointer data)
 {
     char op = (char)GPOINTER_TO_INT(data);
@@ -904,7 +911,7 @@ static void test_killed_holder(gconstpointer data)
     nm_configure(redis);
     nm_assert_rc(netmutex_rwlock_init(&rw, name, NULL), 0);
     /* A waiter of each kind, then the holder dies. */
-    Locker w = { .rw = &rw, .op = 'w' }, r = { .rw = &rw, .op = 'r' };
+    Locker w = { .rw = &rw, .op = 'w' }, r = { .rw = &rw, .op = 'r', .hold_ms = 1 };
     NmCall *cw = nm_call_start(locker_run, &w);
     g_assert_true(wait_queued(name, 1));
     NmCall *cr = nm_call_start(locker_run, &r);
@@ -916,13 +923,219 @@ static void test_killed_holder(gconstpointer data)
     g_assert_true(wait_got(&w));
     g_atomic_int_set(&w.release, 1);
     nm_assert_rc(nm_call_wait(cw, PROMPT_MS), 0);
-    g_assert_true(wait_got(&r));
-    g_atomic_int_set(&r.release, 1);
     nm_assert_rc(nm_call_wait(cr, PROMPT_MS), 0);
+    g_assert_true(g_atomic_int_get(&r.got));
     nm_assert_rc(netmutex_rwlock_destroy(&rw), 0);
     g_assert_true(wait_nothing_left());
     shared_free(sh);
     g_free(name);
+}
+
+/* Polls until KEY is gone; false after the bound. */
+static bool wait_gone(const char *key)
+{
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    bool gone;
+    while (!(gone = nm_redis_pttl(redis, key) == -2) && nmt_now_ms() < until)
+        nmt_sleep_ms(1);
+    return gone;
+}
+
+/* One round of test_slow_granted_writer; false when the test itself
+ * stalled past the writer's entry (not the interleaving wanted). */
+static bool slow_granted_writer_round(void)
+{
+    netmutex_rwlock_t rw;
+    Shared *held = shared_new(), *waits = shared_new();
+    char *name = nm_test_name("rw");
+    char *k = rw_key(name, ""), *q = rw_key(name, ":q"), *w = rw_key(name, ":w");
+    Proc holder = { .sh = held, .name = name, .op = 'w' };
+    Proc writer = { .sh = waits, .name = name, .op = 'w' };
+    quiesce();
+    pid_t hpid = nm_fork_run(proc_hold, &holder);
+    g_assert_true(wait_ready(held));
+    pid_t wpid = nm_fork_run(proc_hold, &writer);
+    g_assert_true(wait_queued(name, 1));
+    g_assert_cmpint(kill(hpid, SIGKILL), ==, 0);
+    g_assert_cmpint(waitpid(hpid, NULL, 0), ==, hpid);
+
+    /* The waiting writer stopped just after a refresh of its entry; then
+     * the killed holder's lease runs out (K expires with it). */
+    char *token = nm_redis_string(redis, "LINDEX %s 0", q);
+    g_assert_nonnull(token);
+    char *was = nm_redis_string(redis, "HGET %s %s", w, token);
+    char *entry = nm_redis_wait_refresh(redis, w, token, was, PROMPT_MS);
+    g_assert_nonnull(entry);
+    g_assert_cmpint(kill(wpid, SIGSTOP), ==, 0);
+    nm_redis_ok(redis, "DEL %s", k);
+
+    /* A reader's try is the first request to find the lock free: it grants
+     * the writer (K reserved for it) and stays out.  The writer does not
+     * confirm within its claim, which runs out; a reader's next try finds
+     * the lock free again, the writer still waiting and live. */
+    nm_configure(redis);
+    nm_assert_rc(netmutex_rwlock_init(&rw, name, NULL), 0);
+    int first = netmutex_rwlock_tryrdlock(&rw), second = EBUSY;
+    char *reserved = nm_redis_string(redis, "GET %s", k);
+    if (first == EBUSY) {
+        g_assert_true(wait_gone(k));
+        second = netmutex_rwlock_tryrdlock(&rw);
+    }
+    long long age = nm_redis_time_ms(redis) - g_ascii_strtoll(entry, NULL, 10);
+    bool driven = age >= 0 && age < NM_TEST_ENTRY_LIFE_MS;
+    if (driven) {
+        /* It keeps its turn: granted again, and no reader gets in ahead. */
+        nm_assert_rc(first, EBUSY);
+        g_assert_true(reserved && g_str_has_prefix(reserved, token));
+        nm_assert_rc(second, EBUSY);
+        g_assert_cmpint(queued_of(name), ==, 1);
+    } else {
+        g_test_message("the test stalled %lld ms: round run again", age);
+    }
+    for (int i = 0; i < (first == 0) + (second == 0); i++)
+        nm_assert_rc(netmutex_rwlock_unlock(&rw), 0);
+
+    /* Resumed, the writer gets the lock. */
+    g_assert_cmpint(kill(wpid, SIGCONT), ==, 0);
+    g_assert_true(wait_ready(waits));
+    __atomic_store_n(&waits->go, 1, __ATOMIC_SEQ_CST);
+    nm_child_wait_ok(wpid, PROMPT_MS);
+    nm_assert_rc(netmutex_rwlock_destroy(&rw), 0);
+    g_assert_true(wait_nothing_left());
+    g_free(reserved);
+    g_free(entry);
+    g_free(was);
+    g_free(token);
+    g_free(w);
+    g_free(q);
+    g_free(k);
+    shared_free(waits);
+    shared_free(held);
+    g_free(name);
+    return driven;
+}
+
+/* A writer granted the lock after its holder was killed (the lease ran
+ * out, nobody released it) that is slow to confirm -- stopped, or not
+ * scheduled on a loaded machine -- past its grant's claim: it was dropped
+ * from the queue when granted, so the readers queued behind it got in
+ * first and the writer waited for all of them (test_killed_holder's
+ * writer waited for its reader, which waited for it).  It must keep its
+ * turn while it is live (its queue entry refreshed). */
+static void test_slow_granted_writer(void)
+{
+    enum { ROUNDS = 5 };
+    bool driven = false;
+    for (int i = 0; i < ROUNDS && !driven && !g_test_failed(); i++)
+        driven = slow_granted_writer_round();
+    g_assert_true(driven);
+}
+
+/* Polls until the server's clock reaches AT (ms); false after the bound. */
+static bool wait_server_time(long long at)
+{
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    bool reached;
+    while (!(reached = nm_redis_time_ms(redis) >= at) && nmt_now_ms() < until)
+        nmt_sleep_ms(2);
+    return reached;
+}
+
+/* Waiter TOKEN (process PID) stopped with SIGSTOP just after a refresh
+ * of its queue entry in W; returns the entry's time (the server's ms). */
+static long long stop_after_refresh(pid_t pid, const char *w, const char *token)
+{
+    char *was = nm_redis_string(redis, "HGET %s %s", w, token);
+    char *entry = nm_redis_wait_refresh(redis, w, token, was, PROMPT_MS);
+    g_assert_nonnull(entry);
+    g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+    long long at = entry ? g_ascii_strtoll(entry, NULL, 10) : 0;
+    g_free(entry);
+    g_free(was);
+    return at;
+}
+
+/* One round of test_late_refresh; false when the test itself stalled
+ * past the reader's entry (not the interleaving wanted). */
+static bool late_refresh_round(void)
+{
+    Shared *held = shared_new(), *wsh = shared_new(), *rsh = shared_new();
+    char *name = nm_test_name("rw");
+    char *k = rw_key(name, ""), *q = rw_key(name, ":q"), *w = rw_key(name, ":w");
+    Proc holder = { .sh = held, .name = name, .op = 'w' };
+    Proc writer = { .sh = wsh, .name = name, .op = 'w' };
+    Proc reader = { .sh = rsh, .name = name, .op = 'r' };
+    quiesce();
+    pid_t hpid = nm_fork_run(proc_hold, &holder);
+    g_assert_true(wait_ready(held));
+    pid_t wpid = nm_fork_run(proc_hold, &writer);
+    g_assert_true(wait_queued(name, 1));
+    pid_t rpid = nm_fork_run(proc_hold, &reader);
+    g_assert_true(wait_queued(name, 2));
+    g_assert_cmpint(kill(hpid, SIGKILL), ==, 0);
+    g_assert_cmpint(waitpid(hpid, NULL, 0), ==, hpid);
+
+    /* The writer stopped just after a refresh; the reader behind it half
+     * an entry's life later, so that the writer's entry is stale and the
+     * reader's live when the holder's lease runs out (K expires with it)
+     * and the writer, resumed, makes the first request after. */
+    char *wtok = nm_redis_string(redis, "LINDEX %s 0", q);
+    char *rtok = nm_redis_string(redis, "LINDEX %s 1", q);
+    g_assert_nonnull(wtok);
+    g_assert_nonnull(rtok);
+    long long wat = stop_after_refresh(wpid, w, wtok);
+    g_assert_true(wait_server_time(wat + NM_TEST_ENTRY_LIFE_MS / 2));
+    long long rat = stop_after_refresh(rpid, w, rtok);
+    g_assert_true(wait_server_time(wat + NM_TEST_ENTRY_LIFE_MS + 20));
+    nm_redis_ok(redis, "DEL %s", k);
+    g_assert_cmpint(kill(wpid, SIGCONT), ==, 0);
+    g_assert_true(wait_ready(wsh));
+    long long age = nm_redis_time_ms(redis) - rat;
+    bool driven = age >= 0 && age < NM_TEST_ENTRY_LIFE_MS;
+    if (driven) {
+        /* The writer got in first, itself: the reader was not granted
+         * (it is still queued, behind nobody). */
+        g_assert_cmpint(queued_of(name), ==, 1);
+        char *head = nm_redis_string(redis, "LINDEX %s 0", q);
+        g_assert_cmpstr(head, ==, rtok);
+        g_free(head);
+    } else {
+        g_test_message("the test stalled %lld ms: round run again", age);
+    }
+
+    __atomic_store_n(&wsh->go, 1, __ATOMIC_SEQ_CST);
+    nm_child_wait_ok(wpid, PROMPT_MS);
+    g_assert_cmpint(kill(rpid, SIGCONT), ==, 0);
+    g_assert_true(wait_ready(rsh));
+    __atomic_store_n(&rsh->go, 1, __ATOMIC_SEQ_CST);
+    nm_child_wait_ok(rpid, PROMPT_MS);
+    nm_configure(redis);
+    g_assert_true(wait_nothing_left());
+    g_free(rtok);
+    g_free(wtok);
+    g_free(w);
+    g_free(q);
+    g_free(k);
+    shared_free(rsh);
+    shared_free(wsh);
+    shared_free(held);
+    g_free(name);
+    return driven;
+}
+
+/* A waiter whose refresh came late -- its entry older than an entry's
+ * life, on a loaded machine where its wait's answer came late -- makes the
+ * first request after the holder's lease ran out: it must not take itself
+ * for a dead waiter.  Its own attempt dropped it from the queue and granted
+ * the reader behind it, and the writer queued again behind that reader
+ * (how test_killed_holder's writer once waited to its bound). */
+static void test_late_refresh(void)
+{
+    enum { ROUNDS = 5 };
+    bool driven = false;
+    for (int i = 0; i < ROUNDS && !driven && !g_test_failed(); i++)
+        driven = late_refresh_round();
+    g_assert_true(driven);
 }
 
 /* A reader stopped (SIGSTOP) past its lease: a writer gets in once the
@@ -1164,6 +1377,8 @@ int main(int argc, char **argv)
     g_test_add_data_func("/rwlock/processes/killed-writer", GINT_TO_POINTER('w'),
                          test_killed_holder);
     g_test_add_func("/rwlock/processes/stopped-reader-lost", test_stopped_reader_lost);
+    g_test_add_func("/rwlock/processes/slow-granted-writer", test_slow_granted_writer);
+    g_test_add_func("/rwlock/processes/late-refresh", test_late_refresh);
     g_test_add_func("/rwlock/fences", test_fences);
     g_test_add_func("/rwlock/lease/renewed", test_holds_renewed);
     g_test_add_func("/rwlock/args/wrong-type-eproto", test_wrong_type_eproto);

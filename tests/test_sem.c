@@ -9,7 +9,8 @@
  * with SIGKILL gives its permit back when its lease runs out; one stopped
  * past its lease is told it lost it (the callback, ENOLCK); waiters
  * served in arrival order; processes that disagree on the permits told
- * EINVAL; nothing left on the server once the holders and waiters left;
+ * EINVAL, a waiter queued under one count never let in under another's;
+ * nothing left on the server once the holders and waiters left;
  * netmutex_sem_status and netmutex_list_shared (permits held of N,
  * waiters, nothing written); quorum mode's ENOTSUP.
  */
@@ -560,6 +561,119 @@ static void test_killed_holder(void)
     g_free(name);
 }
 
+/* ---- programs that disagree, one's waiter queued ------------------------ */
+
+/* A child that waits once (no bound: it is queued until it gets in or is
+ * told otherwise) and posts what it got.  Its exit status: the wait's
+ * result, or the post's plus 100. */
+static int proc_wait_once(void *p)
+{
+    const Proc *pr = p;
+    netmutex_sem_t s;
+    proc_configure(pr);
+    int err = netmutex_sem_init(&s, pr->name, pr->permits, NULL);
+    if (!err)
+        err = netmutex_sem_wait(&s);
+    if (!err) {
+        int posted = netmutex_sem_post(&s);
+        err = posted ? 100 + posted : 0;
+    }
+    netmutex_sem_destroy(&s);
+    netmutex_shutdown();
+    return err;
+}
+
+/* One round of test_disagree_queued; false when the test itself stalled
+ * past the waiter's entry (the interleaving was not the one wanted). */
+static bool disagree_queued_round(void)
+{
+    netmutex_sem_t two;
+    Shared *sh = shared_new();
+    char *name = nm_test_name("sem");
+    char *q = sem_key(name, ":q"), *w = sem_key(name, ":w"), *set = sem_key(name, ":s");
+    Proc a = { .sh = sh, .name = name, .permits = 1 };
+    quiesce();
+    pid_t holder = nm_fork_run(proc_hold, &a);
+    gint64 until = nmt_now_ms() + PROMPT_MS;
+    while (!__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST) && nmt_now_ms() < until)
+        nmt_sleep_ms(1);
+    g_assert_true(__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST));
+    pid_t waiter = nm_fork_run(proc_wait_once, &a);
+    g_assert_true(wait_queued(name, 1));
+    g_assert_cmpint(kill(holder, SIGKILL), ==, 0);
+    g_assert_cmpint(waitpid(holder, NULL, 0), ==, holder);
+
+    /* A's waiter stopped just after a refresh of its entry, whose
+     * count is A's; then A's last permit runs out (the set expires with
+     * its last share, shares.lua), and B's trywait is the first request
+     * to find the name free, A's waiter queued and live. */
+    char *token = nm_redis_string(redis, "LINDEX %s 0", q);
+    g_assert_nonnull(token);
+    char *was = nm_redis_string(redis, "HGET %s %s", w, token);
+    char *entry = nm_redis_wait_refresh(redis, w, token, was, PROMPT_MS);
+    g_assert_nonnull(entry);
+    g_assert_cmpint(kill(waiter, SIGSTOP), ==, 0);
+    nm_redis_ok(redis, "DEL %s", set);
+    nm_configure(redis);
+    nm_assert_rc(netmutex_sem_init(&two, name, 2, NULL), 0);
+    nm_assert_rc(netmutex_sem_trywait(&two), 0);
+    long long age = nm_redis_time_ms(redis) - g_ascii_strtoll(entry, NULL, 10);
+    bool driven = age >= 0 && age < NM_TEST_ENTRY_LIFE_MS;
+    if (driven) {
+        /* Nothing reserved for A's waiter under B's count: S holds B's
+         * permit and its bound alone, and A's waiter is still queued. */
+        g_assert_cmpint(int_cmd("ZCARD", set), ==, 2);
+        g_assert_cmpint(queued_of(name), ==, 1);
+    } else {
+        g_test_message("the test stalled %lld ms: round run again", age);
+    }
+
+    /* Resumed, A's waiter is told B's count is not its own, and holds
+     * nothing: its give-up confirmed no reservation. */
+    g_assert_cmpint(kill(waiter, SIGCONT), ==, 0);
+    int status = 0;
+    until = nmt_now_ms() + PROMPT_MS;
+    pid_t got;
+    while ((got = waitpid(waiter, &status, WNOHANG)) == 0 && nmt_now_ms() < until)
+        nmt_sleep_ms(5);
+    if (got == 0) {
+        kill(waiter, SIGKILL);
+        waitpid(waiter, &status, 0);
+    }
+    g_assert_cmpint(got, ==, waiter);
+    g_assert_true(WIFEXITED(status));
+    g_assert_cmpint(WEXITSTATUS(status), ==, EINVAL);
+    g_assert_cmpint(value_of(&two), ==, 1);
+    nm_assert_rc(netmutex_sem_post(&two), 0);
+    nm_assert_rc(netmutex_sem_destroy(&two), 0);
+    g_assert_true(wait_nothing_left());
+    g_free(entry);
+    g_free(was);
+    g_free(token);
+    g_free(set);
+    g_free(w);
+    g_free(q);
+    munmap(sh, sizeof *sh);
+    g_free(name);
+    return driven;
+}
+
+/* Two programs that disagree on the permits, one's waiter queued when the
+ * other's request comes: A (1 permit: a holder and a waiter, children)
+ * and B (2, this process).  A's holder dies and its permit runs out,
+ * taking the set's bound with it; B's trywait, the first request after,
+ * serves the queue under B's count.  A's waiter must be passed over, never
+ * granted (it was, and its give-up after EINVAL then confirmed the grant:
+ * two holders of a 1-permit program), and is told EINVAL. */
+static void test_disagree_queued(void)
+{
+    enum { ROUNDS = 5 };
+    bool driven = false;
+    for (int i = 0; i < ROUNDS && !driven && !g_test_failed(); i++)
+        driven = disagree_queued_round();
+    g_assert_true(driven);
+}
+
 /* ---- status ------------------------------------------------------------- */
 
 /* netmutex_list_shared's callback: the semaphore named in ARG found. */
@@ -677,6 +791,7 @@ int main(int argc, char **argv)
     g_test_add_func("/sem/order/fifo", test_fifo);
     g_test_add_func("/sem/args/disagree", test_disagree);
     g_test_add_func("/sem/args/bound-and-wrong-type", test_bound_and_wrong_type);
+    g_test_add_func("/sem/processes/disagree-queued", test_disagree_queued);
     g_test_add_func("/sem/processes/cap", test_cap_processes);
     g_test_add_func("/sem/processes/killed-holder", test_killed_holder);
     g_test_add_func("/sem/processes/stopped-holder-lost", test_stopped_holder_lost);

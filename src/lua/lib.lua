@@ -129,7 +129,8 @@
 -- Keys of one semaphore (netmutex_sem_t, rwlock.lua with kind 's').  The
 -- hash tag {s<tag>}, 's' then the digest; the order and meaning of a
 -- read-write lock's, with readers only: K (declared, never set), P (read,
--- never written: permits have no fence), Q, W (k 's'), S, G.  S is bounded:
+-- never written: permits have no fence), Q, W (k 's<N>', the waiter's N),
+-- S, G.  S is bounded:
 -- it also holds "=N", N the permits, scored -1 (shares.lua), and is
 -- deleted once that is all it holds.  Nothing is left once the last
 -- holder and waiter left.
@@ -188,7 +189,8 @@
 -- claim each at most for those that died within the last half second.  The
 -- claim is short because a live waiter confirms within a round trip; one
 -- that confirms too late finds the lock free or queues again, which costs
--- it its turn, never anybody's safety.
+-- it its turn, never anybody's safety.  (A read-write lock's writer keeps
+-- its turn while its entry is live: rwlock.lua, grant_write.)
 
 local GRANT_CLAIM_MS = 150
 local WAITER_STALE_MS = 500

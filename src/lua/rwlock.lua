@@ -19,7 +19,8 @@
 --       writer, the first share that keeps it out runs out (-1: nothing
 --       that runs out by itself: a writer waits ahead);
 --   'c' {1, fence} a grant reached the caller before it left: this request
---       confirms it, and the caller holds it; {0, 0} it left the queue;
+--       confirms it, and the caller holds it; {0, 0} it left the queue
+--       (always, for a semaphore's caller whose N is not the set's bound);
 --   'u' {1, 0} released; {0, 0} it was gone (the lease ran out); {-1, 0}
 --       another holds the write lock (the caller's ran out before);
 --   'v' {1, free} the permits not held (live shares and grants counted);
@@ -35,10 +36,14 @@
 -- holder in its value, its lease its expiry), set only while S holds no
 -- live share; a share is set only while K does not exist.  A waiter queues
 -- in Q (arrival order) with its entry in W: "<refreshed>:<lease>:<k>:<holder>",
--- k 'w' a writer, 'r' a reader, 'p' a reader that prefers readers.  While K
--- does not exist, serve() hands out, in this order: a share to every
--- queued 'p' reader; a share to each reader at the head of the queue up to
--- the first writer; the write lock to that writer, once no share is left.
+-- k 'w' a writer, 'r' a reader, 'p' a reader that prefers readers, 's<N>'
+-- a semaphore's waiter and its N.  While K does not exist, serve() hands
+-- out, in this order: a share to every queued 'p' reader; a share to each
+-- reader at the head of the queue up to the first writer; the write lock
+-- to that writer, once no share is left.  That writer stays first in Q
+-- until it confirms or leaves (or its entry goes stale): one slow to
+-- confirm, past its claim, is granted K again by the next serve(), not
+-- overtaken by the readers behind it, which it would then wait for.
 -- A newcomer writer takes K only when nobody is queued and no share is
 -- live; a newcomer reader takes a share when K does not exist and, unless
 -- it prefers readers, no writer waits (writers are not starved).  Writers
@@ -46,17 +51,23 @@
 -- A semaphore's permit is a read share ('s'): S holds at most N shares, a
 -- grant reserved included, and serve() grants the queue's head a share
 -- while one is free, in arrival order; a newcomer takes one when one is
--- free after serve(), so never ahead of a live waiter.  N is kept in S as
--- its bound while a share lives: a caller that names another N is told,
--- never mixed in.
+-- free after serve(), so never ahead of a live waiter of its N.  N is kept
+-- in S as its bound while a share lives: a caller that names another N is
+-- told, never mixed in.  Waiters of another N than the bound serve() works
+-- under (the set's, or the caller's once the set is gone) are passed over,
+-- never granted: they queued under a bound that ran out with its last
+-- share, and their next attempt is told.  So no waiter is ever let in
+-- under a count other than its own, and a 'c' of such a waiter confirms
+-- nothing.
 -- @use shares
 local op, token, kind = ARGV[1], ARGV[2], ARGV[3]
 local lease, ttl = tonumber(ARGV[4]), tonumber(ARGV[5])
 local prefer_readers, holder = ARGV[6] == 'p', ARGV[7] or ''
 local sem = kind == 's'
-local cap = sem and tonumber(ARGV[8]) or math.huge
+local permits = sem and tonumber(ARGV[8])
+local cap = permits or math.huge
 if (op ~= 'a' and op ~= 'c' and op ~= 'u' and (op ~= 'v' or not sem)) or
-   (kind ~= 'r' and kind ~= 'w' and not sem) or not cap or cap < 1 or
+   (kind ~= 'r' and kind ~= 'w' and not sem) or (sem and not permits) or cap < 1 or
    not token or #token ~= 32 or not lease or lease < 1 or not ttl or
    ((op == 'a' or op == 'c') and #KEYS < 6) or #KEYS < 5 then
   return redis.error_reply('ERR rwlock.lua: bad arguments')
@@ -77,13 +88,14 @@ if (op == 'a' and (ttl > 0 or kind == 'w')) or redis.call('LLEN', Q) > 0 then
   in_cluster()
 end
 local now = share_clock()
+local other_count = false -- a semaphore's caller whose N is not the bound
 if sem then
   local bound = shares_bound(S)
   if bound and bound ~= cap then
     if op == 'a' or op == 'v' then
       return {-2, bound}
     end
-    cap = bound
+    cap, other_count = bound, true
   end
 end
 local grants = {}
@@ -111,15 +123,21 @@ local function tell(t, claim)
 end
 
 -- The queued waiters whose entries were refreshed lately, in queue order
--- ({t, k, lease, who} each), and how long Q was.
+-- ({t, k, n, lease, who} each: n a semaphore waiter's N, else nil), and
+-- how long Q was.  The caller of an attempt is live whatever its entry's
+-- age: it is making this very request, whose enqueue() refreshes the
+-- entry only after serve().  (A waiter whose refresh came late on a loaded
+-- machine otherwise dropped itself from the queue and granted the waiter
+-- behind it.)
 local function live_waiters()
   local out = {}
   local tokens = redis.call('LRANGE', Q, 0, -1)
   for _, t in ipairs(tokens) do
     local e = redis.call('HGET', W, t) or ''
-    local refreshed, wlease, k, who = string.match(e, '^(%d+):(%d+):([rpsw]):(.*)$')
-    if refreshed and now - tonumber(refreshed) < WAITER_STALE_MS then
-      out[#out + 1] = {t = t, k = k, lease = tonumber(wlease), who = who}
+    local refreshed, wlease, k, n, who = string.match(e, '^(%d+):(%d+):([rpsw])(%d*):(.*)$')
+    if refreshed and ((t == token and op == 'a') or
+                      now - tonumber(refreshed) < WAITER_STALE_MS) then
+      out[#out + 1] = {t = t, k = k, n = tonumber(n), lease = tonumber(wlease), who = who}
     else
       redis.call('HDEL', W, t)
     end
@@ -157,10 +175,13 @@ local function grant_share(w)
 end
 
 -- Waiter W gets the write lock, reserved for its claim, with its fence.
+-- It stays first in the queue until it confirms (or leaves, or its entry
+-- goes stale): serve() cannot run again while K exists, and if the claim
+-- runs out first (the writer was slow, not dead: its entry is live), the
+-- next serve() grants it again rather than let the readers behind it in.
 local function grant_write(w)
   local claim = math.min(GRANT_CLAIM_MS, w.lease)
   redis.call('SET', K, lock_value(w.t, '-', 'c', next_fence(), w.who), 'PX', claim)
-  redis.call('HDEL', W, w.t)
   tell(w.t, claim)
 end
 
@@ -183,8 +204,8 @@ local function serve()
   end
   local blocked = false
   for _, w in ipairs(rest) do
-    if blocked then
-      keep[#keep + 1] = w
+    if blocked or (w.k == 's' and w.n ~= cap) then
+      keep[#keep + 1] = w -- behind a waiter kept, or another N's (passed over)
     elseif (w.k == 'r' or w.k == 's') and shares < cap then
       grant_share(w)
       shares = shares + 1
@@ -193,6 +214,7 @@ local function serve()
       blocked = true
     elseif shares == 0 then
       grant_write(w)
+      keep[#keep + 1] = w
       blocked = true
     else
       keep[#keep + 1] = w
@@ -234,7 +256,7 @@ end
 
 -- Queues the caller, or refreshes its entry, for ttl ms.
 local function enqueue()
-  local k = (kind == 'w' or sem) and kind or (prefer_readers and 'p' or 'r')
+  local k = kind == 'w' and kind or sem and kind .. permits or (prefer_readers and 'p' or 'r')
   local entry = string.format('%.0f', now) .. ':' .. lease .. ':' .. k .. ':' .. holder
   if redis.call('HSET', W, token, entry) == 1 then
     redis.call('RPUSH', Q, token)
@@ -274,7 +296,9 @@ if op == 'u' then
 end
 
 if op == 'c' then
-  local fence = confirm()
+  -- A waiter of another N than the bound was never granted (serve()):
+  -- whatever S holds for it is not its to confirm.
+  local fence = not other_count and confirm()
   if fence then
     leave()
     return answer(1, fence)

@@ -248,11 +248,19 @@ static int acquire_loop(hold_req_t *r, nm_wait_t wait, int64_t deadline)
 
 /* Giving up: leave the queue, taking a grant that came meanwhile (0: the
  * hold is R's after all), or undo what a request whose answer was lost
- * may have taken.  Bounded: the deadline has passed, or the server failed. */
+ * may have taken.  Bounded: the deadline has passed, or the server failed.
+ * A semaphore's waiter told EINVAL (another number of permits) keeps
+ * nothing: rwlock.lua confirms no grant under another bound, and one
+ * confirmed all the same goes back, so that the caller's answer is the
+ * one it was told. */
 static int give_up(hold_req_t *r, int err)
 {
-    if ((r->queued || r->maybe_applied) && cancel_once(r, nm_now_ms() + CLEANUP_MS) == 0)
-        return 0;
+    long long ignored;
+    if ((r->queued || r->maybe_applied) && cancel_once(r, nm_now_ms() + CLEANUP_MS) == 0) {
+        if (err != EINVAL)
+            return 0;
+        release_once(r, nm_now_ms() + CLEANUP_MS, &ignored);
+    }
     return err;
 }
 
