@@ -143,12 +143,16 @@ static int start_redis(void)
 /* The counter is a decimal number at the start of a small file. */
 static int counter_fd = -1;
 
+/* Sets *value on every path, and returns non-zero exactly when the read
+ * failed: a caller that looks at the result alone never reads a value
+ * that was not set. */
 static int counter_read(int fd, uint64_t *value)
 {
     char buf[32];
     ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    *value = 0;
     if (n < 0)
-        return errno;
+        return errno ? errno : EIO;
     buf[n] = '\0';
     *value = strtoull(buf, NULL, 10);
     return 0;

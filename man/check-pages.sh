@@ -35,8 +35,11 @@ done
 pages="$*"
 
 fail=0
+problems=
 bad() {
     echo "man: $*" >&2
+    problems="$problems
+man:   $*"
     fail=1
 }
 
@@ -121,8 +124,8 @@ for p in $pages; do
     if [ $have_groff = 1 ]; then
         out=$(groff -man -Tutf8 -ww -z "$f" 2>&1)
         if [ -n "$out" ]; then
-            bad "$p: groff says:"
-            printf '%s\n' "$out" >&2
+            bad "$p: groff $(groff --version 2>/dev/null | sed -n '1s/.* //p') warns: $(printf '%s\n' "$out" | head -n 1)"
+            printf '%s\n' "$out" | sed 1d >&2
         fi
     fi
     if [ $have_lexgrog = 1 ] && ! lexgrog "$f" >/dev/null 2>&1; then
@@ -158,8 +161,9 @@ done
 if [ "$ncalls" -eq 0 ] && [ -n "$headers" ]; then
     bad "no NETMUTEX_API function found in$headers: is the pattern out of date?"
 fi
+# The problems once more, last: the lines a build log's reader sees first.
 if [ $fail -ne 0 ]; then
-    echo "man: FAILED" >&2
+    echo "man: FAILED, every problem:$problems" >&2
     exit 1
 fi
 echo "man: $npages pages ($nstubs stubs) checked, $ncalls calls of$headers documented"

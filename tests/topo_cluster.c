@@ -10,19 +10,22 @@
  * not wait for it. */
 #define NODE_TIMEOUT_MS 1000u
 
+/* The command line client beside REDIS_SERVER, else on PATH: redis-cli,
+ * or Valkey's valkey-cli where no redis-cli is installed. */
 static char *redis_cli(void)
 {
+    static const char *const names[] = { "redis-cli", "valkey-cli" };
     const char *server = g_getenv("REDIS_SERVER");
+    char *dir = server && *server ? g_path_get_dirname(server) : NULL;
     char *path = NULL;
-    if (server && *server) {
-        char *dir = g_path_get_dirname(server);
-        path = g_build_filename(dir, "redis-cli", NULL);
-        g_free(dir);
+    for (gsize i = 0; !path && dir && i < G_N_ELEMENTS(names); i++) {
+        path = g_build_filename(dir, names[i], NULL);
         if (!g_file_test(path, G_FILE_TEST_IS_EXECUTABLE))
             g_clear_pointer(&path, g_free);
     }
-    if (!path)
-        path = g_find_program_in_path("redis-cli");
+    g_free(dir);
+    for (gsize i = 0; !path && i < G_N_ELEMENTS(names); i++)
+        path = g_find_program_in_path(names[i]);
     if (!path)
         g_error("redis-cli not found: it creates the test cluster");
     return path;
@@ -111,24 +114,42 @@ long long nm_topo_keyslot(NmTopo *t, const char *key, size_t len)
     return slot;
 }
 
-int nm_topo_master_port(NmRedis *r, long long slot)
+/* By node id, not by port: asked over the fixture's own connection (a
+ * unix socket, never TLS), Redis 8 and Valkey 8 report port 0 for nodes
+ * that listen on TLS alone, where Redis 7 reported their TLS port.  The
+ * id is the third field of a CLUSTER SLOTS node entry since Redis 4. */
+char *nm_topo_master_id(NmRedis *r, long long slot)
 {
     redisReply *reply = nm_redis_cmd(r, "CLUSTER SLOTS");
-    int port = 0;
+    char *id = NULL;
     for (size_t i = 0; reply->type == REDIS_REPLY_ARRAY && i < reply->elements; i++) {
         redisReply *e = reply->element[i];
-        if (e->element[0]->integer <= slot && slot <= e->element[1]->integer)
-            port = (int)e->element[2]->element[1]->integer;
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+            e->element[2]->type != REDIS_REPLY_ARRAY || e->element[2]->elements < 3)
+            continue;
+        if (e->element[0]->integer <= slot && slot <= e->element[1]->integer &&
+            e->element[2]->element[2]->type == REDIS_REPLY_STRING) {
+            g_free(id);
+            id = g_strdup(e->element[2]->element[2]->str);
+        }
     }
     freeReplyObject(reply);
-    return port;
+    return id;
+}
+
+bool nm_topo_is_master_of(NmRedis *asked, long long slot, NmRedis *node)
+{
+    char *id = nm_topo_master_id(asked, slot), *node_id = nm_topo_node_id(node);
+    bool same = id != NULL && strcmp(id, node_id) == 0;
+    g_free(id);
+    g_free(node_id);
+    return same;
 }
 
 NmRedis *nm_topo_master_of(NmTopo *t, long long slot)
 {
-    int port = nm_topo_master_port(t->node[0], slot);
     for (int i = 0; i < NM_TOPO_NODES; i++)
-        if (nm_redis_port(t->node[i]) == port)
+        if (nm_topo_is_master_of(t->node[0], slot, t->node[i]))
             return t->node[i];
     g_error("no master for slot %lld", slot);
     return NULL;
@@ -179,10 +200,16 @@ static bool settled(NmTopo *t)
         if (!state_ok(t->node[i]) || !in_sync(t->node[i]))
             return false;
     for (gsize s = 0; s < G_N_ELEMENTS(samples); s++) {
-        int port = nm_topo_master_port(t->node[0], samples[s]);
-        for (int i = 1; i < NM_TOPO_NODES; i++)
-            if (port == 0 || nm_topo_master_port(t->node[i], samples[s]) != port)
-                return false;
+        char *id = nm_topo_master_id(t->node[0], samples[s]);
+        bool agree = id != NULL;
+        for (int i = 1; agree && i < NM_TOPO_NODES; i++) {
+            char *other = nm_topo_master_id(t->node[i], samples[s]);
+            agree = other != NULL && strcmp(other, id) == 0;
+            g_free(other);
+        }
+        g_free(id);
+        if (!agree)
+            return false;
     }
     return true;
 }

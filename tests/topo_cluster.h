@@ -37,8 +37,12 @@ long long nm_topo_keyslot(NmTopo *t, const char *key, size_t len);
 /* The node that is master of SLOT now (by CLUSTER SLOTS of node 0). */
 NmRedis *nm_topo_master_of(NmTopo *t, long long slot);
 
-/* The port of the master of SLOT in node R's CLUSTER SLOTS, 0 if none. */
-int nm_topo_master_port(NmRedis *r, long long slot);
+/* The node id of the master of SLOT in node R's CLUSTER SLOTS, a new
+ * string; NULL if none. */
+char *nm_topo_master_id(NmRedis *r, long long slot);
+
+/* Whether node ASKED's CLUSTER SLOTS names NODE as master of SLOT. */
+bool nm_topo_is_master_of(NmRedis *asked, long long slot, NmRedis *node);
 
 /* Whether node R is a master now (ROLE). */
 bool nm_topo_is_master(NmRedis *r);

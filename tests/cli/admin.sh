@@ -101,7 +101,7 @@ NETMUTEX_PREFIX=$acl_prefix "$NM" acl >"$tmp/acl.cmd"
 check "acl prints ACL SETUSER" quiet grep -q '^ACL SETUSER <user> on ><password> resetkeys ' "$tmp/acl.cmd"
 start_redis acl --user default on nopass '~*' '&*' '+@all'
 sed 's/<user>/locker/; s/<password>/pw/' "$tmp/acl.cmd" |
-    redis-cli -s "$tmp/acl.sock" >"$tmp/acl.out" 2>&1
+    "$REDIS_CLI" -s "$tmp/acl.sock" >"$tmp/acl.out" 2>&1
 check "redis-cli takes it as it is ($(cat "$tmp/acl.out"))" test "$(cat "$tmp/acl.out")" = OK
 acl_url="unix://locker:pw@$tmp/acl.sock"
 expect_rc 0 "the user can lock under the prefix" \

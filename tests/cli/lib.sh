@@ -34,6 +34,13 @@ if [ -n "${NM_LIBTOOL:-}" ]; then
 fi
 REDIS_SERVER=${REDIS_SERVER:-redis-server}
 case $REDIS_SERVER in */*) ;; *) REDIS_SERVER=$(command -v "$REDIS_SERVER") ;; esac
+# The command line client beside that server, else on PATH: redis-cli, or
+# Valkey's valkey-cli where there is no redis-cli.
+REDIS_CLI=
+for nm_cli in redis-cli valkey-cli; do
+    if [ -x "${REDIS_SERVER%/*}/$nm_cli" ]; then REDIS_CLI=${REDIS_SERVER%/*}/$nm_cli; break; fi
+done
+[ -n "$REDIS_CLI" ] || REDIS_CLI=$(command -v redis-cli || command -v valkey-cli || echo redis-cli)
 # The environment may point elsewhere; the tests choose their servers.
 unset NETMUTEX_URL NETMUTEX_LEASE_MS NETMUTEX_PREFIX
 
