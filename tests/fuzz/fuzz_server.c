@@ -35,7 +35,7 @@
 
 #define MAX_OPS 24
 #define IO_MS 100       /* every request's bound */
-#define WAIT_MS 50      /* a timed call's */
+#define WAIT_MS 20      /* a timed call's */
 
 static nm_fake_t *fake;
 static FILE *record;
