@@ -34,8 +34,8 @@
 #include "fake_server.h"
 
 #define MAX_OPS 24
-#define IO_MS 100       /* every request's bound */
-#define WAIT_MS 20      /* a timed call's */
+#define IO_MS 40        /* every request's bound */
+#define WAIT_MS 10      /* a timed call's */
 
 static nm_fake_t *fake;
 static FILE *record;
