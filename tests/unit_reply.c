@@ -11,11 +11,14 @@
 #include <glib.h>
 #include <limits.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "nm.h"
 #include "clock.h"
+#include "dial.h"
 #include "reply.h"
 #include "unit_replies.h"
 
@@ -333,6 +336,87 @@ static void test_flood(void)
     pipe_close(&p);
 }
 
+/* A context as the library dials it (nm_dial_open), on a unix socket in
+ * a directory of its own, with the accepted end as the "server". */
+typedef struct dialed {
+    char dir[64], path[96];
+    int listener;
+    pipe_end_t p;
+} dialed_t;
+
+static void dial_open(dialed_t *d)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    char cause[256];
+    snprintf(d->dir, sizeof d->dir, "%s/unit_reply.XXXXXX", g_get_tmp_dir());
+    g_assert_nonnull(mkdtemp(d->dir));
+    snprintf(d->path, sizeof d->path, "%s/s.sock", d->dir);
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", d->path);
+    d->listener = socket(AF_UNIX, SOCK_STREAM, 0);
+    g_assert_cmpint(bind(d->listener, (struct sockaddr *)&sa, sizeof sa), ==, 0);
+    g_assert_cmpint(listen(d->listener, 1), ==, 0);
+    nm_server_t srv = { .is_unix = 1, .path = d->path };
+    g_assert_cmpint(nm_dial_open(&srv, NULL, 0, nm_now_ms() + 60000, &d->p.c, cause,
+                                 sizeof cause), ==, 0);
+    d->p.server = accept(d->listener, NULL, NULL);
+    g_assert_cmpint(d->p.server, >=, 0);
+}
+
+static void dial_close(dialed_t *d)
+{
+    nm_dial_close(d->p.c);
+    close(d->p.server);
+    close(d->listener);
+    unlink(d->path);
+    rmdir(d->dir);
+}
+
+/* Whether the arrays' claims in RESP are refused as soon as they are read
+ * (NM_ECONN), before any element came; else the reply must be pending. */
+static int claims_refused(const char *resp)
+{
+    dialed_t d;
+    redisReply *r = NULL;
+    dial_open(&d);
+    serve(&d.p, resp);
+    g_assert_cmpint(nm_receive(d.p.c), ==, 0);
+    int err = nm_take_reply(d.p.c, &r);
+    g_assert_null(r);
+    g_assert_true(err == 0 || err == NM_ECONN);
+    dial_close(&d);
+    return err == NM_ECONN;
+}
+
+/* An array count is only a claim: hiredis allocates for it as it reads
+ * it, so a count no reply of ours needs is refused at once -- it used to
+ * cost 16 GB ("*2000000000"), and every nested array as much again. */
+static void test_array_claims(void)
+{
+    dialed_t d;
+    redisReply *r;
+    g_assert_true(claims_refused("*2000000000\r\n"));
+    g_assert_true(claims_refused("*2147483647\r\n:1\r\n"));
+    /* Claims add up over the arrays of one reply: 3 x 2,000,000 is more
+     * than 16 MiB of reply could hold (5,592,405 elements of 3 bytes). */
+    g_assert_true(claims_refused("*3\r\n*2000000\r\n*2000000\r\n*2000000\r\n"));
+    g_assert_false(claims_refused("*2\r\n*2000000\r\n*2000000\r\n"));
+    g_assert_false(claims_refused("*5592405\r\n"));
+    g_assert_true(claims_refused("*5592406\r\n"));
+
+    /* Each reply's claims are its own: many of them go through. */
+    dial_open(&d);
+    for (int i = 0; i < 4; i++) {
+        serve(&d.p, "*3\r\n*2\r\n:1\r\n:2\r\n*0\r\n$1\r\nx\r\n");
+        g_assert_cmpint(nm_get_reply(d.p.c, nm_now_ms() + 60000, &r), ==, 0);
+        g_assert_cmpint(r->type, ==, REDIS_REPLY_ARRAY);
+        g_assert_cmpuint(r->elements, ==, 3);
+        g_assert_cmpuint(r->element[0]->elements, ==, 2);
+        g_assert_cmpint(r->element[0]->element[1]->integer, ==, 2);
+        freeReplyObject(r);
+    }
+    dial_close(&d);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -349,5 +433,6 @@ int main(int argc, char **argv)
     g_test_add_func("/unit/reply/pipe/silent", test_silent_server);
     g_test_add_func("/unit/reply/pipe/closed", test_closed_server);
     g_test_add_func("/unit/reply/pipe/flood", test_flood);
+    g_test_add_func("/unit/reply/dial/array-claims", test_array_claims);
     return g_test_run();
 }

@@ -394,6 +394,37 @@ static void test_sentinel_bad(void)
     g_string_free(many, TRUE);
 }
 
+/* Fills the stack below the caller with bytes no pointer has, so that a
+ * variable the parser reads or frees before setting it holds garbage, as
+ * in a long-running program, rather than the zeros of a fresh stack. */
+static void __attribute__((noinline)) dirty_stack(void)
+{
+    volatile unsigned char junk[64 * 1024];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = 0xa5;
+}
+
+/* A raw ',' in the data nodes' credentials or db: EINVAL with the reason
+ * (it once freed the parser's uninitialised stack copy of the server). */
+static void test_sentinel_comma(void)
+{
+    static const char *const bad[] = {
+        "redis-sentinel://a,b@h#m", "redis-sentinel://:p,w@h#m",
+        "redis-sentinel://u,v:p@h,k#m", "redis-sentinel://h/1,2#m",
+        "redis-sentinel://:p@h,k/1,#m", "rediss-sentinel://,@h#m",
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+        char why[160];
+        nm_urls_t u;
+        dirty_stack();
+        g_test_message("'%s'", bad[i]);
+        g_assert_cmpint(nm_url_parse(bad[i], &u, why, sizeof why), ==, EINVAL);
+        g_assert_cmpstr(why, ==, "malformed credentials or db");
+        g_assert_null(u.servers);
+        g_assert_cmpuint(u.n, ==, 0);
+    }
+}
+
 /* A refused sentinel URL is named with the reason, both passwords masked. */
 static void test_sentinel_message(void)
 {
@@ -564,6 +595,7 @@ int main(int argc, char **argv)
     g_test_add_func("/unit/url/lists", test_lists);
     g_test_add_func("/unit/url/sentinel/forms", test_sentinel);
     g_test_add_func("/unit/url/sentinel/bad", test_sentinel_bad);
+    g_test_add_func("/unit/url/sentinel/comma", test_sentinel_comma);
     g_test_add_func("/unit/url/sentinel/message", test_sentinel_message);
     g_test_add_func("/unit/url/refused-masked", test_refused_masked);
     g_test_add_func("/unit/url/cluster/forms", test_cluster);

@@ -283,11 +283,15 @@ static int parse_list(const char *urls, nm_urls_t *out, why_t *why)
  * The pieces go through the redis:// parser, so host, port, credential and
  * db syntax, %XX escapes included, are exactly those of redis:// URLs. */
 
-/* Parses "redis://" A B C as one server into *OUT. */
+/* Parses "redis://" A B C as one server into *OUT, which is cleared first:
+ * every return leaves it safe to free, whatever it held before (a caller's
+ * fresh stack variable, which the refusal of a ',' used to free as it
+ * was). */
 static int parse_piece(const char *a, const char *b, const char *c, nm_server_t *out)
 {
     size_t size = strlen("redis://") + strlen(a) + strlen(b) + strlen(c) + 1;
     char *url = malloc(size);
+    memset(out, 0, sizeof *out);
     if (!url)
         return ENOMEM;
     snprintf(url, size, "redis://%s%s%s", a, b, c);

@@ -18,6 +18,7 @@
 #include "core.h"
 #include "rwsel.h"
 #include "select.h"
+#include "spec.h"
 
 #include <errno.h>
 

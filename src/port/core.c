@@ -76,11 +76,6 @@ static void real_kind(const pthread_mutex_t *real, int *type, int *robust)
     *robust = (kind & GLIBC_KIND_ROBUST) != 0;
 }
 
-int nm_port_name_ok(const char *name)
-{
-    return name && name[0] && strnlen(name, NETMUTEX_NAME_MAX + 1) <= NETMUTEX_NAME_MAX;
-}
-
 static int create(nm_port_t **out, const char *name, const pthread_mutex_t *real)
 {
     netmutex_attr_t attr;

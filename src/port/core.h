@@ -67,8 +67,6 @@ int nm_port_cond_wait(nm_port_t *p, pthread_mutex_t *local, pthread_cond_t *c,
  * condition is NC; NM_PORT_DEFAULT_CLOCK is REAL's clock. */
 int nm_port_netcond_wait(nm_port_t *p, pthread_mutex_t *local, netmutex_cond_t *nc,
                          const pthread_cond_t *real, nm_port_wait_t how);
-/* 1 when the name is one netmutex_init would take. */
-int nm_port_name_ok(const char *name);
 /* EBUSY when a thread of this process holds REAL (as a plain mutex). */
 int nm_port_idle(pthread_mutex_t *real);
 

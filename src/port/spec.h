@@ -26,6 +26,8 @@ typedef struct nm_spec {
  * static string), or ENOMEM; *SPEC is empty unless 0. */
 int nm_spec_parse(const char *item, nm_spec_t *spec, const char **why);
 void nm_spec_free(nm_spec_t *spec);
+/* 1 when the name is one netmutex_init would take. */
+int nm_port_name_ok(const char *name);
 /* 1 when PATH is TAIL or ends with "/" TAIL. */
 int nm_path_ends_with(const char *path, const char *tail);
 

@@ -90,6 +90,10 @@ static redisContext *context_on(int fd, const char *host, int port)
         close(fd);
         return NULL;
     }
+    if (nm_reply_guard(c) != 0) {
+        nm_dial_close(c);
+        return NULL;
+    }
     if (host) {
         c->connection_type = REDIS_CONN_TCP;
         c->tcp.port = port;
@@ -165,6 +169,7 @@ void nm_dial_close(redisContext *c)
     if (!c)
         return;
     nm_reply_forget(c);
+    nm_reply_unguard(c);
     nm_tls_close(c->fd);
     redisFree(c);
 }

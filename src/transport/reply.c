@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -18,6 +19,73 @@
 #define NM_READER_MAX (16u << 20)
 
 #define NON_LOCAL "Script attempted to access a non local key"
+
+/* ---- array counts ----------------------------------------------------------
+ * hiredis 0.14 allocates an array's element pointers as soon as it reads
+ * the count ("*N"), before any element came: one line "*2000000000" from a
+ * hostile or broken server cost 16 GB, and every array nested in it as
+ * much again.  N elements take at least 3N bytes, and no reply of ours
+ * comes near NM_READER_MAX, so the arrays of one reply may claim
+ * NM_READER_MAX / 3 elements in all; a reply that claims more is refused
+ * as malformed (hiredis sees its out-of-memory error, we a broken
+ * connection).  The count is the context's own (the reader's privdata). */
+#define NM_REPLY_ELEMENTS_MAX (NM_READER_MAX / 3)
+
+typedef struct guard {
+    size_t claimed; /* by the arrays of the reply being read */
+    int refused;
+} guard_t;
+
+static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
+static redisReplyObjectFunctions *hiredis_fn; /* guard_lock; then read-only */
+static redisReplyObjectFunctions guarded_fn;
+
+static void *create_array(const redisReadTask *task, int elements)
+{
+    guard_t *g = task->privdata;
+    if (!task->parent)
+        g->claimed = 0; /* a new reply */
+    if (elements < 0 || (size_t)elements > NM_REPLY_ELEMENTS_MAX - g->claimed) {
+        g->refused = 1;
+        return NULL;
+    }
+    g->claimed += (size_t)elements;
+    return hiredis_fn->createArray(task, elements);
+}
+
+int nm_reply_guard(redisContext *c)
+{
+    guard_t *g = calloc(1, sizeof *g);
+    if (!g)
+        return ENOMEM;
+    pthread_mutex_lock(&guard_lock);
+    if (!hiredis_fn) {
+        hiredis_fn = c->reader->fn;
+        guarded_fn = *hiredis_fn;
+        guarded_fn.createArray = create_array;
+    }
+    pthread_mutex_unlock(&guard_lock);
+    c->reader->fn = &guarded_fn;
+    c->reader->privdata = g;
+    return 0;
+}
+
+void nm_reply_unguard(redisContext *c)
+{
+    if (c->reader && c->reader->fn == &guarded_fn) {
+        free(c->reader->privdata);
+        c->reader->privdata = NULL;
+        c->reader->fn = hiredis_fn;
+    }
+}
+
+/* What a failed read of C's reader means: ENOMEM when memory ran out,
+ * else NM_ECONN (a protocol error, a refused array count). */
+static int read_error(const redisContext *c)
+{
+    const guard_t *g = c->reader && c->reader->fn == &guarded_fn ? c->reader->privdata : NULL;
+    return c->err == REDIS_ERR_OOM && !(g && g->refused) ? ENOMEM : NM_ECONN;
+}
 
 static int starts_with(const char *s, size_t len, const char *word)
 {
@@ -285,7 +353,7 @@ static int take_owed(redisContext *c, int *pending)
         return 0;
     void *raw = NULL;
     if (redisGetReplyFromReader(c, &raw) != REDIS_OK) {
-        int err = c->err == REDIS_ERR_OOM ? ENOMEM : NM_ECONN;
+        int err = read_error(c);
         owed_done(NM_ECONN, NULL);
         return err;
     }
@@ -332,7 +400,7 @@ int nm_take_reply(redisContext *c, redisReply **out)
     if (err || pending)
         return err;
     if (redisGetReplyFromReader(c, &raw) != REDIS_OK)
-        return c->err == REDIS_ERR_OOM ? ENOMEM : NM_ECONN;
+        return read_error(c);
     return raw ? check_reply(raw, out) : 0;
 }
 

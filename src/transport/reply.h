@@ -119,6 +119,12 @@ void nm_reply_owe(redisContext *c, nm_owed_fn fn, void *arg);
 int nm_reply_owing(void);
 int nm_reply_settle(int64_t deadline);
 void nm_reply_forget(redisContext *c);
+
+/* Every context the library makes (dial.c) bounds the element counts its
+ * replies' arrays may claim, before hiredis allocates for them (reply.c,
+ * "array counts"): 0 or ENOMEM.  Undone before the context is freed. */
+int nm_reply_guard(redisContext *c);
+void nm_reply_unguard(redisContext *c);
 /* In a child after fork(): the parent's owed reply is the parent's. */
 void nm_reply_forget_all(void);
 

@@ -147,6 +147,17 @@ run_err badfile "$NM" --url-file "$tmp/url" status job
 check "a malformed URL in --url-file: exit 78 (exit $rc)" test "$rc" = 78
 check "... the tool names the file" has "$f" "^netmutex: cannot use the URL in --url-file $tmp/url: "
 
+# A raw ',' in a sentinel URL's credentials or db is refused as any
+# malformed URL is, from the environment or -u (it once crashed the tool).
+run_err sentcomma env NETMUTEX_URL='redis-sentinel://a,b@h#m' "$NM" status x
+check "a ',' in a sentinel URL's credentials: exit 78 (exit $rc)" test "$rc" = 78
+check "... the library says why" \
+    has "$f" "^netmutex: error: NETMUTEX_URL 'redis-sentinel://a,b@h#m': malformed credentials or db; "
+run_err sentdb "$NM" -u 'redis-sentinel://h/1,2#m' status x
+check "a ',' in a sentinel URL's db, with -u: exit 78 (exit $rc)" test "$rc" = 78
+check "... the library says why" has "$f" "'redis-sentinel://h/1,2#m': malformed credentials or db; "
+check "... the tool blames -u" has "$f" '^netmutex: cannot use the URL given with -u: '
+
 # Waiting for a held lock says nothing, whatever the server's hz: Redis
 # answers a BLPOP timeout at its next tick (up to 1000/hz ms late), which
 # the library took for a lost connection, with a warning each time.
