@@ -30,6 +30,24 @@ fi
 PROGS=${NM_ACL_PROGS-$progs_all}
 CLI=${NM_ACL_CLI-$cli_all}
 
+# NM_ACL_PART=K/N runs the K-th of N shares alone: the programs and then
+# the netmutex(1) tests, dealt out in turn, item I to share I mod N + 1.
+# make check runs the shares as acl-1.sh ... acl-3.sh, side by side
+# (tests/Makefile.am, ACL_TESTS): one after the other they took two
+# minutes, the suite's longest test.
+if [ -n "${NM_ACL_PART:-}" ]; then
+    k=${NM_ACL_PART%/*} parts=${NM_ACL_PART#*/} i=0 p_sel= c_sel=
+    for p in $PROGS; do
+        [ $((i % parts + 1)) = "$k" ] && p_sel="$p_sel $p"
+        i=$((i + 1))
+    done
+    for t in $CLI; do
+        [ $((i % parts + 1)) = "$k" ] && c_sel="$c_sel $t"
+        i=$((i + 1))
+    done
+    PROGS=$p_sel CLI=$c_sel
+fi
+
 log=$(mktemp "${TMPDIR:-/tmp}/netmutex-acl.XXXXXX") || exit 99
 trap 'rm -f "$log"' EXIT
 n=0

@@ -131,6 +131,17 @@ static void free_case(gpointer p)
     g_free(c);
 }
 
+/* Every case registered, freed at exit: GLib frees a case's data only
+ * after running it, so a program run with -p (a selection, tests/sel/)
+ * would leave the others' to valgrind's leak check. */
+static GPtrArray *cases;
+
+static void free_cases(void)
+{
+    g_ptr_array_free(cases, TRUE);
+    cases = NULL;
+}
+
 static void add_case(const char *path, GTestFunc fn, GTestDataFunc data_fn,
                      gconstpointer data)
 {
@@ -140,7 +151,12 @@ static void add_case(const char *path, GTestFunc fn, GTestDataFunc data_fn,
     c->data_fn = data_fn;
     c->data = data;
     c->path = g_strdup(path);
-    g_test_add_data_func_full(path, c, run_case, free_case);
+    if (!cases) {
+        cases = g_ptr_array_new_with_free_func(free_case);
+        atexit(free_cases);
+    }
+    g_ptr_array_add(cases, c);
+    g_test_add_data_func(path, c, run_case);
 }
 
 void nm_test_add_func(const char *path, GTestFunc fn)

@@ -48,6 +48,15 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/netmutex-cli.XXXXXX") || exit 99
 bg_pids=
 redis_pids=
 tap_n=0
+# NM_CLI_VALGRIND (make check-valgrind-set, for the netmutex(1) tests of
+# the valgrind set): the command to run the tool under, memcheck with an
+# exit status of its own for an error, which no test expects.  exec: the
+# tool keeps the pid a test started it with.
+if [ -n "${NM_CLI_VALGRIND:-}" ]; then
+    printf '#!/bin/sh\nexec %s "%s" "$@"\n' "$NM_CLI_VALGRIND" "$NM" \
+        >"$tmp/netmutex-valgrind" && chmod +x "$tmp/netmutex-valgrind" || exit 99
+    NM=$tmp/netmutex-valgrind
+fi
 
 any_alive() {
     for p in "$@"; do
