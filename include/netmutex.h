@@ -43,7 +43,7 @@ extern "C" {
  * #if NETMUTEX_VERSION_HEX >= 0x000200.  The build refuses a header whose
  * numbers differ from configure's version (src/api/version.c). */
 #define NETMUTEX_VERSION_MAJOR 0
-#define NETMUTEX_VERSION_MINOR 2
+#define NETMUTEX_VERSION_MINOR 3
 #define NETMUTEX_VERSION_PATCH 0
 #define NETMUTEX_VERSION_HEX                                                  \
     ((NETMUTEX_VERSION_MAJOR << 16) | (NETMUTEX_VERSION_MINOR << 8) |         \
