@@ -28,9 +28,10 @@
 /* How late after its deadline a timed wait may return: a bound on
  * scheduling, not a measure of speed (make bench's timedlock_late measures
  * that), generous so a loaded machine keeps it (59 ms was seen at load 7
- * on 2 cores).  The fault this test is about, a dropped connection and a
- * redial, shows as a warning and a new connection, both asserted. */
-#define LATE_MS nm_ms(500)
+ * on 2 cores, 1231 ms at load 15).  The fault this test is about, a
+ * dropped connection and a redial, shows as a warning and a new
+ * connection, both asserted. */
+#define LATE_MS nm_ms(3000)
 
 /* The warnings the library logged, under a pthread mutex (it may log
  * from its background thread). */
@@ -141,10 +142,11 @@ static bool timed_wait(NmRedis *r, netmutex_t *m, clockid_t clock)
                             (returned.tv_nsec - deadline.tv_nsec)) / 1e6);
     nm_assert_timed_out_at(&returned, &deadline, LATE_MS);
     guint warned = capture_stop();
-    /* The one connection of the second INFO (and at most one redial). */
+    /* The one connection of the second INFO (and, after a drop, those
+     * that leave the queue and dial again: a few). */
     g_assert_cmpuint(warned, <=, 1);
     g_assert_cmpint(after - before, >=, 1);
-    g_assert_cmpint(after - before, <=, 1 + (long long)warned);
+    g_assert_cmpint(after - before, <=, 1 + 3 * (long long)warned);
     return warned == 0 && after - before == 1;
 }
 
@@ -155,15 +157,18 @@ static bool timed_wait(NmRedis *r, netmutex_t *m, clockid_t clock)
  * wait fails at once).  A busy machine drops one now and then. */
 #define TIMED_TRIES 3
 
-static void timed_waits(NmRedis *r, netmutex_t *m, clockid_t clock)
+static bool timed_waits(NmRedis *r, netmutex_t *m, clockid_t clock)
 {
     bool clean = false;
+    int tries = 0;
     for (int i = 0; i < TIMED_TRIES && !clean; i++) {
         if (i > 0) /* the connection dialed again before it is counted */
             nm_assert_rc(netmutex_trylock(m), EBUSY);
         clean = timed_wait(r, m, clock);
+        tries++;
     }
     g_assert_true(clean);
+    return tries == 1;
 }
 
 typedef struct Untimed {
@@ -210,9 +215,14 @@ static void run_hz(int hz)
     hold_by_hand(r, name);
     /* This thread's connection, dialed before anything is counted. */
     nm_assert_rc(netmutex_trylock(&m), EBUSY);
-    timed_waits(r, &m, CLOCK_REALTIME);
-    timed_waits(r, &m, CLOCK_MONOTONIC);
-    g_assert_cmpint(nm_queue_len(r, name), ==, 0);
+    bool clean = timed_waits(r, &m, CLOCK_REALTIME);
+    clean &= timed_waits(r, &m, CLOCK_MONOTONIC);
+    /* The waits left the queue; a dropped one may not have had the time
+     * (its clean-up bound), and its entry then expires. */
+    if (clean)
+        g_assert_cmpint(nm_queue_len(r, name), ==, 0);
+    else
+        g_assert_true(nm_wait_queue_len(r, name, 0, nm_ms(30000)));
     untimed_wait(r, &m, name);
     nm_assert_rc(netmutex_destroy(&m), 0);
     /* The next test's server is another: no connection may outlive it. */
