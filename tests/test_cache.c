@@ -716,6 +716,9 @@ static bool one_turn_each(netmutex_t *m, NmRemote *a, const char *name)
     ok = remote_served(a);
     if (ok) {
         g_assert_false(holding_within(l2, STILL_WAITING_MS));
+        /* Our relock queued before A's unlock, or A's relock might take
+         * it again, as ours might above (its request on its way). */
+        g_assert_true(nm_wait_queue_len(redis, name, 1, BOUND_MS));
         nm_assert_rc(nm_remote(a, 'u'), 0);
         nm_remote_send(a, 'l'); /* A's relock: now we are first in line */
         ok = holding_within(l2, BOUND_MS);

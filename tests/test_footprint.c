@@ -14,7 +14,10 @@
 
 static NmRedis *redis;
 
-#define LEASE_MS nm_ms(300)
+/* Short, so that what outlives a hold goes soon; long enough that its
+ * renewal (every third of it) survives a busy machine: a 300 ms lease was
+ * lost there, its holder's unlock then ENOLCK. */
+#define LEASE_MS nm_ms(2000)
 
 /* The keys that match PATTERN, by SCAN. */
 static guint keys_matching(const char *pattern)

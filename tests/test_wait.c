@@ -8,8 +8,9 @@
  * some 50 ms after its deadline.  Here, for hz 1, 10 and 500 (Redis
  * accepts 1 to 500): a timed wait on a held name runs to its deadline with
  * no warning and no new connection, and returns ETIMEDOUT at its deadline,
- * never before it; an untimed wait gets the lock when it is freed, with no
- * warning and no new connection while it waited.
+ * never before it (on a busy machine, within a few tries: timed_waits);
+ * an untimed wait gets the lock when it is freed, with no warning and no
+ * new connection while it waited.
  *
  * The holder is the lock key written by hand (a token of nobody's), so no
  * other connection of this process comes and goes during a measurement.
@@ -27,9 +28,10 @@
 /* How late after its deadline a timed wait may return: a bound on
  * scheduling, not a measure of speed (make bench's timedlock_late measures
  * that), generous so a loaded machine keeps it (59 ms was seen at load 7
- * on 2 cores).  The fault this test is about, a dropped connection and a
- * redial, shows as a warning and a new connection, both asserted. */
-#define LATE_MS nm_ms(500)
+ * on 2 cores, 1231 ms at load 15).  The fault this test is about, a
+ * dropped connection and a redial, shows as a warning and a new
+ * connection, both asserted. */
+#define LATE_MS nm_ms(3000)
 
 /* The warnings the library logged, under a pthread mutex (it may log
  * from its background thread). */
@@ -55,8 +57,9 @@ static void capture_start(void)
     nm_assert_rc(netmutex_set_log(NETMUTEX_LOG_WARN, capture, NULL), 0);
 }
 
-/* Asserts that nothing was logged since capture_start, and stops. */
-static void assert_no_warning(void)
+/* Stops capturing: how many warnings were logged since capture_start
+ * (each shown). */
+static guint capture_stop(void)
 {
     nm_assert_rc(netmutex_set_log(NETMUTEX_LOG_WARN, NULL, NULL), 0);
     pthread_mutex_lock(&warn_lock);
@@ -64,7 +67,13 @@ static void assert_no_warning(void)
         g_test_message("warning: %s", (const char *)g_ptr_array_index(warnings, i));
     guint n = warnings->len;
     pthread_mutex_unlock(&warn_lock);
-    g_assert_cmpuint(n, ==, 0);
+    return n;
+}
+
+/* Asserts that nothing was logged since capture_start, and stops. */
+static void assert_no_warning(void)
+{
+    g_assert_cmpuint(capture_stop(), ==, 0);
 }
 
 /* total_connections_received of R (the connection that asks counts). */
@@ -109,8 +118,11 @@ static void free_by_hand(NmRedis *r, const char *name)
 /* One timed wait on the held M, on CLOCK (netmutex_timedlock for
  * CLOCK_REALTIME, else netmutex_clocklock), on this thread's connection,
  * which is open already: ETIMEDOUT at the deadline, nothing logged, no
- * connection made. */
-static void timed_wait(NmRedis *r, netmutex_t *m, clockid_t clock)
+ * connection made -- true.  False for one dropped connection at most (a
+ * warning and a redial): what the library does, by design, when the
+ * reply to the wait's last request is more than its clean-up bound (50
+ * ms) late after the deadline, as on a busy machine (see TIMED_TRIES). */
+static bool timed_wait(NmRedis *r, netmutex_t *m, clockid_t clock)
 {
     struct timespec deadline, returned;
     long long before, after;
@@ -129,9 +141,34 @@ static void timed_wait(NmRedis *r, netmutex_t *m, clockid_t clock)
                    (double)((returned.tv_sec - deadline.tv_sec) * 1000000000LL +
                             (returned.tv_nsec - deadline.tv_nsec)) / 1e6);
     nm_assert_timed_out_at(&returned, &deadline, LATE_MS);
-    assert_no_warning();
-    /* The one connection of the second INFO. */
-    g_assert_cmpint(after - before, ==, 1);
+    guint warned = capture_stop();
+    /* The one connection of the second INFO (and, after a drop, those
+     * that leave the queue and dial again: a few). */
+    g_assert_cmpuint(warned, <=, 1);
+    g_assert_cmpint(after - before, >=, 1);
+    g_assert_cmpint(after - before, <=, 1 + 3 * (long long)warned);
+    return warned == 0 && after - before == 1;
+}
+
+/* Timed waits on CLOCK until one goes without a dropped connection, at
+ * most TIMED_TRIES.  The fault is systematic: a server's late tick taken
+ * for a dead one drops a connection at every timed wait on a server of
+ * low hz (and, as it was, every 250 ms: more than one warning, which one
+ * wait fails at once).  A busy machine drops one now and then. */
+#define TIMED_TRIES 3
+
+static bool timed_waits(NmRedis *r, netmutex_t *m, clockid_t clock)
+{
+    bool clean = false;
+    int tries = 0;
+    for (int i = 0; i < TIMED_TRIES && !clean; i++) {
+        if (i > 0) /* the connection dialed again before it is counted */
+            nm_assert_rc(netmutex_trylock(m), EBUSY);
+        clean = timed_wait(r, m, clock);
+        tries++;
+    }
+    g_assert_true(clean);
+    return tries == 1;
 }
 
 typedef struct Untimed {
@@ -178,9 +215,14 @@ static void run_hz(int hz)
     hold_by_hand(r, name);
     /* This thread's connection, dialed before anything is counted. */
     nm_assert_rc(netmutex_trylock(&m), EBUSY);
-    timed_wait(r, &m, CLOCK_REALTIME);
-    timed_wait(r, &m, CLOCK_MONOTONIC);
-    g_assert_cmpint(nm_queue_len(r, name), ==, 0);
+    bool clean = timed_waits(r, &m, CLOCK_REALTIME);
+    clean &= timed_waits(r, &m, CLOCK_MONOTONIC);
+    /* The waits left the queue; a dropped one may not have had the time
+     * (its clean-up bound), and its entry then expires. */
+    if (clean)
+        g_assert_cmpint(nm_queue_len(r, name), ==, 0);
+    else
+        g_assert_true(nm_wait_queue_len(r, name, 0, nm_ms(30000)));
     untimed_wait(r, &m, name);
     nm_assert_rc(netmutex_destroy(&m), 0);
     /* The next test's server is another: no connection may outlive it. */
