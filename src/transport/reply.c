@@ -40,16 +40,24 @@ static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
 static redisReplyObjectFunctions *hiredis_fn; /* guard_lock; then read-only */
 static redisReplyObjectFunctions guarded_fn;
 
-static void *create_array(const redisReadTask *task, int elements)
+/* hiredis 1.0 counts an array's elements in a size_t, 0.14 in an int. */
+#if HIREDIS_MAJOR >= 1
+typedef size_t elements_t;
+#else
+typedef int elements_t;
+#endif
+
+static void *create_array(const redisReadTask *task, elements_t elements)
 {
     guard_t *g = task->privdata;
+    long long n = (long long)elements;
     if (!task->parent)
         g->claimed = 0; /* a new reply */
-    if (elements < 0 || (size_t)elements > NM_REPLY_ELEMENTS_MAX - g->claimed) {
+    if (n < 0 || (unsigned long long)n > NM_REPLY_ELEMENTS_MAX - g->claimed) {
         g->refused = 1;
         return NULL;
     }
-    g->claimed += (size_t)elements;
+    g->claimed += (size_t)n;
     return hiredis_fn->createArray(task, elements);
 }
 
