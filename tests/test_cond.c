@@ -297,58 +297,20 @@ static void test_signalled_at_timeout_returns_0(void)
     g_free(name);
 }
 
-/* The signal's request never reaches the server: its connection breaks
- * after the request was written and before the server read it (a CLIENT
- * KILL, a dropped link).  The call must not return 0 unless the signal was
- * given: it waits for the answer and, on the broken connection, sends the
- * signal again on a new one; the waiter wakes long before its deadline.
- * (A signal that returned once written lost it silently.) */
-static void test_signal_request_cut(void)
-{
-    NmProxy *px = nm_proxy_start(redis);
-    char *url = nm_redis_proxy_url(redis, nm_proxy_port(px));
-    netmutex_config_t cfg = { .url = url };
-    netmutex_cond_t c;
-    netmutex_t m;
-    char *name = nm_test_name("c");
-    nm_assert_rc(netmutex_configure(&cfg), 0);
-    char *mname = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
-    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
-    /* The signalling thread's connection has run the condition's script. */
-    nm_assert_rc(netmutex_cond_signal(&c), 0);
-    Waiter w = { .c = &c, .m = &m, .timeout_ms = nm_ms(8000) };
-    NmCall *call = nm_call_start(waiter_run, &w);
-    g_assert_true(wait_waiters(name, 1));
-
-    nm_assert_rc(netmutex_lock(&m), 0);
-    /* A signal: the keys CW, CS, CH, then the operation 's'. */
-    nm_proxy_cut_request(px, ":ch\r\n$1\r\ns\r\n");
-    nm_assert_rc(netmutex_cond_signal(&c), 0);
-    nm_assert_rc(netmutex_unlock(&m), 0);
-    g_assert_cmpuint(nm_proxy_cuts(px), ==, 1);
-    nm_assert_rc(nm_call_wait(call, PROMPT_MS), 0);
-
-    g_assert_true(wait_nothing_left());
-    nm_assert_rc(netmutex_cond_destroy(&c), 0);
-    nm_assert_rc(netmutex_destroy(&m), 0);
-    nm_configure(redis);
-    nm_proxy_free(px);
-    g_free(url);
-    g_free(mname);
-    g_free(name);
-}
-
 /* What the signalling thread holds in the case below, and nothing else:
- * a read share ('r'), the write lock ('w') of a read-write lock, or a
- * permit ('p') of a semaphore. */
+ * the condition's mutex ('m'), a read share ('r'), the write lock ('w')
+ * of a read-write lock, or a permit ('p') of a semaphore. */
 typedef struct OnlyHold {
     char kind;
+    netmutex_t *m;
     netmutex_rwlock_t rw;
     netmutex_sem_t s;
 } OnlyHold;
 
 static void only_hold_init(OnlyHold *h, const char *name)
 {
+    if (h->kind == 'm')
+        return;
     char *own = g_strconcat(name, h->kind == 'p' ? "/s" : "/rw", NULL);
     if (h->kind == 'p')
         nm_assert_rc(netmutex_sem_init(&h->s, own, 1, NULL), 0);
@@ -359,31 +321,39 @@ static void only_hold_init(OnlyHold *h, const char *name)
 
 static int only_hold_take(OnlyHold *h)
 {
-    return h->kind == 'p'   ? netmutex_sem_wait(&h->s)
+    return h->kind == 'm'   ? netmutex_lock(h->m)
+           : h->kind == 'p' ? netmutex_sem_wait(&h->s)
            : h->kind == 'r' ? netmutex_rwlock_rdlock(&h->rw)
                             : netmutex_rwlock_wrlock(&h->rw);
 }
 
 static int only_hold_give_back(OnlyHold *h)
 {
-    return h->kind == 'p' ? netmutex_sem_post(&h->s) : netmutex_rwlock_unlock(&h->rw);
+    return h->kind == 'm'   ? netmutex_unlock(h->m)
+           : h->kind == 'p' ? netmutex_sem_post(&h->s)
+                            : netmutex_rwlock_unlock(&h->rw);
 }
 
 static void only_hold_destroy(OnlyHold *h)
 {
+    if (h->kind == 'm')
+        return;
     if (h->kind == 'p')
         nm_assert_rc(netmutex_sem_destroy(&h->s), 0);
     else
         nm_assert_rc(netmutex_rwlock_destroy(&h->rw), 0);
 }
 
-/* A signal from a thread whose one hold is a read share, the write lock
- * or a semaphore permit goes without waiting for its answer, as one from
- * a mutex's holder does: so the call that gives that hold back settles
- * it.  Its request never reaches the server (its connection cut before
- * the server read it); the unlock or post sends it again, and the waiter
- * wakes long before its deadline.  (Read-write lock and semaphore calls
- * that never settled a signal left it unsent: the wait timed out.) */
+/* The signal's request never reaches the server: its connection breaks
+ * after the request was written and before the server read it (a CLIENT
+ * KILL, a dropped link).  A signal from a thread that holds anything --
+ * the condition's mutex, a read share, the write lock or a semaphore
+ * permit -- goes without waiting for its answer, so the call that gives
+ * that hold back settles it: it reads the broken connection and sends
+ * the signal again on a new one, and the waiter wakes long before its
+ * deadline.  (A signal that returned once written lost it silently; read-
+ * write lock and semaphore calls that never settled one left it unsent:
+ * the wait timed out.) */
 static void test_signal_cut_holding_only(gconstpointer data)
 {
     NmProxy *px = nm_proxy_start(redis);
@@ -391,7 +361,7 @@ static void test_signal_cut_holding_only(gconstpointer data)
     netmutex_config_t cfg = { .url = url };
     netmutex_cond_t c;
     netmutex_t m;
-    OnlyHold h = { .kind = *(const char *)data };
+    OnlyHold h = { .kind = *(const char *)data, .m = &m };
     char *name = nm_test_name("c");
     nm_assert_rc(netmutex_configure(&cfg), 0);
     char *mname = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
@@ -1239,7 +1209,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cond/timedwait/signalled-at-timeout-returns-0",
                     test_signalled_at_timeout_returns_0);
     g_test_add_func("/cond/timedwait/leave-answer-lost", test_leave_answer_lost);
-    g_test_add_func("/cond/signal/request-cut", test_signal_request_cut);
+    g_test_add_data_func("/cond/signal/request-cut", "m", test_signal_cut_holding_only);
     g_test_add_data_func("/cond/signal/cut-holding/read", "r",
                          test_signal_cut_holding_only);
     g_test_add_data_func("/cond/signal/cut-holding/write", "w",
