@@ -220,6 +220,8 @@ void nm_redis_ok(NmRedis *r, const char *fmt, ...);
  * matched too, so a lock's own keys, whose hex tag may begin with 'c',
  * never count. */
 long long nm_redis_kind_keys(NmRedis *r, char kind);
+/* Keys of R matching the SCAN pattern PATTERN. */
+long long nm_redis_count_keys(NmRedis *r, const char *pattern);
 /* ACL SETUSER USER reset on >PASSWORD with the rule netmutex_acl_rule(3)
  * gives for the default prefix, then the words of ALSO (NULL: none), e.g.
  * "-cluster|keyslot" for a user that lacks a permission; asserts OK. */

@@ -368,13 +368,11 @@ redisReply *nm_redis_cmd(NmRedis *r, const char *fmt, ...)
     return reply;
 }
 
-long long nm_redis_kind_keys(NmRedis *r, char kind)
+long long nm_redis_count_keys(NmRedis *r, const char *pattern)
 {
-    char pattern[64], cursor[32] = "0";
+    char cursor[32] = "0";
     long long n = 0;
 
-    snprintf(pattern, sizeof pattern, "netmutex:{%c%.*s}*", kind, NM_TEST_TAG_LEN,
-             "????????????????????????????????");
     do {
         redisReply *reply = nm_redis_cmd(r, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
         g_assert_cmpint(reply->type, ==, REDIS_REPLY_ARRAY);
@@ -383,6 +381,15 @@ long long nm_redis_kind_keys(NmRedis *r, char kind)
         freeReplyObject(reply);
     } while (strcmp(cursor, "0") != 0);
     return n;
+}
+
+long long nm_redis_kind_keys(NmRedis *r, char kind)
+{
+    char pattern[64];
+
+    snprintf(pattern, sizeof pattern, "netmutex:{%c%.*s}*", kind, NM_TEST_TAG_LEN,
+             "????????????????????????????????");
+    return nm_redis_count_keys(r, pattern);
 }
 
 void nm_redis_add_user(NmRedis *r, const char *user, const char *password, const char *also)

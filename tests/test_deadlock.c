@@ -540,27 +540,12 @@ static int residue_child(void *p)
     return 1;
 }
 
-/* Keys of the server matching PATTERN. */
-static long long count_keys(const char *pattern)
-{
-    char cursor[32] = "0";
-    long long n = 0;
-    do {
-        redisReply *r = nm_redis_cmd(redis, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
-        g_assert_cmpint(r->type, ==, REDIS_REPLY_ARRAY);
-        g_strlcpy(cursor, r->element[0]->str, sizeof cursor);
-        n += (long long)r->element[1]->elements;
-        freeReplyObject(r);
-    } while (strcmp(cursor, "0") != 0);
-    return n;
-}
-
 static bool keys_appear(const char *pattern)
 {
     gint64 bound = nmt_now_ms() + nm_ms(30000);
-    while (count_keys(pattern) == 0 && nmt_now_ms() < bound)
+    while (nm_redis_count_keys(redis, pattern) == 0 && nmt_now_ms() < bound)
         nmt_sleep_ms(5);
-    return count_keys(pattern) > 0;
+    return nm_redis_count_keys(redis, pattern) > 0;
 }
 
 /* A waiter holding a read share is killed while it publishes its wait:
