@@ -246,10 +246,14 @@ long long nm_redis_fence(NmRedis *r, const char *lock_key);
 char *nm_redis_string(NmRedis *r, const char *fmt, ...);
 /* The server's clock (TIME) in ms, as the library's scripts read it. */
 long long nm_redis_time_ms(NmRedis *r);
-/* How long a queue entry counts as live after its refresh (src/lua/lib.lua,
- * WAITER_STALE_MS): a test that drives an interleaving around a stopped
- * waiter checks its requests came within it. */
-#define NM_TEST_ENTRY_LIFE_MS 500
+/* How long a queue entry counts as live after its waiter's latest look
+ * (src/server/lease.h, NM_QUEUE_TTL_MS): a test that drives an
+ * interleaving around a stopped waiter checks its requests came within
+ * it. */
+#define NM_TEST_ENTRY_LIFE_MS 15000
+/* When the waiter of queue ENTRY (src/lua/lib.lua, Waiting: it begins
+ * with the server's ms at which it runs out) wrote it, in server ms. */
+long long nm_entry_written_ms(const char *entry);
 /* Polls until queued waiter TOKEN's entry in the queue entries' hash W
  * (src/lua/lib.lua) is there and differs from WAS (NULL: any): its next
  * refresh.  Returns the entry, or NULL after TIMEOUT_MS. */

@@ -569,6 +569,11 @@ long long nm_redis_time_ms(NmRedis *r)
     return ms;
 }
 
+long long nm_entry_written_ms(const char *entry)
+{
+    return g_ascii_strtoll(entry, NULL, 10) - NM_TEST_ENTRY_LIFE_MS;
+}
+
 char *nm_redis_wait_refresh(NmRedis *r, const char *w, const char *token, const char *was,
                             unsigned int timeout_ms)
 {

@@ -36,6 +36,7 @@ static const struct {
     { NM_EUNDIALED, "NM_EUNDIALED", EAGAIN },
     { NM_EREDIRECT, "NM_EREDIRECT", EPROTO },
     { NM_ETRYAGAIN, "NM_ETRYAGAIN", EAGAIN },
+    { NM_EDEPUTY, "NM_EDEPUTY", EBUSY },
 };
 
 /* What a netmutex call may return (test_errname.c's list, the manual

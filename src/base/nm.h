@@ -54,8 +54,12 @@
  * (AUTH, SELECT or INFO answered so) returned before these codes had
  * values of their own. */
 #define NM_ETRYAGAIN (NM_ECODE_BASE + 7)
+/* A queued waiter was woken as a deputy of another's grant (lease.c,
+ * lib.lua's Waiting): it waits one claim more, then looks.  Never leaves
+ * the wait.  Public: EBUSY. */
+#define NM_EDEPUTY (NM_ECODE_BASE + 8)
 /* One past the last code: the codes are NM_ECODE_BASE + 1 .. NM_ECODE_END - 1. */
-#define NM_ECODE_END (NM_ECODE_BASE + 8)
+#define NM_ECODE_END (NM_ECODE_BASE + 9)
 
 /* Whether RC is one of the codes above. */
 static inline int nm_errno_internal(int rc)
@@ -74,6 +78,7 @@ static inline int nm_errno_public(int rc)
         return EAGAIN;
     case NM_EASKED:
     case NM_EHELD:
+    case NM_EDEPUTY:
         return EBUSY;
     case NM_EKEYS:
     case NM_EREDIRECT:

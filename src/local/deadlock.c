@@ -168,7 +168,9 @@ nm_deadlock_wait_t *nm_deadlock_begin(char kind, const char *name, size_t len,
     w->next = waits;
     waits = w;
     pthread_mutex_unlock(&lock);
-    if (!entry)
+    /* Only a wait that holds something can be in a cycle: one that is
+     * watched looks at the server often (lease.h), the others seldom. */
+    if (!entry && hs.n > 0)
         nm_lease_stop_flag(&w->victim);
     if (nm_watchdog_start() == 0)
         nm_watchdog_look_by(w->since + NM_DEADLOCK_DELAY_MS);

@@ -13,9 +13,10 @@
 -- mode uses to tell a holder that died from one whose release missed this
 -- server; waited: 1 if others are queued for it already, so a caching
 -- holder gives it back at unlock -- the fast path leaves both out), {0, pttl, 0} when someone else holds it (pttl -1: the key never
--- expires), with two more, {0, pttl, 0, token, claim}, when it found the
--- lock free and reserved it for the queued waiter TOKEN (the caller pushes
--- the grant: lib.lua, Grants), {2, pttl, 0} when a trylock found a caching holder and asked it
+-- expires), with pairs of a token and ms after them in a Redis Cluster:
+-- the waiters to wake (it found the lock free and reserved it for the
+-- queued waiter the first pair names; the caller pushes: lib.lua, Grants
+-- and Waiting), {2, pttl, 0} when a trylock found a caching holder and asked it
 -- to give the lock back (the caller waits on its G for the grant or "0"),
 -- or {-1, 0, 0} when the mutex was left ENOTRECOVERABLE.
 local token, lease, mode = ARGV[1], ARGV[2], ARGV[4]
@@ -59,7 +60,6 @@ end
 local robust, cache, trylock = has('r'), has('k'), has('t')
 read_floor()
 
-local granted = nil
 local cur = redis.call('GET', K)
 if cur == UNRECOVERABLE then
   return {-1, 0, 0}
@@ -91,7 +91,6 @@ if not cur then
     return {1, fence, dead, held, released, q == 'q' and 1 or 0}
   end
   cur = redis.call('GET', K)
-  granted = {head, claim}
 end
 if trylock and not holder_caches(cur) then
   -- A thread holds it, as far as anybody can tell: EBUSY, queue untouched.
@@ -100,8 +99,4 @@ end
 if ttl > 0 then
   enqueue(cur, token, lease, ttl, holder, trylock and 't' or 'w')
 end
-local answer = {trylock and ttl > 0 and 2 or 0, redis.call('PTTL', K), 0}
-if granted and not push_here(granted[1], granted[2]) then
-  answer[4], answer[5] = granted[1], granted[2]
-end
-return answer
+return with_wakes({trylock and ttl > 0 and 2 or 0, redis.call('PTTL', K), 0})

@@ -5,11 +5,19 @@
 -- with a request of its own.
 -- KEYS the lists (one slot); ARGV[i] how long KEYS[i] lives, in ms (the
 -- grant's claim, the waiter's lease: one that died never pops it), or
--- ARGV[1] for every list when it is the only one.
+-- ARGV[1] for every list when it is the only one; negative, -ms, for a
+-- deputy's wake (lib.lua, Waiting), which pushes "d<claim>" instead of
+-- "1", the claim a fourth of ms.
 -- Returns how many lists it pushed to.
 -- @nolib
 for i, key in ipairs(KEYS) do
-  redis.call('RPUSH', key, '1')
-  redis.call('PEXPIRE', key, ARGV[i] or ARGV[1])
+  local ms = tonumber(ARGV[i] or ARGV[1])
+  if ms < 0 then
+    redis.call('RPUSH', key, 'd' .. math.floor(-ms / 4))
+    ms = -ms
+  else
+    redis.call('RPUSH', key, '1')
+  end
+  redis.call('PEXPIRE', key, ms)
 end
 return #KEYS

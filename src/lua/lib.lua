@@ -38,7 +38,8 @@
 --                            SET NX fails on it, and only break removes it
 --                            (or a server that loses its data, as H)
 --   Q  <prefix>{<tag>}<name>:q    list: tokens of queued waiters, in arrival order
---   W  <prefix>{<tag>}<name>:w    hash: token -> "<refreshed_ms>:<lease_ms>:<holder>"
+--   W  <prefix>{<tag>}<name>:w    hash: token -> a waiter's entry (Waiting,
+--                            below), its k 'm'
 --   H  <prefix>{<tag>}<name>:h    robust mutexes: "h<token><fence>|<replaced>"
 --                            of the holder, kept for ROBUST_KEEP_MS; a
 --                            holder that released deletes it, so finding it
@@ -114,10 +115,11 @@
 --                                     fences from it
 --   Q  <prefix>{r<tag>}<name>:q       list: tokens of queued waiters, in
 --                                     arrival order
---   W  <prefix>{r<tag>}<name>:w       hash: token ->
---                                     "<refreshed_ms>:<lease_ms>:<k>:<holder>",
---                                     k 'w' writer, 'r' reader, 'p' reader
---                                     that prefers readers
+--   W  <prefix>{r<tag>}<name>:w       hash: token -> a waiter's entry
+--                                     (Waiting, below), k 'w' writer, 'r'
+--                                     reader, 'p' reader that prefers
+--                                     readers; and "=p", no waiter's, while
+--                                     such a reader may be queued
 --   S  <prefix>{r<tag>}<name>:s       sorted set: the read shares, token ->
 --                                     when it runs out (server ms), a grant
 --                                     not confirmed yet included; its PX is
@@ -170,30 +172,40 @@
 -- its BLPOP returns, it confirms), and only when it hands off.  Safety does
 -- not rest on the push: a grant is a hint the waiter confirms with a
 -- request of its own, and the reservation is in K, written atomically with
--- the queue's change.  A push that never comes (the releaser died between
--- the two) costs the waiter its wait until its next queue refresh.  The
--- alternatives were worse: one grant list per lock would be popped by
--- whichever waiter blocked first, not by the one served, and declaring
--- every waiter's list would make a release's KEYS as long as the queue.
--- Outside a Redis Cluster the script pushes the grant itself (push_here):
--- a single server has no slot that can be migrating, so the undeclared
--- list is always local, and the hand-off keeps its two round trips (the
--- release, then the waiter's confirmation) instead of three.
+-- the queue's change.  The alternatives were worse: one grant list per
+-- lock would be popped by whichever waiter blocked first, not by the one
+-- served, and declaring every waiter's list would make a release's KEYS as
+-- long as the queue.  Outside a Redis Cluster the script pushes the grant
+-- itself (wake): a single server has no slot that can be migrating, so the
+-- undeclared list is always local, and the hand-off keeps its two round
+-- trips (the release, then the waiter's confirmation) instead of three.
 --
--- A grant to a queued waiter is only a reservation for GRANT_CLAIM_MS: the
--- waiter confirms it with a request of its own (confirm), and one that died
--- never does, so its turn passes quickly.  A live waiter refreshes its
--- queue entry every 250 ms (lease.c); one whose entry is older than
--- WAITER_STALE_MS has missed two refreshes, so it died or stalls, and is
--- passed over: waiters killed one after another cost the next live one a
--- claim each at most for those that died within the last half second.  The
--- claim is short because a live waiter confirms within a round trip; one
--- that confirms too late finds the lock free or queues again, which costs
--- it its turn, never anybody's safety.  (A read-write lock's writer keeps
--- its turn while its entry is live: rwlock.lua, grant_write.)
+-- Waiting.  One queue protocol for every kind that queues (a mutex, a
+-- read-write lock, a semaphore): Q the tokens in arrival order, W each
+-- waiter's entry "<expires>:<lease>:<k><n>:<holder>" -- expires the
+-- server's time in ms past which it surely died (it looks at least every
+-- third of that: lease.h, NM_QUEUE_TTL_MS), lease its lease, k its kind
+-- ('m' a mutex's waiter; rwlock.lua's letters), n a number of the kind's
+-- (a semaphore waiter's N, how often a writer was granted), holder
+-- "host:pid:tid".  A live waiter does not refresh its entry to prove it is
+-- alive: it blocks on its G for seconds at a time, and its liveness is
+-- checked when it is granted the lock.  A grant is a reservation for
+-- GRANT_CLAIM_MS only, which a live waiter confirms within a round trip;
+-- one that died never does.  Whoever notices the claim ran out serves the
+-- next waiter: the grant also wakes the DEPUTIES waiters behind it (a
+-- push of "d<claim>" on their G, which confirms nothing), and each looks
+-- once the claim is over and, finding the lock free, serves the queue; a
+-- deputy woken again meanwhile (the queue moved on) waits again.  So a waiter that died costs the next live one a claim
+-- and a round trip, and is never granted the lock for a lease; only when
+-- the grantee and every deputy died does the next live waiter find the
+-- lock at its own next look.  Every step costs O(1) in the queue's length
+-- (plus the waiters given up, popped when they reach the head); the cost
+-- of waiting is a look per waiter every few seconds, not four.  One that
+-- confirms too late (it was stopped) finds the lock free or queues again,
+-- which costs it its turn, never anybody's safety.
 
 local GRANT_CLAIM_MS = 150
-local WAITER_STALE_MS = 500
+local DEPUTIES = 2
 local K, P, Q, W, H, G = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local R = K .. ':r'
 local ROBUST_KEEP_MS = 7 * 24 * 3600 * 1000
@@ -310,36 +322,6 @@ local function queue_ready()
   return true
 end
 
--- Hands the free lock K to the first queued waiter whose entry has not
--- expired (a waiter that died stops refreshing its entry), reserved for
--- its claim (GRANT_CLAIM_MS at most).  SELF, the caller's token, is not
--- granted anything: it is returned, for the caller to take.  Returns the
--- token served and its claim in ms (the caller pushes the grant: see
--- Grants), or nil when nobody live is queued.  The caller checked
--- queue_ready() and read_floor() before its first write.
-local function grant_next(self)
-  local now = nil
-  while true do
-    local token = redis.call('LPOP', Q)
-    if not token then
-      return nil
-    end
-    local entry = redis.call('HGET', W, token)
-    redis.call('HDEL', W, token)
-    now = now or now_us()
-    local refreshed, lease, holder = string.match(entry or '', '^(%d+):(%d+):(.*)$')
-    if refreshed and now / 1000 - tonumber(refreshed) < WAITER_STALE_MS then
-      local claim = math.min(GRANT_CLAIM_MS, tonumber(lease))
-      if token ~= self then
-        local q = redis.call('LLEN', Q) > 0 and 'q' or '-'
-        local fence = next_fence()
-        redis.call('SET', K, lock_value(token, q, 'c', fence, holder), 'PX', claim)
-      end
-      return token, claim
-    end
-  end
-end
-
 -- Whether this server is a Redis Cluster node, asked once per call:
 -- CLUSTER KEYSLOT answers a number on one and "cluster support disabled"
 -- on a plain server.  Any other answer is an ACL's refusal, which says
@@ -374,18 +356,120 @@ local function in_cluster()
                'Redis Cluster node needs (netmutex_acl_rule(3))'})
 end
 
--- Outside a Redis Cluster, pushes the grant to waiter TOKEN, reserved for
--- CLAIM ms, here and now (grant.lua's work; see Grants) and returns true;
--- in a cluster returns false: the caller pushes it with grant.lua, which
--- declares the list.
-local function push_here(token, claim)
+-- This server's clock in ms.
+local function now_ms()
+  return math.floor(now_us() / 1000)
+end
+
+-- A queue entry (Waiting) split: {t, expires, lease, k, n, who}, or nil.
+local function parse_entry(t, e)
+  local expires, lease, k, n, who = string.match(e or '', '^(%d+):(%d+):(%a)(%d*):(.*)$')
+  if not expires then
+    return nil
+  end
+  return {t = t, expires = tonumber(expires), lease = tonumber(lease), k = k,
+          n = tonumber(n), who = who}
+end
+
+-- Writes TOKEN's entry for TTL ms from NOW (queueing it if it is new),
+-- and keeps Q and W for at least as long; returns whether it is new.
+local function queue_put(token, now, lease, ttl, kn, holder)
+  local e = string.format('%.0f', now + ttl) .. ':' .. lease .. ':' .. kn .. ':' .. holder
+  local fresh = redis.call('HSET', W, token, e) == 1
+  if fresh then
+    redis.call('RPUSH', Q, token)
+  end
+  for _, key in ipairs({Q, W}) do
+    if redis.call('PTTL', key) < ttl then
+      redis.call('PEXPIRE', key, ttl)
+    end
+  end
+  return fresh
+end
+
+-- The first waiter of the queue whose entry has not run out by NOW (SELF,
+-- the caller, is alive whatever its entry says), left at the head; the
+-- ones before it, gone or dead, are popped.  nil when nobody is queued.
+local function queue_first(now, self)
+  while true do
+    -- LRANGE, not LINDEX: the commands a lock user may run are acl.c's.
+    local t = redis.call('LRANGE', Q, 0, 0)[1]
+    if not t then
+      return nil
+    end
+    local w = parse_entry(t, redis.call('HGET', W, t))
+    if w and (t == self or w.expires > now) then
+      return w
+    end
+    redis.call('LPOP', Q)
+    redis.call('HDEL', W, t)
+  end
+end
+
+-- The head of the queue, W, leaves it.
+local function queue_pop(w)
+  redis.call('LPOP', Q)
+  redis.call('HDEL', W, w.t)
+end
+
+-- Wake-ups the script could not push itself (a Redis Cluster's): token,
+-- ms pairs for the reply (see Grants).
+local wakes = {}
+
+-- Wakes waiter TOKEN, its push living MS: here and now outside a Redis
+-- Cluster, else by the caller (wakes).  A grant pushes "1"; a deputy's
+-- wake (MS negative: -4 claims) "d<claim>": its waiter blocks one claim
+-- more, then looks (lease.c, wait_grant).  grant.lua pushes the same.
+local function wake(token, ms)
   if in_cluster() then
-    return false
+    wakes[#wakes + 1] = token
+    wakes[#wakes + 1] = ms
+    return
   end
   local list = K .. ':g:' .. token
-  redis.call('RPUSH', list, '1')
-  redis.call('PEXPIRE', list, claim)
-  return true
+  redis.call('RPUSH', list, ms < 0 and 'd' .. math.floor(-ms / 4) or '1')
+  redis.call('PEXPIRE', list, math.abs(ms))
+end
+
+-- Wakes the DEPUTIES waiters at the head of the queue (Waiting), but SKIP
+-- (a writer kept first while it confirms) and SELF (the caller, awake),
+-- for a grant whose claim is CLAIM ms.
+local function wake_deputies(claim, skip, self)
+  for _, t in ipairs(redis.call('LRANGE', Q, 0, skip and DEPUTIES or DEPUTIES - 1)) do
+    if t ~= skip and t ~= self then
+      wake(t, -4 * claim)
+    end
+  end
+end
+
+-- ANSWER with the wakes appended.
+local function with_wakes(answer)
+  for _, v in ipairs(wakes) do
+    answer[#answer + 1] = v
+  end
+  return answer
+end
+
+-- Hands the free lock K to the first queued waiter, reserved for its
+-- claim (GRANT_CLAIM_MS at most), and wakes it and its deputies (Waiting).
+-- SELF, the caller's token, is not granted anything: it is returned, for
+-- the caller to take.  Returns the token served and its claim, or nil when
+-- nobody live is queued.  The caller checked queue_ready(), read_floor()
+-- and in_cluster() before its first write.
+local function grant_next(self)
+  local w = queue_first(now_ms(), self)
+  if not w then
+    return nil
+  end
+  queue_pop(w)
+  local claim = math.min(GRANT_CLAIM_MS, w.lease)
+  if w.t ~= self then
+    local q = redis.call('LLEN', Q) > 0 and 'q' or '-'
+    redis.call('SET', K, lock_value(w.t, q, 'c', next_fence(), w.who), 'PX', claim)
+    wake(w.t, claim)
+    wake_deputies(claim, nil, self)
+  end
+  return w.t, claim
 end
 
 -- Whether the lock CUR is held by a process that may keep it cached.
@@ -416,16 +500,7 @@ end
 local function enqueue(cur, token, lease, ttl, holder, kind)
   redis.call('LLEN', Q)
   redis.call('HLEN', W)
-  local now = math.floor(now_us() / 1000)
-  local fresh = redis.call('HSET', W, token, now .. ':' .. lease .. ':' .. holder) == 1
-  if fresh then
-    redis.call('RPUSH', Q, token)
-  end
-  for _, key in ipairs({Q, W}) do
-    if redis.call('PTTL', key) < ttl then
-      redis.call('PEXPIRE', key, ttl)
-    end
-  end
+  local fresh = queue_put(token, now_ms(), lease, ttl, 'm', holder)
   local waited = string.sub(cur, 33, 33) == 'q'
   if parse(cur) and not waited then
     redis.call('SET', K, string.sub(cur, 1, 32) .. 'q' .. string.sub(cur, 34), 'KEEPTTL')

@@ -14,8 +14,9 @@
 -- Returns 1 released, 0 the key is gone (our lease ran out, or an earlier
 -- attempt whose reply was lost released it), -1 the key holds another
 -- owner's token (ours ran out and someone else took it), or {1, token,
--- claim} when released and reserved for the queued waiter TOKEN (the
--- caller pushes the grant: lib.lua, Grants).
+-- ms, ...} when released and reserved for a queued waiter in a Redis
+-- Cluster: the pairs name the waiters to wake, the one served first (the
+-- caller pushes: lib.lua, Grants and Waiting).
 local token, mode = ARGV[1], ARGV[2]
 local cur = redis.call('GET', KEYS[1])
 -- The fast path: ours, nobody queued, a plain mutex: compare and delete.
@@ -58,14 +59,11 @@ if has('x') then
   -- the caller itself, which would retry at once (and again, and again).
   return 1
 end
-if queued then
-  local served, claim = grant_next(nil)
-  if served and not push_here(served, claim) then
-    return {1, served, claim}
+if queued and grant_next(nil) then
+  if #wakes > 0 then
+    return with_wakes({1})
   end
-  if served then
-    return 1
-  end
+  return 1
 end
 if has('p') then
   -- pcall: an ACL user without channel rights must still be able to

@@ -28,22 +28,23 @@
 --       its processes disagree on its permits (nothing written).
 -- A writer's 'a' that finds live shares publishes on R (lib.lua) for the
 -- processes that cache theirs (cache.h).
--- The pairs name the queued waiters this call granted the lock to (a share
--- or the write lock, reserved for the claim) whose grant lists the caller
--- pushes with grant.lua: in a Redis Cluster only (lib.lua, Grants).
+-- The pairs name the queued waiters this call woke (a grant of a share or
+-- of the write lock, reserved for the claim, or a deputy's wake: lib.lua,
+-- Waiting), whose lists the caller pushes with grant.lua: in a Redis
+-- Cluster only (lib.lua, Grants).
 --
 -- Who gets in.  The write lock is K, a lock key as a mutex's (its fence and
 -- holder in its value, its lease its expiry), set only while S holds no
 -- live share; a share is set only while K does not exist.  A waiter queues
--- in Q (arrival order) with its entry in W: "<refreshed>:<lease>:<k>:<holder>",
--- k 'w' a writer, 'r' a reader, 'p' a reader that prefers readers, 's<N>'
--- a semaphore's waiter and its N.  While K does not exist, serve() hands
+-- in Q (arrival order) with its entry in W (lib.lua, Waiting), k 'w' a
+-- writer, 'r' a reader, 'p' a reader that prefers readers, 's<N>' a
+-- semaphore's waiter and its N.  While K does not exist, serve() hands
 -- out, in this order: a share to every queued 'p' reader; a share to each
 -- reader at the head of the queue up to the first writer; the write lock
 -- to that writer, once no share is left.  That writer stays first in Q
--- until it confirms or leaves (or its entry goes stale): one slow to
--- confirm, past its claim, is granted K again by the next serve(), not
--- overtaken by the readers behind it, which it would then wait for.
+-- until it confirms or leaves (or was granted twice: grant_write): one
+-- slow to confirm, past its claim, is granted K again by the next serve(),
+-- not overtaken by the readers behind it, which it would then wait for.
 -- A newcomer writer takes K only when nobody is queued and no share is
 -- live; a newcomer reader takes a share when K does not exist and, unless
 -- it prefers readers, no writer waits (writers are not starved).  Writers
@@ -54,9 +55,10 @@
 -- free after serve(), so never ahead of a live waiter of its N.  N is kept
 -- in S as its bound while a share lives: a caller that names another N is
 -- told, never mixed in.  Waiters of another N than the bound serve() works
--- under (the set's, or the caller's once the set is gone) are passed over,
--- never granted: they queued under a bound that ran out with its last
--- share, and their next attempt is told.  So no waiter is ever let in
+-- under (the set's, or the caller's once the set is gone) leave the queue
+-- when they reach its head, never granted, and are woken: they queued
+-- under a bound that ran out with its last share, and their next attempt
+-- is told.  So no waiter is ever let in
 -- under a count other than its own, and a 'c' of such a waiter confirms
 -- nothing.
 -- @use shares
@@ -98,131 +100,128 @@ if sem then
     cap, other_count = bound, true
   end
 end
-local grants = {}
 local writers_waiting = false
 
--- The reply: STATUS, VALUE, then the grants the caller pushes.
+-- The reply: STATUS, VALUE, then the wakes the caller pushes.
 local function answer(status, value)
   if sem then
     shares_set_bound(S, cap)
   end
-  local out = {status, value}
-  for _, v in ipairs(grants) do
-    out[#out + 1] = v
-  end
-  return out
+  return with_wakes({status, value})
 end
 
--- Tells waiter T of its grant, reserved for CLAIM ms (lib.lua, Grants);
--- not the caller, which confirms its own in this very call.
-local function tell(t, claim)
-  if t ~= token and not push_here(t, claim) then
-    grants[#grants + 1] = t
-    grants[#grants + 1] = claim
+-- Waiter W gets a share, reserved for its claim, and leaves the queue.
+local function grant_share(w)
+  local claim = math.min(GRANT_CLAIM_MS, w.lease)
+  share_put(S, w.t, now, claim)
+  queue_pop(w)
+  if w.t ~= token then
+    wake(w.t, claim)
   end
+  return claim
 end
 
--- The queued waiters whose entries were refreshed lately, in queue order
--- ({t, k, n, lease, who} each: n a semaphore waiter's N, else nil), and
--- how long Q was.  The caller of an attempt is live whatever its entry's
--- age: it is making this very request, whose enqueue() refreshes the
--- entry only after serve().  (A waiter whose refresh came late on a loaded
--- machine otherwise dropped itself from the queue and granted the waiter
--- behind it.)
-local function live_waiters()
-  local out = {}
-  local tokens = redis.call('LRANGE', Q, 0, -1)
-  for _, t in ipairs(tokens) do
-    local e = redis.call('HGET', W, t) or ''
-    local refreshed, wlease, k, n, who = string.match(e, '^(%d+):(%d+):([rpsw])(%d*):(.*)$')
-    if refreshed and ((t == token and op == 'a') or
-                      now - tonumber(refreshed) < WAITER_STALE_MS) then
-      out[#out + 1] = {t = t, k = k, n = tonumber(n), lease = tonumber(wlease), who = who}
+-- How often a writer queued first may be granted K without confirming:
+-- one slow to confirm, past its claim, is granted K again rather than let
+-- the readers behind it in (which it would then wait for), and one that
+-- died is passed over after that second claim (lib.lua, Waiting).
+local WRITER_GRANTS = 2
+
+-- Waiter W, first in the queue, gets the write lock, reserved for its
+-- claim, with its fence, and stays first until it confirms or leaves (its
+-- entry counts the grants): serve() cannot run again while K exists.
+-- Returns the claim, or nil when W was granted WRITER_GRANTS times
+-- already and is dropped.
+local function grant_write(w)
+  if (w.n or 0) >= WRITER_GRANTS then
+    queue_pop(w)
+    return nil
+  end
+  local claim = math.min(GRANT_CLAIM_MS, w.lease)
+  redis.call('HSET', W, w.t, string.format('%.0f', w.expires) .. ':' .. w.lease .. ':w' ..
+             ((w.n or 0) + 1) .. ':' .. w.who)
+  redis.call('SET', K, lock_value(w.t, '-', 'c', next_fence(), w.who), 'PX', claim)
+  if w.t ~= token then
+    wake(w.t, claim)
+  end
+  return claim
+end
+
+-- A share to every queued reader that prefers readers (they wait only for
+-- a writer that holds K).  They may be anywhere in the queue: the walk
+-- runs only while W says one may be queued ("=p"), and is the one step
+-- whose cost grows with the queue (docs/design.md, 9b).  Returns how many.
+local function serve_preferring()
+  if redis.call('HEXISTS', W, '=p') == 0 then
+    return 0
+  end
+  local keep, n = {}, 0
+  for _, t in ipairs(redis.call('LRANGE', Q, 0, -1)) do
+    local w = parse_entry(t, redis.call('HGET', W, t))
+    if w and w.k == 'p' and (t == token or w.expires > now) then
+      local claim = math.min(GRANT_CLAIM_MS, w.lease)
+      share_put(S, t, now, claim)
+      redis.call('HDEL', W, t)
+      if t ~= token then
+        wake(t, claim)
+      end
+      n = n + 1
+    elseif w then
+      keep[#keep + 1] = t
     else
       redis.call('HDEL', W, t)
     end
   end
-  return out, #tokens
-end
-
--- Q becomes the tokens of KEEP, its expiry kept, unless nothing left it
--- (KEEP is what is left of BEFORE entries, in their order).
-local function requeue(keep, before)
-  if #keep == before then
-    return
-  end
+  redis.call('HDEL', W, '=p')
   local left = redis.call('PTTL', Q)
-  if left < 1 then
-    left = 2 * WAITER_STALE_MS
-  end
   redis.call('DEL', Q)
   if #keep > 0 then
-    local tokens = {}
-    for i, w in ipairs(keep) do
-      tokens[i] = w.t
-    end
-    redis.call('RPUSH', Q, unpack(tokens))
-    redis.call('PEXPIRE', Q, left)
+    redis.call('RPUSH', Q, unpack(keep))
+    redis.call('PEXPIRE', Q, math.max(left, 1))
   end
+  return n
 end
 
--- Waiter W gets a share, reserved for its claim.
-local function grant_share(w)
-  local claim = math.min(GRANT_CLAIM_MS, w.lease)
-  share_put(S, w.t, now, claim)
-  redis.call('HDEL', W, w.t)
-  tell(w.t, claim)
-end
-
--- Waiter W gets the write lock, reserved for its claim, with its fence.
--- It stays first in the queue until it confirms (or leaves, or its entry
--- goes stale): serve() cannot run again while K exists, and if the claim
--- runs out first (the writer was slow, not dead: its entry is live), the
--- next serve() grants it again rather than let the readers behind it in.
-local function grant_write(w)
-  local claim = math.min(GRANT_CLAIM_MS, w.lease)
-  redis.call('SET', K, lock_value(w.t, '-', 'c', next_fence(), w.who), 'PX', claim)
-  tell(w.t, claim)
-end
-
--- Serves the queue while K does not exist (see the top), dropping the
--- waiters that stopped refreshing their entries; sets writers_waiting.
+-- Serves the queue from its head while K does not exist (see the top),
+-- popping the waiters that died or gave up as it meets them; sets
+-- writers_waiting.  A semaphore's waiter of another N than the bound is
+-- popped and woken: its next attempt is told (EINVAL).  The first waiter
+-- granted is woken with the deputies behind it (lib.lua, Waiting).
 local function serve()
   if redis.call('LLEN', Q) == 0 then
     return
   end
-  local list, before = live_waiters()
-  local shares = shares_live(S, now)
-  local rest, keep = {}, {}
-  for _, w in ipairs(list) do
-    if w.k == 'p' then
-      grant_share(w)
+  local shares = shares_live(S, now) + serve_preferring()
+  local claim = nil
+  while true do
+    local w = queue_first(now, op == 'a' and token or nil)
+    if not w then
+      break
+    end
+    if w.k == 's' and w.n ~= cap then
+      queue_pop(w)
+      if w.t ~= token then
+        wake(w.t, GRANT_CLAIM_MS)
+      end
+    elseif w.k ~= 'w' and shares < cap then
+      claim = grant_share(w)
       shares = shares + 1
+    elseif w.k == 'w' and shares == 0 then
+      local c = grant_write(w)
+      if c then
+        claim = c
+        writers_waiting = true
+        wake_deputies(c, w.t, token)
+        return
+      end
     else
-      rest[#rest + 1] = w
+      writers_waiting = w.k == 'w'
+      break
     end
   end
-  local blocked = false
-  for _, w in ipairs(rest) do
-    if blocked or (w.k == 's' and w.n ~= cap) then
-      keep[#keep + 1] = w -- behind a waiter kept, or another N's (passed over)
-    elseif (w.k == 'r' or w.k == 's') and shares < cap then
-      grant_share(w)
-      shares = shares + 1
-    elseif w.k == 's' then
-      keep[#keep + 1] = w
-      blocked = true
-    elseif shares == 0 then
-      grant_write(w)
-      keep[#keep + 1] = w
-      blocked = true
-    else
-      keep[#keep + 1] = w
-      blocked = true
-    end
-    writers_waiting = writers_waiting or (w.k == 'w' and keep[#keep] == w)
+  if claim then
+    wake_deputies(claim, nil, token)
   end
-  requeue(keep, before)
 end
 
 -- The caller's own grant (reserved for it by serve(), or taken by an
@@ -249,22 +248,18 @@ end
 
 -- The caller's queue entry and grant list go.
 local function leave()
-  redis.call('LREM', Q, 0, token)
-  redis.call('HDEL', W, token)
+  if redis.call('HDEL', W, token) == 1 then
+    redis.call('LREM', Q, 1, token)
+  end
   redis.call('DEL', G)
 end
 
 -- Queues the caller, or refreshes its entry, for ttl ms.
 local function enqueue()
   local k = kind == 'w' and kind or sem and kind .. permits or (prefer_readers and 'p' or 'r')
-  local entry = string.format('%.0f', now) .. ':' .. lease .. ':' .. k .. ':' .. holder
-  if redis.call('HSET', W, token, entry) == 1 then
-    redis.call('RPUSH', Q, token)
-  end
-  for _, key in ipairs({Q, W}) do
-    if redis.call('PTTL', key) < ttl then
-      redis.call('PEXPIRE', key, ttl)
-    end
+  queue_put(token, now, lease, ttl, k, holder)
+  if k == 'p' then
+    redis.call('HSET', W, '=p', '1')
   end
 end
 

@@ -41,8 +41,8 @@ local bound = shares > 0 and shares_bound(S) or 0
 local writers, others = 0, 0
 for _, t in ipairs(redis.call('LRANGE', Q, 0, -1)) do
   local e = redis.call('HGET', W, t) or ''
-  local refreshed, k = string.match(e, '^(%d+):%d+:([rpsw])%d*:')
-  if refreshed and now - tonumber(refreshed) < WAITER_STALE_MS then
+  local expires, k = string.match(e, '^(%d+):%d+:([rpsw])%d*:')
+  if expires and tonumber(expires) > now then
     if k == 'w' then
       writers = writers + 1
     else

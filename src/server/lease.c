@@ -12,10 +12,10 @@
  *    a hand-off costs the release, the push and one round trip, with no
  *    pub/sub and no other thread in between;
  *  - the BLPOP also ends when the holder's lease would run out (the acquire
- *    script returns its PTTL), so a crashed holder strands nobody, and at
- *    least every QUEUE_REFRESH_MS, when the waiter refreshes its queue entry
- *    (an entry not refreshed for QUEUE_TTL_MS is skipped: a crashed waiter
- *    never blocks the queue).
+ *    script returns its PTTL), so a crashed holder strands nobody, when the
+ *    waiter is woken as a deputy of a grant (a crashed grantee never
+ *    blocks the queue: lib.lua, Waiting), and at least every
+ *    NM_QUEUE_LOOK_MS (lease.h), when it looks again.
  * Quorum mode does not queue (each server would serve its own head of the
  * queue, and nobody might win a quorum): its waiters listen for "released"
  * on pub/sub through the background thread (wake.h), and retry.
@@ -62,12 +62,7 @@
 #define NOWAIT_CONN_TRIES 2
 #define BUSY_BACKOFF_MAX_MS 64
 #define CONN_BACKOFF_MAX_MS 500
-/* A waiter refreshes its queue entry every QUEUE_REFRESH_MS; one that
- * missed two refreshes is passed over at a grant, and one granted the lock
- * just before it died holds it for the claim (lib.lua: 500 ms and 150 ms).
- * With both, the next live waiter has the lock well within a second of the
- * release.  The queue's keys expire QUEUE_TTL_MS after the last refresh. */
-#define QUEUE_REFRESH_MS NM_QUEUE_REFRESH_MS
+/* How a queued waiter waits: lib.lua, Waiting, and lease.h. */
 #define QUEUE_TTL_MS NM_QUEUE_TTL_MS
 /* How long leaving the queue (or undoing an acquisition whose reply was
  * lost) may take after the caller's deadline passed. */
@@ -324,27 +319,30 @@ static int run(nm_lease_t *l, nm_script_t id, int nkeys, int nargs, const char *
     return run_riding(l, NULL, id, nkeys, nargs, args, arg_lens, deadline, out, sent);
 }
 
-/* Pushes the grant to queued waiter TOKEN, for whom a script of ours
- * reserved the lock for CLAIM ms (lib.lua, Grants).  A hint: if it fails,
- * the waiter finds the reservation at its next queue refresh or loses its
- * turn, never anybody's safety, so failures are not reported. */
-static void push_grant(nm_lease_t *l, const char *token, size_t token_len, long long claim,
-                       int64_t deadline)
+/* Pushes the wake-ups of R from element AT on (lease.h).  A grant that
+ * is not pushed costs its waiter its turn, never anybody's safety: its
+ * deputies find the claim ran out (lib.lua, Waiting). */
+static void push_wakes(nm_lease_t *l, const redisReply *r, size_t at, int64_t deadline)
 {
-    char ms[24];
-    size_t glen;
-    redisReply *r;
-    int sent;
-    char *grant = token_len == NM_TOKEN_LEN ? nm_keys_grant_for(l->key, l->key_len, token, &glen)
-                                            : NULL;
-    if (!grant)
-        return;
-    snprintf(ms, sizeof ms, "%lld", claim);
-    const char *argv[2] = { grant, ms };
-    size_t lens[2] = { glen, strlen(ms) };
-    if (run_argv(l, NULL, NM_SCRIPT_GRANT, 1, 2, argv, lens, deadline, &r, &sent) == 0)
-        freeReplyObject(r);
-    free(grant);
+    const char *token;
+    size_t token_len, glen;
+    long long ms;
+    for (; nm_reply_grant(r, at, &token, &token_len, &ms) == 0; at += 2) {
+        char *grant = token_len == NM_TOKEN_LEN
+                          ? nm_keys_grant_for(l->key, l->key_len, token, &glen)
+                          : NULL;
+        if (!grant)
+            continue;
+        char txt[24];
+        snprintf(txt, sizeof txt, "%lld", ms);
+        const char *argv[2] = { grant, txt };
+        size_t lens[2] = { glen, strlen(txt) };
+        redisReply *g;
+        int sent;
+        if (run_argv(l, NULL, NM_SCRIPT_GRANT, 1, 2, argv, lens, deadline, &g, &sent) == 0)
+            freeReplyObject(g);
+        free(grant);
+    }
 }
 
 /* Quorum mode: runs the same script on every server at once. */
@@ -450,15 +448,13 @@ static int replicated(nm_lease_t *l, int64_t deadline)
  * waiter is pushed to it, by DEADLINE. */
 static int take_triple(nm_lease_t *l, redisReply *r, long long *pttl, int64_t deadline)
 {
-    long long v[3], waited = 0, claim;
-    const char *token;
-    size_t token_len;
+    long long v[3], waited = 0;
     int err = nm_reply_integers(r, v, 3);
     /* The sixth, when there: others queued already (acquire.lua). */
     if (!err && v[0] == 1 && r->elements >= 6)
         err = nm_reply_integer(r->element[5], &waited);
-    if (!err && v[0] == 0 && nm_reply_grant(r, 3, &token, &token_len, &claim) == 0)
-        push_grant(l, token, token_len, claim, deadline);
+    if (!err && v[0] == 0)
+        push_wakes(l, r, 3, deadline);
     freeReplyObject(r);
     if (err)
         return err;
@@ -549,14 +545,10 @@ static int cancel_once(nm_lease_t *l, int64_t deadline)
  * key); a grant it reserved for a queued waiter is pushed to it. */
 static int take_release(nm_lease_t *l, redisReply *r, int64_t deadline, long long *result)
 {
-    const char *token;
-    size_t token_len;
-    long long claim;
     int err = r->type == REDIS_REPLY_ARRAY ? nm_reply_integers(r, result, 1)
                                            : nm_reply_integer(r, result);
-    if (!err && r->type == REDIS_REPLY_ARRAY &&
-        nm_reply_grant(r, 1, &token, &token_len, &claim) == 0)
-        push_grant(l, token, token_len, claim, deadline);
+    if (!err && r->type == REDIS_REPLY_ARRAY)
+        push_wakes(l, r, 1, deadline);
     freeReplyObject(r);
     return err;
 }
@@ -791,7 +783,7 @@ static int64_t next_pause(int err, long long pttl, int waiting, int64_t *backoff
 {
     int64_t pause = *backoff;
     if (err == EBUSY && waiting)
-        return pttl >= 0 ? NM_MIN(pttl + 1, QUEUE_REFRESH_MS) : QUEUE_REFRESH_MS;
+        return nm_lease_queued_pause(pttl);
     if (err == EBUSY) {
         if (pttl >= 0)
             pause = NM_MIN(pause, (int64_t)pttl + 1);
@@ -813,20 +805,30 @@ static void pause_until(nm_chan_t *ch, uint64_t seq, int64_t pause, int64_t dead
         nm_sleep_ms(until - nm_now_ms());
 }
 
-/* BLPOP's {list, element}: whether the element is a caching holder's "0"
- * (a thread holds the lock) rather than a grant. */
-static int grant_says_held(const redisReply *r)
+/* BLPOP's {list, element}: '0' a caching holder's answer that a thread
+ * holds the lock, 'd' a deputy's wake (lib.lua, Waiting: *CLAIM set), else
+ * a grant ('1'). */
+static char grant_kind(const redisReply *r, long long *claim)
 {
     const char *v;
     size_t len;
-    return r->elements == 2 && nm_reply_string(r->element[1], &v, &len) == 0 &&
-           len == 1 && v[0] == '0';
+    if (r->elements != 2 || nm_reply_string(r->element[1], &v, &len) != 0 || len < 1)
+        return '1';
+    if (v[0] == '0' && len == 1)
+        return '0';
+    if (v[0] != 'd')
+        return '1';
+    char digits[16];
+    size_t n = NM_MIN(len - 1, sizeof digits - 1);
+    memcpy(digits, v + 1, n);
+    digits[n] = 0;
+    *claim = strtoll(digits, NULL, 10);
+    return *claim > 0 && *claim < 60000 ? 'd' : '1';
 }
 
-/* A queued waiter waits for its grant on its own connection: BLPOP on its
- * grant list for up to PAUSE ms (never past DEADLINE).  0 if a grant came
- * (the next attempt confirms it), EBUSY if none did, NM_EHELD if a caching
- * holder answered a trylock that it is held, NM_ECONN.
+/* One BLPOP on L's grant list until UNTIL (never past DEADLINE): 0 a
+ * grant came, NM_EHELD, NM_EDEPUTY with *CLAIM, EBUSY none came, or an
+ * error.
  *
  * The wait ends on our clock, not on the server's: the server answers a
  * BLPOP's timeout at its next `hz` tick, up to a second late, which made
@@ -836,10 +838,9 @@ static int grant_says_held(const redisReply *r)
  * for the next attempt, which confirms a grant that came meanwhile.  The
  * bound on the reply past the end: the I/O timeout, and for a caller with a
  * deadline no more than the cleanup bound past that deadline. */
-static int wait_grant(nm_lease_t *l, int64_t pause, int64_t deadline)
+static int block_once(nm_lease_t *l, int64_t until, int64_t deadline, long long *claim)
 {
     int64_t now = nm_now_ms();
-    int64_t until = now + NM_MIN(pause, nm_remaining_ms(deadline));
     int64_t ms = until - now - NM_BLOCK_EARLY_MS;
     if (ms < 1) { /* too short to block for: the next attempt looks */
         nm_sleep_ms(until - now);
@@ -863,8 +864,24 @@ static int wait_grant(nm_lease_t *l, int64_t pause, int64_t deadline)
     free(grant);
     if (err)
         return err;
-    err = r->type != REDIS_REPLY_ARRAY ? EBUSY : grant_says_held(r) ? NM_EHELD : 0;
+    char kind = r->type == REDIS_REPLY_ARRAY ? grant_kind(r, claim) : 0;
     freeReplyObject(r);
+    return kind == 0 ? EBUSY : kind == '0' ? NM_EHELD : kind == 'd' ? NM_EDEPUTY : 0;
+}
+
+/* A queued waiter waits for its grant on its own connection, for up to
+ * PAUSE ms (never past DEADLINE): 0 if a grant came (the next attempt
+ * confirms it), EBUSY if none did, NM_EHELD if a caching holder answered a
+ * trylock that it is held, NM_ECONN.  Woken as a deputy of a grant, it
+ * blocks one claim more (again at each such wake: the queue moves on) and
+ * returns EBUSY then, for the next attempt to look (lib.lua, Waiting). */
+static int wait_grant(nm_lease_t *l, int64_t pause, int64_t deadline)
+{
+    int64_t until = nm_now_ms() + NM_MIN(pause, nm_remaining_ms(deadline));
+    long long claim = 0;
+    int err;
+    while ((err = block_once(l, until, deadline, &claim)) == NM_EDEPUTY)
+        until = nm_now_ms() + NM_MIN(claim + 1, nm_remaining_ms(deadline));
     return err;
 }
 
@@ -914,6 +931,14 @@ void nm_lease_stop_flag(const int *flag)
 int nm_lease_stopping(void)
 {
     return stop_flag && __atomic_load_n(stop_flag, __ATOMIC_ACQUIRE);
+}
+
+/* A waiter the deadlock detector watches (it set stop_flag) looks often:
+ * EDEADLK is noticed at a look. */
+int64_t nm_lease_queued_pause(long long pttl)
+{
+    int64_t look = stop_flag ? NM_QUEUE_WATCHED_MS : NM_QUEUE_LOOK_MS;
+    return pttl >= 0 ? NM_MIN(pttl + 1, look) : look;
 }
 
 /* Attempts until success, a final error, or the deadline. */
@@ -1187,10 +1212,9 @@ int nm_lease_wait_grant(nm_lease_t *l, int64_t pause, int64_t deadline)
     return wait_grant(l, pause, deadline);
 }
 
-void nm_lease_push_grant(nm_lease_t *l, const char *token, size_t token_len, long long claim,
-                         int64_t deadline)
+void nm_lease_push_wakes(nm_lease_t *l, const redisReply *r, size_t at, int64_t deadline)
 {
-    push_grant(l, token, token_len, claim, deadline);
+    push_wakes(l, r, at, deadline);
 }
 
 size_t nm_lease_holder(const nm_config_t *cfg, char *buf, size_t size)

@@ -132,10 +132,19 @@ void nm_lease_forget(nm_lease_t *l);
  * own, queued and granted as a mutex's are: these are the mutex's own
  * steps, for them. */
 
-/* A queued waiter refreshes its queue entry this often (lib.lua passes
- * over one that missed two refreshes), and the entry lives this long. */
-#define NM_QUEUE_REFRESH_MS 250
-#define NM_QUEUE_TTL_MS (3 * NM_QUEUE_REFRESH_MS)
+/* A queued waiter looks at the lock (an attempt, which also moves its
+ * entry's end on) when what keeps it out runs out, when it is woken
+ * (lib.lua, Waiting), and at least this often: NM_QUEUE_LOOK_MS, or
+ * NM_QUEUE_WATCHED_MS while the deadlock detector may choose it (it holds
+ * something), so that EDEADLK comes soon after.  Its entry lives
+ * NM_QUEUE_TTL_MS, three looks: past that it surely died. */
+#define NM_QUEUE_LOOK_MS 5000
+#define NM_QUEUE_WATCHED_MS 250
+#define NM_QUEUE_TTL_MS (3 * NM_QUEUE_LOOK_MS)
+
+/* How long a queued waiter blocks before its next look, told PTTL (ms
+ * until what keeps it out runs out, -1 for nothing that does). */
+int64_t nm_lease_queued_pause(long long pttl);
 
 /* Runs script ID with ARGC words ARGV (its NKEYS keys first, all in the
  * slot of L's key) for L, on the calling thread's connection or the node
@@ -150,10 +159,11 @@ int nm_lease_script(nm_lease_t *l, nm_script_t id, int nkeys, int argc, const ch
  * attempt confirms it), EBUSY when none did, NM_EHELD, NM_ECONN. */
 int nm_lease_wait_grant(nm_lease_t *l, int64_t pause, int64_t deadline);
 
-/* Pushes the grant a script reserved for queued waiter TOKEN of L's key,
- * for CLAIM ms (lib.lua, Grants): a hint, so failures are not reported. */
-void nm_lease_push_grant(nm_lease_t *l, const char *token, size_t token_len, long long claim,
-                         int64_t deadline);
+/* Pushes the wake-ups a script could not push itself (a Redis Cluster's:
+ * lib.lua, Grants and Waiting): the {token, ms} pairs of its reply R from
+ * element AT on, each to that waiter's grant list of L's key.  Hints, so
+ * failures are not reported. */
+void nm_lease_push_wakes(nm_lease_t *l, const redisReply *r, size_t at, int64_t deadline);
 
 /* "host:pid:tid" of the calling thread (or CFG's holder:tid) in BUF, for
  * people and tools: its length. */

@@ -104,12 +104,9 @@ static int run_op(hold_req_t *r, char op, unsigned int ttl, int64_t deadline, re
  * pushed to their waiters (a Redis Cluster's: lib.lua, Grants). */
 static int take_answer(hold_req_t *r, redisReply *reply, long long v[2], int64_t deadline)
 {
-    const char *token;
-    size_t len;
-    long long claim;
     int err = nm_reply_integers(reply, v, 2);
-    for (size_t at = 2; !err && nm_reply_grant(reply, at, &token, &len, &claim) == 0; at += 2)
-        nm_lease_push_grant(r->l, token, len, claim, deadline);
+    if (!err)
+        nm_lease_push_wakes(r->l, reply, 2, deadline);
     freeReplyObject(reply);
     return err;
 }
@@ -199,13 +196,6 @@ static void leave_at_exit(nm_lease_t *l, void *arg, int64_t deadline)
         release_once(&r, deadline, &ignored);
 }
 
-/* How long a waiter waits before its next attempt: until what keeps it
- * out runs out (PTTL), or its queue refresh, whichever comes first. */
-static int64_t queued_pause(long long pttl)
-{
-    return pttl >= 0 ? NM_MIN(pttl + 1, NM_QUEUE_REFRESH_MS) : NM_QUEUE_REFRESH_MS;
-}
-
 /* Attempts until the hold is R's, a final error, or the deadline. */
 static int acquire_loop(hold_req_t *r, nm_wait_t wait, int64_t deadline)
 {
@@ -237,9 +227,9 @@ static int acquire_loop(hold_req_t *r, nm_wait_t wait, int64_t deadline)
             return wait == NM_NOWAIT ? EAGAIN : ETIMEDOUT;
         if (err == EBUSY && r->queued) {
             /* A broken connection here is the next attempt's to redial. */
-            nm_lease_wait_grant(r->l, queued_pause(pttl), deadline);
+            nm_lease_wait_grant(r->l, nm_lease_queued_pause(pttl), deadline);
         } else {
-            nm_sleep_ms(NM_MIN(err == EBUSY ? queued_pause(pttl) : backoff,
+            nm_sleep_ms(NM_MIN(err == EBUSY ? nm_lease_queued_pause(pttl) : backoff,
                                nm_remaining_ms(deadline)));
             backoff = NM_MIN(backoff * 2, CONN_BACKOFF_MAX_MS);
         }
