@@ -23,7 +23,8 @@
  * the write lock or a semaphore permit, whose request was cut, is sent
  * again by the unlock or post; a signal from a process whose own lease
  * is much shorter than the waiters', whose chosen waiter is stopped past
- * its lease, goes on to the other waiter.
+ * its lease, goes on to the other waiter; a user whose rule lacks BLPOP
+ * wakes at once, and the server's refusal is logged in its words.
  */
 #include "ac_config.h"
 
@@ -1192,6 +1193,45 @@ static void test_cancel_while_blocked(void)
     g_free(name);
 }
 
+/* ---- a refused BLPOP ----------------------------------------------------- */
+
+/* A user whose rule lacks BLPOP: the waiter's block is refused, which
+ * wakes it (a spurious wake-up, the mutex held again, well before its
+ * deadline), and the server's words -- NOPERM, the command -- are logged,
+ * as a lock's refusals are. */
+static void test_acl_without_blpop(void)
+{
+    char *plain = nm_redis_url(redis), *url = nm_url_as_user(plain, "noblpop", "pw");
+    netmutex_config_t cfg = { .url = url };
+    netmutex_cond_t c;
+    netmutex_t m;
+    struct timespec ts;
+    char *name = nm_test_name("c");
+
+    nm_redis_add_user(redis, "noblpop", "pw", "-blpop");
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    nm_log_capture_start(NETMUTEX_LOG_WARN);
+    char *mname = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    nm_assert_rc(netmutex_lock(&m), 0);
+    gint64 start = nmt_now_ms();
+    nm_deadline(&ts, CLOCK_REALTIME, nm_ms(20000));
+    nm_assert_rc(netmutex_cond_timedwait(&c, &m, &ts), 0);
+    g_assert_cmpint(nmt_now_ms() - start, <, nm_ms(10000));
+    nm_assert_rc(netmutex_unlock(&m), 0); /* held again */
+    g_assert_true(nm_log_captured("NOPERM"));
+    g_assert_true(nm_log_captured("blpop"));
+    nm_log_capture_stop();
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_configure(redis);
+    nm_redis_ok(redis, "ACL DELUSER noblpop");
+    g_free(mname);
+    g_free(name);
+    g_free(url);
+    g_free(plain);
+}
+
 int main(int argc, char **argv)
 {
     nm_test_init(&argc, &argv);
@@ -1232,6 +1272,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cond/cache/cached-lease-and-waiter", test_cached_lease_and_waiter);
     g_test_add_func("/cond/quorum/enotsup", test_quorum_enotsup);
     g_test_add_func("/cond/cancel/while-blocked", test_cancel_while_blocked);
+    g_test_add_func("/cond/acl/without-blpop", test_acl_without_blpop);
 
     int rc = nm_test_finish(g_test_run());
     nm_redis_free(redis);
