@@ -2,8 +2,9 @@
  * test_cond.c -- condition variables across threads and processes
  * (netmutex_cond_*), against a private server.
  *
- * Covered: the argument checks and their errno values; signal wakes one
- * waiter and broadcast all, threads and processes; a producer/consumer
+ * Covered: the argument checks and their errno values (a statically
+ * initialized condition's too); signal wakes one waiter and broadcast
+ * all, threads and processes; a producer/consumer
  * queue across processes (with lease caching on, the default) that loses
  * no wake-up, checked by a counter at the end; timedwait's ETIMEDOUT at
  * its deadline with the mutex held again; a waiter signalled as its
@@ -133,6 +134,37 @@ static void test_bad_arguments(void)
     nm_assert_rc(netmutex_cond_destroy(&c), 0);
     nm_assert_rc(netmutex_cond_destroy(&c), EINVAL);
     nm_assert_rc(netmutex_cond_signal(&c), EINVAL);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(mname);
+    g_free(name);
+}
+
+/* The static initializer: the record is made on first use, from a name
+ * a mutex could have (an oversized one is EINVAL, as for a mutex). */
+static void test_static_initializer(void)
+{
+    char *name = nm_test_name("c");
+    char *mname;
+    char big[NETMUTEX_NAME_MAX + 2];
+    netmutex_t m;
+    struct timespec past = { 0, 0 };
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    netmutex_cond_t c = NETMUTEX_COND_INITIALIZER(name);
+    netmutex_cond_t null = NETMUTEX_COND_INITIALIZER(NULL);
+    netmutex_cond_t empty = NETMUTEX_COND_INITIALIZER("");
+    netmutex_cond_t oversized = NETMUTEX_COND_INITIALIZER(big);
+    mname = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    nm_assert_rc(netmutex_cond_signal(&null), EINVAL);
+    nm_assert_rc(netmutex_cond_broadcast(&empty), EINVAL);
+    nm_assert_rc(netmutex_cond_signal(&oversized), EINVAL);
+    nm_assert_rc(netmutex_cond_destroy(&oversized), EINVAL);
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_cond_timedwait(&c, &m, &past), ETIMEDOUT); /* its clock: realtime */
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_cond_destroy(&c), EINVAL);
     nm_assert_rc(netmutex_destroy(&m), 0);
     g_free(mname);
     g_free(name);
@@ -1239,6 +1271,7 @@ int main(int argc, char **argv)
     nm_configure(redis);
 
     g_test_add_func("/cond/args/bad", test_bad_arguments);
+    g_test_add_func("/cond/args/static-initializer", test_static_initializer);
     g_test_add_func("/cond/args/recursive-twice", test_recursive_twice);
     g_test_add_func("/cond/threads/signal-one-broadcast-all",
                     test_signal_one_broadcast_all_threads);
