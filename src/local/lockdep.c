@@ -322,7 +322,7 @@ static int set_key(const char *key, size_t key_len, const char *value, int nx,
     size_t lens[] = { 3, key_len, strlen(value), 2, strlen(ttl), 2 };
     redisReply *r = NULL;
     int err = command(key, key_len, nx ? 6 : 5, argv, lens, deadline, &r);
-    int res = err ? -1 : r->type == REDIS_REPLY_NIL ? 0 : nm_reply_expect_status(r, "OK") == 0 ? 1 : -1;
+    int res = err ? -1 : nm_reply_is_nil(r) ? 0 : nm_reply_expect_status(r, "OK") == 0 ? 1 : -1;
     if (r)
         freeReplyObject(r);
     return res;
@@ -338,7 +338,7 @@ static int get_key(const char *key, size_t key_len, char **value, int64_t deadli
     size_t n;
     int err = command(key, key_len, 2, argv, lens, deadline, &r);
     int res = -1;
-    if (!err && r->type == REDIS_REPLY_NIL)
+    if (!err && nm_reply_is_nil(r))
         res = 0;
     else if (!err && nm_reply_string(r, &s, &n) == 0 && (*value = strndup(s, n)))
         res = 1;
