@@ -13,7 +13,8 @@
  *                 netmutex in another thread;
  *   - processes:  fork a worker (which dies with the test), wait for it with a
  *                 bound, drive a netmutex in another process over pipes;
- *   - assertions: errno results printed by name.
+ *   - assertions: errno results printed by name;
+ *   - the log:    the library's messages kept, to say what it told people.
  */
 #ifndef NM_TEST_FIXTURE_H
 #define NM_TEST_FIXTURE_H
@@ -424,6 +425,17 @@ void nm_remote_stop(NmRemote *rem);
 int nm_exec_count_sockets(void);
 /* A fresh process's trylock result on NAME (it unlocks again on success). */
 int nm_probe_trylock(NmRedis *r, const char *name, int type);
+
+/* ---- the library's log (fixture_log.c) ---------------------------------- */
+
+/* From now on the library's messages of LEVEL and above are kept
+ * (netmutex_set_log), not written, until nm_log_capture_stop. */
+void nm_log_capture_start(int level);
+/* Whether a message kept since nm_log_capture_start contains WHAT. */
+bool nm_log_captured(const char *what);
+/* Puts the default log back (stderr, warnings), shows what was kept in
+ * the test's output, and forgets it. */
+void nm_log_capture_stop(void);
 
 /* ---- lost-lease callbacks ---------------------------------------------- */
 

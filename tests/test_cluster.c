@@ -211,26 +211,6 @@ static void test_quorum_with_cluster_refused(void)
 
 /* ---- an ACL user without +cluster|keyslot ----------------------------------- */
 
-static GString *logged; /* under log_lock */
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void log_to_string(int level, const char *message, void *arg)
-{
-    (void)level;
-    (void)arg;
-    pthread_mutex_lock(&log_lock);
-    g_string_append_printf(logged, "%s\n", message);
-    pthread_mutex_unlock(&log_lock);
-}
-
-static bool log_has(const char *what)
-{
-    pthread_mutex_lock(&log_lock);
-    bool has = strstr(logged->str, what) != NULL;
-    pthread_mutex_unlock(&log_lock);
-    return has;
-}
-
 /* The scripts ask CLUSTER KEYSLOT whether they run on a Cluster node.  A
  * user whose rule lacks it is refused there -- EACCES, the permission
  * named in the log -- before anything is queued, rather than taken for a
@@ -249,8 +229,7 @@ static void test_acl_without_keyslot(void)
         nm_redis_add_user(topo->node[i], "noslot", "pw", "-cluster|keyslot");
     NmRemote *holder = nm_remote_start_url(plain, NULL, name, NETMUTEX_NORMAL, 0);
     configure_url(url, 0);
-    logged = g_string_new("");
-    nm_assert_rc(netmutex_set_log(NETMUTEX_LOG_WARN, log_to_string, NULL), 0);
+    nm_log_capture_start(NETMUTEX_LOG_WARN);
     nm_assert_rc(netmutex_attr_init(&attr), 0);
     nm_assert_rc(netmutex_attr_setcache(&attr, 0), 0);
     nm_assert_rc(netmutex_init(&m, name, &attr), 0);
@@ -263,16 +242,14 @@ static void test_acl_without_keyslot(void)
     nm_deadline(&ts, CLOCK_REALTIME, nm_ms(5000));
     nm_assert_rc(netmutex_timedlock(&m, &ts), EACCES);
     g_assert_cmpint(nm_queue_len(master, name), ==, 0);
-    g_test_message("logged: %s", logged->str);
-    g_assert_true(log_has("+cluster|keyslot"));
-    nm_assert_rc(netmutex_set_log(NETMUTEX_LOG_WARN, NULL, NULL), 0);
+    g_assert_true(nm_log_captured("+cluster|keyslot"));
+    nm_log_capture_stop();
     nm_assert_rc(nm_remote(holder, 'u'), 0);
     nm_assert_rc(netmutex_destroy(&m), 0);
     nm_assert_rc(netmutex_shutdown(), 0);
     nm_remote_stop(holder);
     for (int i = 0; i < NM_TOPO_NODES; i++)
         nm_redis_ok(topo->node[i], "ACL DELUSER noslot");
-    g_string_free(logged, TRUE);
     g_free(name);
     g_free(url);
     g_free(plain);

@@ -2,8 +2,9 @@
  * test_cond.c -- condition variables across threads and processes
  * (netmutex_cond_*), against a private server.
  *
- * Covered: the argument checks and their errno values; signal wakes one
- * waiter and broadcast all, threads and processes; a producer/consumer
+ * Covered: the argument checks and their errno values (a statically
+ * initialized condition's too); signal wakes one waiter and broadcast
+ * all, threads and processes; a producer/consumer
  * queue across processes (with lease caching on, the default) that loses
  * no wake-up, checked by a counter at the end; timedwait's ETIMEDOUT at
  * its deadline with the mutex held again; a waiter signalled as its
@@ -23,7 +24,8 @@
  * the write lock or a semaphore permit, whose request was cut, is sent
  * again by the unlock or post; a signal from a process whose own lease
  * is much shorter than the waiters', whose chosen waiter is stopped past
- * its lease, goes on to the other waiter.
+ * its lease, goes on to the other waiter; a user whose rule lacks BLPOP
+ * wakes at once, and the server's refusal is logged in its words.
  */
 #include "ac_config.h"
 
@@ -132,6 +134,37 @@ static void test_bad_arguments(void)
     nm_assert_rc(netmutex_cond_destroy(&c), 0);
     nm_assert_rc(netmutex_cond_destroy(&c), EINVAL);
     nm_assert_rc(netmutex_cond_signal(&c), EINVAL);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(mname);
+    g_free(name);
+}
+
+/* The static initializer: the record is made on first use, from a name
+ * a mutex could have (an oversized one is EINVAL, as for a mutex). */
+static void test_static_initializer(void)
+{
+    char *name = nm_test_name("c");
+    char *mname;
+    char big[NETMUTEX_NAME_MAX + 2];
+    netmutex_t m;
+    struct timespec past = { 0, 0 };
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    netmutex_cond_t c = NETMUTEX_COND_INITIALIZER(name);
+    netmutex_cond_t null = NETMUTEX_COND_INITIALIZER(NULL);
+    netmutex_cond_t empty = NETMUTEX_COND_INITIALIZER("");
+    netmutex_cond_t oversized = NETMUTEX_COND_INITIALIZER(big);
+    mname = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    nm_assert_rc(netmutex_cond_signal(&null), EINVAL);
+    nm_assert_rc(netmutex_cond_broadcast(&empty), EINVAL);
+    nm_assert_rc(netmutex_cond_signal(&oversized), EINVAL);
+    nm_assert_rc(netmutex_cond_destroy(&oversized), EINVAL);
+    nm_assert_rc(netmutex_cond_signal(&c), 0);
+    nm_assert_rc(netmutex_lock(&m), 0);
+    nm_assert_rc(netmutex_cond_timedwait(&c, &m, &past), ETIMEDOUT); /* its clock: realtime */
+    nm_assert_rc(netmutex_unlock(&m), 0);
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_cond_destroy(&c), EINVAL);
     nm_assert_rc(netmutex_destroy(&m), 0);
     g_free(mname);
     g_free(name);
@@ -1192,6 +1225,45 @@ static void test_cancel_while_blocked(void)
     g_free(name);
 }
 
+/* ---- a refused BLPOP ----------------------------------------------------- */
+
+/* A user whose rule lacks BLPOP: the waiter's block is refused, which
+ * wakes it (a spurious wake-up, the mutex held again, well before its
+ * deadline), and the server's words -- NOPERM, the command -- are logged,
+ * as a lock's refusals are. */
+static void test_acl_without_blpop(void)
+{
+    char *plain = nm_redis_url(redis), *url = nm_url_as_user(plain, "noblpop", "pw");
+    netmutex_config_t cfg = { .url = url };
+    netmutex_cond_t c;
+    netmutex_t m;
+    struct timespec ts;
+    char *name = nm_test_name("c");
+
+    nm_redis_add_user(redis, "noblpop", "pw", "-blpop");
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    nm_log_capture_start(NETMUTEX_LOG_WARN);
+    char *mname = nm_mutex_init(&m, "m", NETMUTEX_NORMAL, 0);
+    nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
+    nm_assert_rc(netmutex_lock(&m), 0);
+    gint64 start = nmt_now_ms();
+    nm_deadline(&ts, CLOCK_REALTIME, nm_ms(20000));
+    nm_assert_rc(netmutex_cond_timedwait(&c, &m, &ts), 0);
+    g_assert_cmpint(nmt_now_ms() - start, <, nm_ms(10000));
+    nm_assert_rc(netmutex_unlock(&m), 0); /* held again */
+    g_assert_true(nm_log_captured("NOPERM"));
+    g_assert_true(nm_log_captured("blpop"));
+    nm_log_capture_stop();
+    nm_assert_rc(netmutex_cond_destroy(&c), 0);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_configure(redis);
+    nm_redis_ok(redis, "ACL DELUSER noblpop");
+    g_free(mname);
+    g_free(name);
+    g_free(url);
+    g_free(plain);
+}
+
 int main(int argc, char **argv)
 {
     nm_test_init(&argc, &argv);
@@ -1199,6 +1271,7 @@ int main(int argc, char **argv)
     nm_configure(redis);
 
     g_test_add_func("/cond/args/bad", test_bad_arguments);
+    g_test_add_func("/cond/args/static-initializer", test_static_initializer);
     g_test_add_func("/cond/args/recursive-twice", test_recursive_twice);
     g_test_add_func("/cond/threads/signal-one-broadcast-all",
                     test_signal_one_broadcast_all_threads);
@@ -1232,6 +1305,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cond/cache/cached-lease-and-waiter", test_cached_lease_and_waiter);
     g_test_add_func("/cond/quorum/enotsup", test_quorum_enotsup);
     g_test_add_func("/cond/cancel/while-blocked", test_cancel_while_blocked);
+    g_test_add_func("/cond/acl/without-blpop", test_acl_without_blpop);
 
     int rc = nm_test_finish(g_test_run());
     nm_redis_free(redis);

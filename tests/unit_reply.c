@@ -1,6 +1,7 @@
 /*
  * unit_reply.c -- error replies to errno values and the reply-shape
- * helpers (src/transport/reply.c), without a server: replies are built by hand
+ * helpers (src/transport/reply_shape.c), the reads of reply.c and the
+ * reader's bounds (reader.c), without a server: replies are built by hand
  * (unit_replies.h), and the pipeline calls read what the test writes into
  * the other end of a socketpair, in RESP, as a server would.
  */
@@ -145,6 +146,37 @@ static void test_integers(void)
     freeReplyObject(mixed);
     freeReplyObject(empty);
     freeReplyObject(i);
+}
+
+/* The accessors for arrays read element by element, and nil. */
+static void test_array(void)
+{
+    redisReply *a = ur_array(2, ur_int(7), ur_str(REDIS_REPLY_STRING, "8"));
+    redisReply *empty = ur_array(0), *i = ur_int(1), *nil = ur_new(REDIS_REPLY_NIL);
+    size_t n = 9;
+    long long v = 5;
+
+    g_assert_cmpint(nm_reply_array(a, &n), ==, 0);
+    g_assert_cmpuint(n, ==, 2);
+    g_assert_cmpint(nm_reply_array(empty, &n), ==, 0);
+    g_assert_cmpuint(n, ==, 0);
+    g_assert_cmpint(nm_reply_array(i, &n), ==, EPROTO);
+    g_assert_cmpint(nm_reply_array(nil, &n), ==, EPROTO);
+    g_assert_cmpint(nm_reply_integer_at(a, 0, &v), ==, 0);
+    g_assert_cmpint(v, ==, 7);
+    v = 5;
+    g_assert_cmpint(nm_reply_integer_at(a, 1, &v), ==, EPROTO); /* a string */
+    g_assert_cmpint(nm_reply_integer_at(a, 2, &v), ==, EPROTO); /* past the end */
+    g_assert_cmpint(nm_reply_integer_at(empty, 0, &v), ==, EPROTO);
+    g_assert_cmpint(nm_reply_integer_at(i, 0, &v), ==, EPROTO);
+    g_assert_cmpint(v, ==, 5);
+    g_assert_true(nm_reply_is_nil(nil));
+    g_assert_false(nm_reply_is_nil(empty));
+    g_assert_false(nm_reply_is_nil(i));
+    freeReplyObject(a);
+    freeReplyObject(empty);
+    freeReplyObject(i);
+    freeReplyObject(nil);
 }
 
 static void test_string(void)
@@ -425,6 +457,7 @@ int main(int argc, char **argv)
     g_test_add_func("/unit/reply/shape/status", test_expect_status);
     g_test_add_func("/unit/reply/shape/integer", test_integer);
     g_test_add_func("/unit/reply/shape/integers", test_integers);
+    g_test_add_func("/unit/reply/shape/array", test_array);
     g_test_add_func("/unit/reply/shape/string", test_string);
     g_test_add_func("/unit/reply/shape/strings", test_strings);
     g_test_add_func("/unit/reply/pipe/take", test_take_replies);

@@ -46,6 +46,7 @@
 
 #include "clock.h"
 #include "condvar.h"
+#include "handle.h"
 #include "held.h"
 #include "mutex.h"
 #include "opaque.h"
@@ -110,11 +111,9 @@ int netmutex_condattr_getclock(const netmutex_condattr_t *attr, clockid_t *clock
 
 /* ---- the record --------------------------------------------------------- */
 
-static cond_rec_t *rec_new(const char *name, clockid_t clock)
+/* A record for NAME, LEN bytes (handle.h, nm_name_ok), or NULL. */
+static cond_rec_t *rec_new(const char *name, size_t len, clockid_t clock)
 {
-    size_t len = name ? strnlen(name, NETMUTEX_NAME_MAX + 1) : 0;
-    if (len == 0 || len > NETMUTEX_NAME_MAX)
-        return NULL;
     cond_rec_t *r = calloc(1, sizeof *r + len + 1);
     if (!r)
         return NULL;
@@ -124,37 +123,33 @@ static cond_rec_t *rec_new(const char *name, clockid_t clock)
     return r;
 }
 
+/* A statically initialized condition's record, on its first use. */
+static void *rec_new_static(const char *name, size_t len, int family)
+{
+    return rec_new(name, len, CLOCK_REALTIME);
+}
+
 /* C's record, created on first use for a statically initialized one
- * (threads racing agree through one compare-and-swap). */
+ * (handle.h). */
 static int rec_of(netmutex_cond_t *c, cond_rec_t **out)
 {
+    static const nm_maker_t mk = { rec_new_static, free, NULL, 0 };
     if (!c || (c->nm_init != NM_COND_LIVE && c->nm_init != NETMUTEX_COND_STATIC_MARK_))
         return EINVAL;
-    cond_rec_t *r = __atomic_load_n((cond_rec_t **)&NM_C_HANDLE(c), __ATOMIC_ACQUIRE);
-    if (!r && c->nm_init == NETMUTEX_COND_STATIC_MARK_) {
-        cond_rec_t *fresh = rec_new(c->nm_name, CLOCK_REALTIME), *expected = NULL;
-        if (!fresh)
-            return c->nm_name && *c->nm_name ? ENOMEM : EINVAL;
-        if (__atomic_compare_exchange_n((cond_rec_t **)&NM_C_HANDLE(c), &expected, fresh, 0,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-            r = fresh;
-        } else {
-            free(fresh);
-            r = expected;
-        }
-    }
-    if (!r)
-        return EINVAL;
-    *out = r;
-    return 0;
+    void *r;
+    int err = nm_handle_object(&NM_C_HANDLE(c), c->nm_init == NETMUTEX_COND_STATIC_MARK_,
+                               c->nm_name, &mk, &r);
+    if (!err)
+        *out = r;
+    return err;
 }
 
 int netmutex_cond_init(netmutex_cond_t *c, const char *name, const netmutex_condattr_t *attr)
 {
-    size_t len = name ? strnlen(name, NETMUTEX_NAME_MAX + 1) : 0;
-    if (!c || len == 0 || len > NETMUTEX_NAME_MAX || (attr && !cattr_ok(attr)))
+    size_t len;
+    if (!c || !nm_name_ok(name, &len) || (attr && !cattr_ok(attr)))
         return EINVAL;
-    cond_rec_t *r = rec_new(name, attr ? (clockid_t)NM_CA_CLOCK(attr) : CLOCK_REALTIME);
+    cond_rec_t *r = rec_new(name, len, attr ? (clockid_t)NM_CA_CLOCK(attr) : CLOCK_REALTIME);
     if (!r)
         return ENOMEM;
     memset(c, 0, sizeof *c);

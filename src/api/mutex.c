@@ -31,6 +31,7 @@
 #include "conn.h"
 #include "deadlock.h"
 #include "entry.h"
+#include "handle.h"
 #include "journal.h"
 #include "lease.h"
 #include "list.h"
@@ -337,47 +338,20 @@ int netmutex_attr_setlostfn(netmutex_attr_t *attr, netmutex_lost_fn fn, void *ar
 
 /* ---- handles ------------------------------------------------------------ */
 
-static int valid_name(const char *name, size_t *len)
-{
-    if (!name)
-        return 0;
-    *len = strnlen(name, NETMUTEX_NAME_MAX + 1);
-    return *len > 0 && *len <= NETMUTEX_NAME_MAX;
-}
-
 /* The registry entry behind M, created on first use for a statically
- * initialized mutex.  Threads racing to create it agree through one
- * compare-and-swap; the loser drops its reference. */
+ * initialized mutex (handle.h). */
 static int handle_entry(netmutex_t *m, nm_entry_t **out)
 {
-    size_t len;
+    static const nm_maker_t mk = NM_ENTRY_MAKER(NM_FAMILY_MUTEX, library_init);
     if (!m || (m->nm_init != NM_STATE_LIVE && !valid_type(nm_m_type(m))))
         return EINVAL;
-    nm_entry_t *e = __atomic_load_n((nm_entry_t **)&NM_M_HANDLE(m), __ATOMIC_ACQUIRE);
-    if (!e) {
-        if (m->nm_init == NM_STATE_LIVE || !valid_name(m->nm_name, &len))
-            return EINVAL;
-        library_init();
-        nm_entry_t *expected = NULL;
-        nm_entry_t *fresh = nm_registry_get(NM_FAMILY_MUTEX, m->nm_name, len);
-        if (!fresh)
-            return ENOMEM;
-        if (__atomic_compare_exchange_n((nm_entry_t **)&NM_M_HANDLE(m), &expected, fresh,
-                                        0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-            e = fresh;
-        } else {
-            nm_registry_put(fresh);
-            e = expected;
-        }
-    }
-    *out = e;
-    return 0;
+    return nm_handle_entry(&NM_M_HANDLE(m), m->nm_init != NM_STATE_LIVE, m->nm_name, &mk, out);
 }
 
 int netmutex_init(netmutex_t *m, const char *name, const netmutex_attr_t *attr)
 {
     size_t len;
-    if (!m || !valid_name(name, &len) || (attr && !attr_ok(attr)))
+    if (!m || !nm_name_ok(name, &len) || (attr && !attr_ok(attr)))
         return EINVAL;
     library_init();
     nm_entry_t *e = nm_registry_get(NM_FAMILY_MUTEX, name, len);
@@ -437,18 +411,12 @@ static int start_watching(const netmutex_t *m, nm_entry_t *e, nm_lease_t *lease)
      * cache.c, which keeps E alive for them while it listens. */
     if (lease->cache && nm_cache_attach(e, lease) != 0)
         lease->cache = 0;
-    nm_watch_opts_t opts = {
-        .autorenew = !(NM_M_FLAGS(m) & FLAG_NO_RENEW),
-        .lost = NM_M_LOST(m) ? nm_slot_fn(&NM_M_LOST(m)) : lease->cfg->on_lost,
-        .lost_arg = NM_M_LOST(m) ? NM_M_LOST_ARG(m) : lease->cfg->on_lost_arg,
-        .wanted = lease->cache ? nm_cache_wanted : NULL,
-        .wanted_arg = e,
-        .stat = nm_entry_stat(e),
-    };
-    int err = nm_renew_track(lease, e->name, &opts);
-    if (err)
-        nm_lease_release(lease, 0);
-    return err;
+    nm_watch_opts_t opts = nm_watch_opts(lease, e, !(NM_M_FLAGS(m) & FLAG_NO_RENEW),
+                                         nm_slot_fn(&NM_M_LOST(m)), NM_M_LOST_ARG(m));
+    opts.wanted = lease->cache ? nm_cache_wanted : NULL;
+    opts.wanted_arg = e;
+    const nm_give_back_t how = { .e = e };
+    return nm_handle_watch(lease, &opts, &how);
 }
 
 /* Under e->mu: a trylock's one look.  A cached lease on its way back to
@@ -685,14 +653,10 @@ static int release(nm_entry_t *e, int fair, nm_script_call_t *rider, nm_trailer_
     nm_entry_releasing(e, &lease);
     pthread_mutex_unlock(&e->mu);
 
-    int lost = nm_renew_lost(&lease);
-    nm_renew_untrack(&lease);
-    /* A lease declared lost by the clock may still be ours at the server
-     * (it was paused, not expired): the owner-checked release deletes it
-     * then, and nothing otherwise.  Either way the caller learns ENOLCK. */
-    int err = nm_lease_release_riding(&lease, unrecoverable, NM_FOREVER, rider, trailer);
-    if (lost && err == 0)
-        err = ENOLCK;
+    const nm_give_back_t how = {
+        .e = e, .unrecoverable = unrecoverable, .rider = rider, .trailer = trailer
+    };
+    int err = nm_handle_release(&lease, &how);
 
     pthread_mutex_lock(&e->mu);
     e->reserved = fair && e->waiters > 0;
@@ -846,7 +810,7 @@ int netmutex_extend(netmutex_t *m, unsigned int ms)
 int netmutex_break(const char *name)
 {
     size_t len;
-    if (!valid_name(name, &len))
+    if (!nm_name_ok(name, &len))
         return EINVAL;
     library_init();
     int err = nm_lease_break(name, len);
@@ -860,7 +824,7 @@ int netmutex_break(const char *name)
 int netmutex_status(const char *name, netmutex_status_t *st)
 {
     size_t len;
-    if (!valid_name(name, &len) || !st)
+    if (!nm_name_ok(name, &len) || !st)
         return EINVAL;
     library_init();
     return nm_errno_public(nm_status(name, len, st));

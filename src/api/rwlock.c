@@ -30,6 +30,7 @@
 #include "condvar.h"
 #include "deadlock.h"
 #include "entry.h"
+#include "handle.h"
 #include "lease.h"
 #include "mutex.h"
 #include "opaque.h"
@@ -131,47 +132,22 @@ int netmutex_rwlockattr_setlostfn(netmutex_rwlockattr_t *attr, netmutex_lost_fn 
 
 /* ---- handles ------------------------------------------------------------ */
 
-static int valid_name(const char *name, size_t *len)
-{
-    if (!name)
-        return 0;
-    *len = strnlen(name, NETMUTEX_NAME_MAX + 1);
-    return *len > 0 && *len <= NETMUTEX_NAME_MAX;
-}
-
 /* The entry behind RW, created on first use for a statically initialized
- * lock (threads racing agree through one compare-and-swap). */
+ * lock (handle.h). */
 static int handle_entry(netmutex_rwlock_t *rw, nm_entry_t **out)
 {
-    size_t len;
+    static const nm_maker_t mk = NM_ENTRY_MAKER(NM_FAMILY_RWLOCK, nm_library_init);
     if (!rw || (rw->nm_init != NM_RWLOCK_LIVE && rw->nm_init != NETMUTEX_RWLOCK_STATIC_MARK_))
         return EINVAL;
-    nm_entry_t *e = __atomic_load_n((nm_entry_t **)&NM_RW_HANDLE(rw), __ATOMIC_ACQUIRE);
-    if (!e) {
-        if (rw->nm_init == NM_RWLOCK_LIVE || !valid_name(rw->nm_name, &len))
-            return EINVAL;
-        nm_library_init();
-        nm_entry_t *expected = NULL;
-        nm_entry_t *fresh = nm_registry_get(NM_FAMILY_RWLOCK, rw->nm_name, len);
-        if (!fresh)
-            return ENOMEM;
-        if (__atomic_compare_exchange_n((nm_entry_t **)&NM_RW_HANDLE(rw), &expected, fresh, 0,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-            e = fresh;
-        } else {
-            nm_registry_put(fresh);
-            e = expected;
-        }
-    }
-    *out = e;
-    return 0;
+    return nm_handle_entry(&NM_RW_HANDLE(rw), rw->nm_init != NM_RWLOCK_LIVE, rw->nm_name, &mk,
+                           out);
 }
 
 int netmutex_rwlock_init(netmutex_rwlock_t *rw, const char *name,
                          const netmutex_rwlockattr_t *attr)
 {
     size_t len;
-    if (!rw || !valid_name(name, &len) || (attr && !rattr_ok(attr)))
+    if (!rw || !nm_name_ok(name, &len) || (attr && !rattr_ok(attr)))
         return EINVAL;
     nm_library_init();
     nm_entry_t *e = nm_registry_get(NM_FAMILY_RWLOCK, name, len);
@@ -230,21 +206,20 @@ static int relock(nm_hold_node_t *mine, nm_hold_kind_t kind, nm_wait_t wait)
     return wait == NM_NOWAIT ? EBUSY : EDEADLK;
 }
 
-/* Hands a fresh hold to the renewal job; if it cannot take it, the hold
- * goes back rather than be held unwatched. */
+/* How a hold of KIND on E goes back (handle.h). */
+static nm_give_back_t give_back_of(const nm_entry_t *e, nm_hold_kind_t kind)
+{
+    return (nm_give_back_t){ .e = e, .share = 1, .kind = share_kind(kind) };
+}
+
+/* Hands a fresh hold to the renewal job, always renewed, its loss told to
+ * RW's callback (handle.h). */
 static int start_watching(const netmutex_rwlock_t *rw, const nm_entry_t *e, nm_lease_t *l,
                           nm_hold_kind_t kind)
 {
-    nm_watch_opts_t opts = {
-        .autorenew = 1,
-        .lost = NM_RW_LOST(rw) ? nm_slot_fn(&NM_RW_LOST(rw)) : l->cfg->on_lost,
-        .lost_arg = NM_RW_LOST(rw) ? NM_RW_LOST_ARG(rw) : l->cfg->on_lost_arg,
-        .stat = nm_entry_stat(e),
-    };
-    int err = nm_renew_track(l, e->name, &opts);
-    if (err)
-        nm_shares_release(l, share_kind(kind), e->name, e->name_len, 0);
-    return err;
+    nm_watch_opts_t opts = nm_watch_opts(l, e, 1, nm_slot_fn(&NM_RW_LOST(rw)), NM_RW_LOST_ARG(rw));
+    nm_give_back_t how = give_back_of(e, kind);
+    return nm_handle_watch(l, &opts, &how);
 }
 
 /* Whether RW's read shares may be cached (cache.h). */
@@ -455,16 +430,8 @@ static int rw_unlock(netmutex_rwlock_t *rw)
     nm_entry_hold_remove(e, mine);
     pthread_mutex_unlock(&e->mu);
 
-    nm_lease_t *l = &mine->hold.lease;
-    int lost = nm_renew_lost(l);
-    nm_renew_untrack(l);
-    /* A hold declared lost by the clock may still be ours at the server
-     * (it was paused, not expired): the owner-checked release removes it
-     * then, and nothing otherwise.  Either way the caller learns ENOLCK. */
-    err = nm_shares_release(l, share_kind((nm_hold_kind_t)mine->hold.kind), e->name,
-                            e->name_len, 0);
-    if (lost && err == 0)
-        err = ENOLCK;
+    nm_give_back_t how = give_back_of(e, (nm_hold_kind_t)mine->hold.kind);
+    err = nm_handle_release(&mine->hold.lease, &how);
     free(mine);
     return nm_errno_public(err);
 }
@@ -492,7 +459,7 @@ int netmutex_rwlock_fence(netmutex_rwlock_t *rw, uint64_t *token)
 int netmutex_rwlock_status(const char *name, netmutex_shared_status_t *st)
 {
     size_t len;
-    if (!valid_name(name, &len) || !st)
+    if (!nm_name_ok(name, &len) || !st)
         return EINVAL;
     nm_library_init();
     return nm_errno_public(nm_shared_status(0, name, len, st));

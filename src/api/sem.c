@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "condvar.h"
 #include "entry.h"
+#include "handle.h"
 #include "lease.h"
 #include "mutex.h"
 #include "opaque.h"
@@ -60,14 +61,6 @@ int netmutex_semattr_destroy(netmutex_semattr_t *attr)
 
 /* ---- handles ------------------------------------------------------------ */
 
-static int valid_name(const char *name, size_t *len)
-{
-    if (!name)
-        return 0;
-    *len = strnlen(name, NETMUTEX_NAME_MAX + 1);
-    return *len > 0 && *len <= NETMUTEX_NAME_MAX;
-}
-
 /* The entry behind S, which netmutex_sem_init made. */
 static int handle_entry(const netmutex_sem_t *s, nm_entry_t **out)
 {
@@ -81,7 +74,7 @@ int netmutex_sem_init(netmutex_sem_t *s, const char *name, unsigned int permits,
                       const netmutex_semattr_t *attr)
 {
     size_t len;
-    if (!s || !valid_name(name, &len) || permits < 1 || permits > NETMUTEX_SEM_PERMITS_MAX ||
+    if (!s || !nm_name_ok(name, &len) || permits < 1 || permits > NETMUTEX_SEM_PERMITS_MAX ||
         (attr && !sattr_ok(attr)))
         return EINVAL;
     nm_library_init();
@@ -113,20 +106,21 @@ int netmutex_sem_destroy(netmutex_sem_t *s)
 
 /* ---- waiting ------------------------------------------------------------ */
 
-/* Hands a fresh permit to the renewal job; if it cannot take it, the
- * permit goes back rather than be held unwatched. */
+/* How a permit of S, on E, goes back (handle.h). */
+static nm_give_back_t give_back_of(const netmutex_sem_t *s, const nm_entry_t *e)
+{
+    return (nm_give_back_t){
+        .e = e, .share = 1, .kind = NM_SHARE_PERMIT, .permits = NM_S_PERMITS(s)
+    };
+}
+
+/* Hands a fresh permit to the renewal job, always renewed, its loss told
+ * to the configured callback (handle.h). */
 static int start_watching(const netmutex_sem_t *s, const nm_entry_t *e, nm_lease_t *l)
 {
-    nm_watch_opts_t opts = {
-        .autorenew = 1,
-        .lost = l->cfg->on_lost,
-        .lost_arg = l->cfg->on_lost_arg,
-        .stat = nm_entry_stat(e),
-    };
-    int err = nm_renew_track(l, e->name, &opts);
-    if (err)
-        nm_shares_release(l, NM_SHARE_PERMIT, e->name, e->name_len, NM_S_PERMITS(s));
-    return err;
+    nm_watch_opts_t opts = nm_watch_opts(l, e, 1, NULL, NULL);
+    nm_give_back_t how = give_back_of(s, e);
+    return nm_handle_watch(l, &opts, &how);
 }
 
 static int take_permit(netmutex_sem_t *s, nm_wait_t wait, int64_t deadline)
@@ -200,14 +194,8 @@ static int post(netmutex_sem_t *s)
     if (!mine)
         return EPERM;
 
-    nm_lease_t *l = &mine->hold.lease;
-    int lost = nm_renew_lost(l);
-    nm_renew_untrack(l);
-    /* As a rwlock's unlock: a permit declared lost by the clock may still
-     * be ours at the server; the owner-checked release removes it then. */
-    err = nm_shares_release(l, NM_SHARE_PERMIT, e->name, e->name_len, NM_S_PERMITS(s));
-    if (lost && err == 0)
-        err = ENOLCK;
+    nm_give_back_t how = give_back_of(s, e);
+    err = nm_handle_release(&mine->hold.lease, &how);
     free(mine);
     return nm_errno_public(err);
 }
@@ -236,7 +224,7 @@ int netmutex_sem_getvalue(netmutex_sem_t *s, int *value)
 int netmutex_sem_status(const char *name, netmutex_shared_status_t *st)
 {
     size_t len;
-    if (!valid_name(name, &len) || !st)
+    if (!nm_name_ok(name, &len) || !st)
         return EINVAL;
     nm_library_init();
     return nm_errno_public(nm_shared_status(1, name, len, st));

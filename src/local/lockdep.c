@@ -23,7 +23,7 @@
  *     both orders, their names, hosts, pids and call sites.
  * Quorum mode publishes to the first server only: the check is advice, and
  * it needs no majority.  Cluster mode routes every key to its node; each
- * command has one key.
+ * command has one key (routed.h sends it, and says what a refusal was).
  *
  * The call site of an order is where its second name was taken: the
  * held.h slot's file:line when a layer above named it, otherwise the
@@ -43,14 +43,12 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "cluster.h"
-#include "cluster_route.h"
-#include "conn.h"
 #include "held.h"
 #include "keys.h"
 #include "lockdep.h"
 #include "log.h"
 #include "reply.h"
+#include "routed.h"
 #include "settings.h"
 #include "watchdog.h"
 
@@ -304,21 +302,14 @@ static int64_t period_ms(void)
     return NM_MIN(NM_MAX((int64_t)bound_cfg->lease_ms / 2, PERIOD_MIN_MS), PERIOD_MAX_MS);
 }
 
-/* One command about KEY on the node of its slot, or the first server. */
+/* One command about KEY on the node of its slot, or the first server
+ * (routed.h). */
 static int command(const char *key, size_t key_len, int argc, const char **argv,
                    const size_t *lens, int64_t deadline, redisReply **out)
 {
-    redisContext *c;
-    int on, sent;
-    int err = nm_cluster_mode(bound_cfg, deadline, &on);
-    if (!err && on)
-        return nm_cluster_command(bound_cfg, key, key_len, argc, argv, lens, 0, deadline, out,
-                                  &sent);
-    if (!err)
-        err = nm_conn_get(bound_cfg, 0, deadline, &c);
-    if (!err && (err = nm_call(c, argc, argv, lens, deadline, out)) == NM_ECONN)
-        nm_conn_drop(0);
-    return err;
+    nm_routed_t q = { .key = key, .key_len = key_len, .argc = argc, .argv = argv,
+                      .lens = lens };
+    return nm_routed_call(bound_cfg, &q, deadline, out, NULL);
 }
 
 /* SET KEY VALUE PX ttl [NX]: 1 set, 0 not (NX), or -1 failed. */
@@ -331,7 +322,7 @@ static int set_key(const char *key, size_t key_len, const char *value, int nx,
     size_t lens[] = { 3, key_len, strlen(value), 2, strlen(ttl), 2 };
     redisReply *r = NULL;
     int err = command(key, key_len, nx ? 6 : 5, argv, lens, deadline, &r);
-    int res = err ? -1 : r->type == REDIS_REPLY_NIL ? 0 : nm_reply_expect_status(r, "OK") == 0 ? 1 : -1;
+    int res = err ? -1 : nm_reply_is_nil(r) ? 0 : nm_reply_expect_status(r, "OK") == 0 ? 1 : -1;
     if (r)
         freeReplyObject(r);
     return res;
@@ -347,7 +338,7 @@ static int get_key(const char *key, size_t key_len, char **value, int64_t deadli
     size_t n;
     int err = command(key, key_len, 2, argv, lens, deadline, &r);
     int res = -1;
-    if (!err && r->type == REDIS_REPLY_NIL)
+    if (!err && nm_reply_is_nil(r))
         res = 0;
     else if (!err && nm_reply_string(r, &s, &n) == 0 && (*value = strndup(s, n)))
         res = 1;

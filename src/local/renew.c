@@ -395,10 +395,11 @@ static void count_batch(const redisReply *reply, size_t from, size_t n, int *ok,
                         int *waited)
 {
     long long v;
-    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != n)
+    size_t got;
+    if (!reply || nm_reply_array(reply, &got) != 0 || got != n)
         return;
     for (size_t i = 0; i < n; i++) {
-        if (nm_reply_integer(reply->element[i], &v) != 0)
+        if (nm_reply_integer_at(reply, i, &v) != 0)
             continue;
         ok[from + i] += v == 1 || v == 2;
         gone[from + i] += v != 1 && v != 2;

@@ -11,7 +11,9 @@
  * mutex no FILE:LINE: only its symbol (a global) or setname selects it.
  * Condition variables and read-write locks keep their types:
  * NETMUTEX_CONDS and NETMUTEX_RWLOCKS select them by address, as on the
- * link route (condsel.h, rwsel.h).
+ * link route (condsel.h, rwsel.h).  The calls themselves are calls.def's,
+ * made by route.inc as the link route's are; this file has what is the
+ * source route's own: a mutex's first use, its init and destroy.
  */
 #define NETMUTEX_PTHREAD_DECLARE_ONLY
 #include "condsel.h"
@@ -56,20 +58,6 @@ static int resolve(netmutex_pthread_mutex_t *m, nm_port_t **p)
     return err;
 }
 
-static int lock_with(netmutex_pthread_mutex_t *m, nm_port_wait_t how)
-{
-    nm_port_t *p;
-    int err = resolve(m, &p);
-    return err ? err : nm_port_lock_any(p, &m->nmp_local, how);
-}
-
-static int cond_with(pthread_cond_t *c, netmutex_pthread_mutex_t *m, nm_port_wait_t how)
-{
-    nm_port_t *p;
-    int err = c ? resolve(m, &p) : EINVAL;
-    return err ? err : nm_cond_wait(c, p, &m->nmp_local, how);
-}
-
 int netmutex_pthread_setname(netmutex_pthread_mutex_t *m, const char *name)
 {
     nm_port_t *p;
@@ -90,7 +78,7 @@ int netmutex_pthread_setname(netmutex_pthread_mutex_t *m, const char *name)
     return err;
 }
 
-int netmutex_pthread_mutex_init(netmutex_pthread_mutex_t *m, const pthread_mutexattr_t *attr)
+static int mutex_init_(netmutex_pthread_mutex_t *m, const pthread_mutexattr_t *attr)
 {
     if (!m)
         return EINVAL;
@@ -105,7 +93,7 @@ int netmutex_pthread_mutex_init(netmutex_pthread_mutex_t *m, const pthread_mutex
 
 /* The port goes first: a locked network mutex is EBUSY before anything
  * is torn down.  The next use after a new init decides again. */
-int netmutex_pthread_mutex_destroy(netmutex_pthread_mutex_t *m)
+static int mutex_destroy_(netmutex_pthread_mutex_t *m)
 {
     if (!m)
         return EINVAL;
@@ -117,134 +105,8 @@ int netmutex_pthread_mutex_destroy(netmutex_pthread_mutex_t *m)
     return __real_pthread_mutex_destroy(&m->nmp_local);
 }
 
-int netmutex_pthread_mutex_lock(netmutex_pthread_mutex_t *m)
-{
-    return lock_with(m, (nm_port_wait_t){ NM_PORT_FOREVER, NULL });
-}
-
-int netmutex_pthread_mutex_trylock(netmutex_pthread_mutex_t *m)
-{
-    return lock_with(m, (nm_port_wait_t){ NM_PORT_TRY, NULL });
-}
-
-int netmutex_pthread_mutex_timedlock(netmutex_pthread_mutex_t *m,
-                                     const struct timespec *abstime)
-{
-    return lock_with(m, (nm_port_wait_t){ NM_PORT_DEFAULT_CLOCK, abstime });
-}
-
-int netmutex_pthread_mutex_clocklock(netmutex_pthread_mutex_t *m, clockid_t clockid,
-                                     const struct timespec *abstime)
-{
-    return clockid < 0 ? EINVAL : lock_with(m, (nm_port_wait_t){ clockid, abstime });
-}
-
-int netmutex_pthread_mutex_unlock(netmutex_pthread_mutex_t *m)
-{
-    nm_port_t *p;
-    int err = resolve(m, &p);
-    return err ? err : nm_port_unlock_any(p, &m->nmp_local);
-}
-
-int netmutex_pthread_mutex_consistent(netmutex_pthread_mutex_t *m)
-{
-    nm_port_t *p;
-    int err = resolve(m, &p);
-    return err ? err : nm_port_consistent_any(p, &m->nmp_local);
-}
-
-int netmutex_pthread_cond_wait(pthread_cond_t *cond, netmutex_pthread_mutex_t *m)
-{
-    return cond_with(cond, m, (nm_port_wait_t){ NM_PORT_FOREVER, NULL });
-}
-
-int netmutex_pthread_cond_timedwait(pthread_cond_t *cond, netmutex_pthread_mutex_t *m,
-                                    const struct timespec *abstime)
-{
-    return cond_with(cond, m, (nm_port_wait_t){ NM_PORT_DEFAULT_CLOCK, abstime });
-}
-
-int netmutex_pthread_cond_clockwait(pthread_cond_t *cond, netmutex_pthread_mutex_t *m,
-                                    clockid_t clockid, const struct timespec *abstime)
-{
-    return clockid < 0 ? EINVAL : cond_with(cond, m, (nm_port_wait_t){ clockid, abstime });
-}
-
-int netmutex_pthread_cond_init(pthread_cond_t *cond, const pthread_condattr_t *attr)
-{
-    return nm_cond_init(cond, attr);
-}
-
-int netmutex_pthread_cond_destroy(pthread_cond_t *cond)
-{
-    return nm_cond_destroy(cond);
-}
-
-int netmutex_pthread_cond_signal(pthread_cond_t *cond)
-{
-    return nm_cond_signal(cond, 0);
-}
-
-int netmutex_pthread_cond_broadcast(pthread_cond_t *cond)
-{
-    return nm_cond_signal(cond, 1);
-}
-
-int netmutex_pthread_rwlock_init(pthread_rwlock_t *rw, const pthread_rwlockattr_t *attr)
-{
-    return nm_rwlock_init(rw, attr);
-}
-
-int netmutex_pthread_rwlock_destroy(pthread_rwlock_t *rw)
-{
-    return nm_rwlock_destroy(rw);
-}
-
-int netmutex_pthread_rwlock_rdlock(pthread_rwlock_t *rw)
-{
-    return nm_rwlock_lock(rw, NM_RW_READ, (nm_port_wait_t){ NM_PORT_FOREVER, NULL });
-}
-
-int netmutex_pthread_rwlock_tryrdlock(pthread_rwlock_t *rw)
-{
-    return nm_rwlock_lock(rw, NM_RW_READ, (nm_port_wait_t){ NM_PORT_TRY, NULL });
-}
-
-int netmutex_pthread_rwlock_timedrdlock(pthread_rwlock_t *rw, const struct timespec *abstime)
-{
-    return nm_rwlock_lock(rw, NM_RW_READ, (nm_port_wait_t){ NM_PORT_DEFAULT_CLOCK, abstime });
-}
-
-int netmutex_pthread_rwlock_clockrdlock(pthread_rwlock_t *rw, clockid_t clockid,
-                                        const struct timespec *abstime)
-{
-    return clockid < 0 ? EINVAL
-                       : nm_rwlock_lock(rw, NM_RW_READ, (nm_port_wait_t){ clockid, abstime });
-}
-
-int netmutex_pthread_rwlock_wrlock(pthread_rwlock_t *rw)
-{
-    return nm_rwlock_lock(rw, NM_RW_WRITE, (nm_port_wait_t){ NM_PORT_FOREVER, NULL });
-}
-
-int netmutex_pthread_rwlock_trywrlock(pthread_rwlock_t *rw)
-{
-    return nm_rwlock_lock(rw, NM_RW_WRITE, (nm_port_wait_t){ NM_PORT_TRY, NULL });
-}
-
-int netmutex_pthread_rwlock_timedwrlock(pthread_rwlock_t *rw, const struct timespec *abstime)
-{
-    return nm_rwlock_lock(rw, NM_RW_WRITE, (nm_port_wait_t){ NM_PORT_DEFAULT_CLOCK, abstime });
-}
-
-int netmutex_pthread_rwlock_clockwrlock(pthread_rwlock_t *rw, clockid_t clockid,
-                                        const struct timespec *abstime)
-{
-    return clockid < 0 ? EINVAL
-                       : nm_rwlock_lock(rw, NM_RW_WRITE, (nm_port_wait_t){ clockid, abstime });
-}
-
-int netmutex_pthread_rwlock_unlock(pthread_rwlock_t *rw)
-{
-    return nm_rwlock_unlock(rw);
-}
+/* Every call of calls.def, netmutex_pthread_NAME for pthread_NAME. */
+#define NM_MUTEX_T netmutex_pthread_mutex_t
+#define NM_ROUTE_FN(name) netmutex_pthread_##name
+#define NM_ROUTE_LOCAL(m) (&(m)->nmp_local)
+#include "route.inc"

@@ -153,9 +153,10 @@ static void take_answers(const plan_t *p, const node_job_t *job, redisReply **ou
     for (size_t g = 0; g < got; g++) {
         const group_t *grp = &job->groups[g];
         long long v;
-        if (out[g] && out[g]->type == REDIS_REPLY_ARRAY && out[g]->elements == grp->n)
+        size_t n;
+        if (out[g] && nm_reply_array(out[g], &n) == 0 && n == grp->n)
             for (size_t i = 0; i < grp->n; i++)
-                if (nm_reply_integer(out[g]->element[i], &v) == 0)
+                if (nm_reply_integer_at(out[g], i, &v) == 0)
                     p->items[p->order[grp->from + i]].result = v == 1 || v == 2 ? (int)v : 0;
         if (out[g])
             freeReplyObject(out[g]);
@@ -172,12 +173,12 @@ static void renew_redirected(nm_config_t *cfg, const plan_t *p, const group_t *g
         size_t lens[3] = { it->key_len, NM_TOKEN_LEN, strlen(it->lease) };
         redisReply *r;
         long long v;
+        size_t n;
         int sent;
         if (nm_cluster_script(cfg, it->key, it->key_len, NM_SCRIPT_RENEW, 1, 3, argv, lens,
                               until, &r, &sent) != 0)
             continue; /* not known this round */
-        if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-            nm_reply_integer(r->element[0], &v) == 0)
+        if (nm_reply_array(r, &n) == 0 && n == 1 && nm_reply_integer_at(r, 0, &v) == 0)
             it->result = v == 1 || v == 2 ? (int)v : 0;
         freeReplyObject(r);
     }

@@ -1,9 +1,9 @@
 /*
  * condvar.c -- one condition variable on the server (condvar.h): every request
  * is cond.lua on the calling thread's connection (in a Redis Cluster, on
- * the node of the condition's slot), by itself or riding with a request of
- * the mutex (lease.h), and a waiter blocks with BLPOP on its own list
- * there.
+ * the node of the condition's slot), by itself (routed.h, which notes its
+ * outcome) or riding with a request of the mutex (lease.h), and a waiter
+ * blocks with BLPOP on its own list there.
  *
  * The condition's keys share their own slot, never the mutex's: a wait is
  * made atomic with the mutex's release by order, not by one script.  The
@@ -35,6 +35,7 @@
 #include "config.h"
 #include "conn.h"
 #include "reply.h"
+#include "routed.h"
 #include "sentinel.h"
 
 /* CW, CS and CH live this many of the waiter's leases after its latest
@@ -48,22 +49,6 @@
  * (nm_conn_serial): that server has it, so a registration may ride. */
 static __thread unsigned long script_known_on;
 
-/* After a request: a broken connection is dropped (cluster.c drops a
- * node's itself), and the server's state reported (conn.h). */
-static int note(nm_config_t *cfg, int err)
-{
-    int cluster = nm_cluster_on(cfg);
-    if ((err == NM_EREDIRECT || err == NM_ETRYAGAIN) && !cluster)
-        err = EPROTO;
-    if (err == NM_ECONN && !cluster) {
-        nm_conn_drop(0);
-        nm_conn_report(cfg, 0, err, "connection lost, or no answer in time");
-    } else if (!err && !cluster) {
-        nm_conn_report(cfg, 0, 0, NULL);
-    }
-    return err;
-}
-
 /* Whether CFG talks to a cluster (known once server 0 was dialed: this
  * asks it if need be, within the I/O timeout). */
 static int in_cluster(nm_config_t *cfg)
@@ -73,26 +58,16 @@ static int in_cluster(nm_config_t *cfg)
     return on;
 }
 
-/* Runs CALL by itself, within the I/O timeout, on the node of its first
- * key's slot; its outcome in its fields.  Returns its error. */
+/* Runs CALL by itself, within the I/O timeout, where its first key lives
+ * (routed.h); its outcome in its fields.  Returns its error. */
 static int run_call(nm_config_t *cfg, nm_script_call_t *call)
 {
-    int64_t deadline = nm_now_ms() + cfg->io_timeout_ms;
-    redisContext *c;
-    int on;
+    nm_routed_t q = { .key = call->argv[0], .key_len = call->lens[0], .argc = call->nargs,
+                      .argv = call->argv, .lens = call->lens, .script = 1, .id = call->id,
+                      .nkeys = call->nkeys };
     call->reply = NULL;
-    call->sent = 0;
-    int err = nm_cluster_mode(cfg, deadline, &on);
-    if (!err && on) {
-        err = nm_cluster_script(cfg, call->argv[0], call->lens[0], call->id, call->nkeys,
-                                call->nargs, call->argv, call->lens, deadline, &call->reply,
-                                &call->sent);
-    } else if (!err && (err = nm_conn_get(cfg, 0, deadline, &c)) == 0) {
-        call->sent = 1;
-        err = nm_script_run(c, call->id, call->nkeys, call->nargs, call->argv, call->lens,
-                            deadline, &call->reply);
-    }
-    call->err = note(cfg, err);
+    call->err = nm_routed_call(cfg, &q, nm_now_ms() + cfg->io_timeout_ms, &call->reply,
+                               &call->sent);
     return call->err;
 }
 
@@ -276,11 +251,10 @@ int nm_cond_block_request(nm_waiter_t *w, int64_t until, nm_trailer_t *t)
     return 0;
 }
 
-/* The BLPOP's reply R (or ERR): 0 when a signal came, ETIMEDOUT, or an
- * error.  Frees R. */
-static int blocked(nm_config_t *cfg, int err, redisReply *r)
+/* The BLPOP's reply R (or ERR, noted already): 0 when a signal came,
+ * ETIMEDOUT, or an error.  Frees R. */
+static int blocked(int err, redisReply *r)
 {
-    err = note(cfg, err);
     if (err)
         return err;
     err = r->type == REDIS_REPLY_ARRAY ? 0 : ETIMEDOUT;
@@ -315,7 +289,8 @@ int nm_cond_await(nm_waiter_t *w, int64_t until)
     cancel_point(w, 1);
     int err = nm_await_blocking(c, until, until + cfg->io_timeout_ms, &r);
     cancel_point(w, 0);
-    return blocked(cfg, err, r);
+    err = nm_routed_note(cfg, err);
+    return blocked(err, r);
 }
 
 void nm_cond_abandon(nm_waiter_t *w)
@@ -323,6 +298,25 @@ void nm_cond_abandon(nm_waiter_t *w)
     /* A blocked command cannot be taken back: the connection goes. */
     (void)w;
     nm_conn_drop(0);
+}
+
+/* On the one server, once the BLPOP's connection is chosen: W's master
+ * is still the one the sentinels name, and the wait a cancellation
+ * point. */
+static int block_enter(void *arg)
+{
+    nm_waiter_t *w = arg;
+    /* Dialing looked at the sentinels' answer: the connection is fine,
+     * only W may be stale. */
+    if (nm_sentinel_master_gen(&w->cfg->servers[0]) != w->gen)
+        return NM_ECONN;
+    cancel_point(w, 1);
+    return 0;
+}
+
+static void block_leave(void *arg)
+{
+    cancel_point(arg, 0);
 }
 
 int nm_cond_block(nm_waiter_t *w, int64_t until)
@@ -335,24 +329,12 @@ int nm_cond_block(nm_waiter_t *w, int64_t until)
         nm_sleep_ms(until - now);
         return ETIMEDOUT;
     }
-    int64_t reply_by = until + cfg->io_timeout_ms;
-    redisContext *c;
+    nm_routed_hooks_t hooks = { block_enter, block_leave, w };
+    nm_routed_t q = { .key = t.argv[1], .key_len = t.lens[1], .argc = 3, .argv = t.argv,
+                      .lens = t.lens, .until = until, .hooks = &hooks };
     redisReply *r = NULL;
-    int on, sent;
-    int err = nm_cluster_mode(cfg, reply_by, &on);
-    if (!err && on) {
-        err = nm_cluster_command(cfg, t.argv[1], t.lens[1], 3, t.argv, t.lens, until, reply_by,
-                                 &r, &sent);
-    } else if (!err && (err = nm_conn_get(cfg, 0, reply_by, &c)) == 0) {
-        /* Dialing looked at the sentinels' answer: the connection is
-         * fine, only W may be stale. */
-        if (nm_sentinel_master_gen(&cfg->servers[0]) != w->gen)
-            return NM_ECONN;
-        cancel_point(w, 1);
-        err = nm_call_blocking(c, 3, t.argv, t.lens, until, reply_by, &r);
-        cancel_point(w, 0);
-    }
-    return blocked(cfg, err, r);
+    int err = nm_routed_call(cfg, &q, until + cfg->io_timeout_ms, &r, NULL);
+    return blocked(err, r);
 }
 
 /* ---- signals --------------------------------------------------------------- */

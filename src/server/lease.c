@@ -30,6 +30,10 @@
  * timeout (reply.h); trylock's whole call by the I/O timeout.  Leaving the
  * queue after the deadline is bounded too (CLEANUP_MS): a silent server
  * cannot stretch a timed wait by another timeout.
+ *
+ * Routes.  A command goes where the key lives through routed.h, a script
+ * with its riders through script.h or cluster_route.h; routed.h notes the
+ * outcome of both (the server's words for a refusal).
  */
 #include "nm.h"
 
@@ -53,6 +57,7 @@
 #include "journal.h"
 #include "replicas.h"
 #include "reply.h"
+#include "routed.h"
 #include "script.h"
 #include "sentinel.h"
 #include "wake.h"
@@ -197,56 +202,23 @@ static void acquire_mode(const nm_lease_t *l, int queued, int trylock, char *mod
         strcat(mode, "f");
 }
 
-/* After a request of L: a broken connection is dropped, and the server's
- * state reported (conn.h).  Returns ERR. */
+/* After a request of L: its outcome noted (routed.h).  Returns ERR, a
+ * redirection from a server that is no Cluster node as EPROTO. */
 static int note_result(nm_lease_t *l, int err)
 {
-    char cause[200];
-    /* A redirection or TRYAGAIN means something only to cluster_route.c;
-     * a server we do not take for a Cluster node that answers so is one we
-     * do not understand, and the internal codes (nm.h) must not reach the
-     * caller as if they were its errors. */
-    if ((err == NM_EREDIRECT || err == NM_ETRYAGAIN) && !nm_cluster_on(l->cfg))
-        err = EPROTO;
-    if (err == NM_ECONN && nm_cluster_on(l->cfg)) {
-        /* cluster.c dropped the node's connection and reported it */
-    } else if (err == NM_ECONN) {
-        nm_conn_drop(0);
-        nm_conn_report(l->cfg, 0, err, "connection lost, or no answer in time");
-    } else if (err == EACCES || err == EPROTO) {
-        /* The server's own words (an ACL's NOPERM, say): the errno alone
-         * cannot tell a missing permission from a missing password. */
-        snprintf(cause, sizeof cause, "%s: %s", err == EACCES ? "refused" : "unexpected answer",
-                 nm_reply_last_error());
-        nm_conn_report(l->cfg, 0, err, cause);
-    } else {
-        nm_conn_report(l->cfg, 0, 0, NULL);
-    }
-    return err;
+    return nm_routed_note(l->cfg, err);
 }
 
-/* Runs command ARGV (ARGC words) on the calling thread's connection, the
- * reply due by REPLY_BY; a blocking command's at UNTIL (reply.h; 0 for any
- * other command).  *SENT tells whether a failed call may still have
- * reached the server; the connection is dropped when it broke. */
+/* Runs command ARGV (ARGC words) about L's key where it lives (routed.h),
+ * the reply due by REPLY_BY; a blocking command's at UNTIL (reply.h; 0
+ * for any other command).  *SENT tells whether a failed call may still
+ * have reached the server; the connection is dropped when it broke. */
 static int call(nm_lease_t *l, int argc, const char **argv, const size_t *lens, int64_t until,
                 int64_t reply_by, redisReply **out, int *sent)
 {
-    redisContext *c;
-    int on;
-    *sent = 0;
-    int err = nm_cluster_mode(l->cfg, reply_by, &on);
-    if (!err && on) /* cluster.h: to the node of the key's slot */
-        return note_result(l, nm_cluster_command(l->cfg, l->key, l->key_len, argc, argv, lens,
-                                                 until, reply_by, out, sent));
-    if (!err)
-        err = nm_conn_get(l->cfg, 0, reply_by, &c);
-    if (err)
-        return err;
-    *sent = 1;
-    err = until ? nm_call_blocking(c, argc, argv, lens, until, reply_by, out)
-                : nm_call(c, argc, argv, lens, reply_by, out);
-    return note_result(l, err);
+    nm_routed_t q = { .key = l->key, .key_len = l->key_len, .argc = argc, .argv = argv,
+                      .lens = lens, .until = until };
+    return nm_routed_call(l->cfg, &q, reply_by, out, sent);
 }
 
 /* A rider (lease.h) that goes to a cluster node of its own slot: run

@@ -2,8 +2,8 @@
  * stats_board.c -- this process's statistics key on the servers
  * (stats_board.h): SET with an expiry, so that a dead process's summary
  * is gone within seconds, DEL when the publishing stops, and GET for a
- * reader (list.c finds the keys).  The key is
- * named by keys.c; the value's format is local/stats.c's.
+ * reader (list.c finds the keys), each where the key lives (routed.h).
+ * The key is named by keys.c; the value's format is local/stats.c's.
  */
 #include "nm.h"
 
@@ -13,10 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cluster_route.h"
-#include "conn.h"
 #include "keys.h"
 #include "reply.h"
+#include "routed.h"
 #include "stats_board.h"
 
 /* This host's name, as the key says it (no NUL, at most 63 bytes). */
@@ -27,21 +26,17 @@ static void host_of(char *out, size_t size)
     out[size - 1] = '\0';
 }
 
-/* Runs ARGV, whose second word is the key, where the key lives; the
- * reply in *OUT if OUT is not NULL. */
+/* Runs ARGV, whose second word is the key, where the key lives
+ * (routed.h, which notes the outcome); the reply in *OUT if OUT is not
+ * NULL.  The key is best effort: a broken connection is EAGAIN, to try
+ * again at the next publishing or listing. */
 static int command(nm_config_t *cfg, int argc, const char **argv, const size_t *lens,
                    int64_t deadline, redisReply **out)
 {
-    redisContext *c;
+    nm_routed_t q = { .key = argv[1], .key_len = lens[1], .argc = argc, .argv = argv,
+                      .lens = lens };
     redisReply *r = NULL;
-    int on, sent;
-    int err = nm_cluster_mode(cfg, deadline, &on);
-    if (!err && on)
-        err = nm_cluster_command(cfg, argv[1], lens[1], argc, argv, lens, 0, deadline, &r,
-                                 &sent);
-    else if (!err && (err = nm_conn_get(cfg, 0, deadline, &c)) == 0 &&
-             (err = nm_call(c, argc, argv, lens, deadline, &r)) == NM_ECONN)
-        nm_conn_drop(0);
+    int err = nm_routed_call(cfg, &q, deadline, &r, NULL);
     if (out && !err)
         *out = r;
     else if (r)

@@ -7,7 +7,9 @@
  *
  * A read-write lock or a semaphore (nm_shared_status) is asked with
  * rwstatus.lua, read-only as status.lua, on the one server or the node of
- * its slot: neither kind exists in quorum mode.
+ * its slot: neither kind exists in quorum mode.  In a Redis Cluster the
+ * request goes to its slot's node through routed.h, which notes its
+ * outcome; otherwise through quorum.h, one server or many.
  */
 #include "nm.h"
 
@@ -23,6 +25,7 @@
 #include "keys.h"
 #include "quorum.h"
 #include "reply.h"
+#include "routed.h"
 #include "status.h"
 
 /* status.lua reads K and Q, the first and third (lib.lua, "Declared
@@ -97,19 +100,20 @@ static void summarize(const nm_config_t *cfg, const view_t *views, const int *ok
     st->unrecoverable = unrecoverable >= cfg->quorum;
 }
 
-/* status.lua on every server; in cluster mode on the node of the key's
- * slot (cluster.h), the one server there is. */
+/* status.lua on every server (quorum.h); in cluster mode on the node of
+ * the key's slot, the one server there is (routed.h). */
 static void ask_servers(nm_config_t *cfg, nm_script_t id, int nkeys, const char **argv,
                         const size_t *lens, nm_votes_t *v)
 {
     int64_t deadline = nm_request_deadline(cfg->io_timeout_ms, NM_FOREVER);
-    int on, sent;
+    nm_routed_t q = { .key = argv[0], .key_len = lens[0], .argc = nkeys, .argv = argv,
+                      .lens = lens, .script = 1, .id = id, .nkeys = nkeys };
+    int on;
     memset(v, 0, sizeof *v);
     v->n = 1;
     v->err[0] = nm_cluster_mode(cfg, deadline, &on);
     if (!v->err[0] && on)
-        v->err[0] = nm_cluster_script(cfg, argv[0], lens[0], id, nkeys, nkeys, argv, lens,
-                                      deadline, &v->reply[0], &sent);
+        v->err[0] = nm_routed_call(cfg, &q, deadline, &v->reply[0], NULL);
     else if (!v->err[0])
         nm_quorum_call(cfg, id, nkeys, nkeys, argv, lens, NM_FOREVER, v);
 }

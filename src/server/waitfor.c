@@ -1,4 +1,5 @@
-/* waitfor.c -- the wait-for graph's keys on the servers (waitfor.h). */
+/* waitfor.c -- the wait-for graph's keys on the servers (waitfor.h), each
+ * request sent where its key lives and its outcome noted by routed.h. */
 #include "nm.h"
 
 #include <errno.h>
@@ -7,12 +8,10 @@
 #include <string.h>
 
 #include "clock.h"
-#include "cluster.h"
-#include "cluster_route.h"
 #include "config.h"
-#include "conn.h"
 #include "keys.h"
 #include "reply.h"
+#include "routed.h"
 #include "script.h"
 #include "waitfor.h"
 
@@ -120,25 +119,14 @@ static int rw_kind(char kind)
 
 /* ---- requests ------------------------------------------------------------ */
 
-/* One command about KEY on the calling thread's connection (the one
- * server, the master) or the node of KEY's slot, within the I/O timeout. */
+/* One command about KEY where it lives (routed.h: the one server, the
+ * master, or the node of KEY's slot), within the I/O timeout. */
 static int command(nm_config_t *cfg, const char *key, size_t key_len, int argc,
                    const char **argv, const size_t *lens, redisReply **out)
 {
-    int64_t deadline = nm_now_ms() + (int64_t)cfg->io_timeout_ms;
-    redisContext *c;
-    int on, sent;
-    int err = nm_cluster_mode(cfg, deadline, &on);
-    if (!err && on)
-        return nm_cluster_command(cfg, key, key_len, argc, argv, lens, 0, deadline, out, &sent);
-    if (!err)
-        err = nm_conn_get(cfg, 0, deadline, &c);
-    if (err)
-        return err;
-    err = nm_call(c, argc, argv, lens, deadline, out);
-    if (err == NM_ECONN)
-        nm_conn_drop(0);
-    return err;
+    nm_routed_t q = { .key = key, .key_len = key_len, .argc = argc, .argv = argv,
+                      .lens = lens };
+    return nm_routed_call(cfg, &q, nm_now_ms() + (int64_t)cfg->io_timeout_ms, out, NULL);
 }
 
 static int command_done(nm_config_t *cfg, const char *key, size_t key_len, int argc,
@@ -180,24 +168,15 @@ static int set_px(nm_config_t *cfg, const char *key, size_t klen, const char *va
     return command_done(cfg, key, klen, 5, argv, lens);
 }
 
-/* Script ID with NARGS words ARGV (the key, KEY, first) on the connection
- * command() would take, within the I/O timeout, for its effect only. */
+/* Script ID with NARGS words ARGV (the key, KEY, first) where command()
+ * would send it, within the I/O timeout, for its effect only. */
 static int script_done(nm_config_t *cfg, nm_script_t id, int nargs, const char **argv,
                        const size_t *lens)
 {
-    int64_t deadline = nm_now_ms() + (int64_t)cfg->io_timeout_ms;
-    redisContext *c;
+    nm_routed_t q = { .key = argv[0], .key_len = lens[0], .argc = nargs, .argv = argv,
+                      .lens = lens, .script = 1, .id = id, .nkeys = 1 };
     redisReply *r;
-    int on, sent;
-    int err = nm_cluster_mode(cfg, deadline, &on);
-    if (!err && on) {
-        err = nm_cluster_script(cfg, argv[0], lens[0], id, 1, nargs, argv, lens, deadline, &r,
-                                &sent);
-    } else if (!err && (err = nm_conn_get(cfg, 0, deadline, &c)) == 0) {
-        err = nm_script_run(c, id, 1, nargs, argv, lens, deadline, &r);
-        if (err == NM_ECONN)
-            nm_conn_drop(0);
-    }
+    int err = nm_routed_call(cfg, &q, nm_now_ms() + (int64_t)cfg->io_timeout_ms, &r, NULL);
     if (!err)
         freeReplyObject(r);
     return err;

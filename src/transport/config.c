@@ -22,6 +22,7 @@
 #include "log.h"
 #include "sentinel.h"
 #include "tls.h"
+#include "tls_config.h"
 #include "url.h"
 
 /* ---- building a configuration ---------------------------------------- */

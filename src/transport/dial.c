@@ -9,9 +9,11 @@
 
 #include "clock.h"
 #include "dial.h"
+#include "reader.h"
 #include "reply.h"
 #include "sock.h"
 #include "tls.h"
+#include "tls_io.h"
 #include "url.h"
 
 /* AUTH and SELECT, in that order, as the server requires. */
@@ -90,7 +92,7 @@ static redisContext *context_on(int fd, const char *host, int port)
         close(fd);
         return NULL;
     }
-    if (nm_reply_guard(c) != 0) {
+    if (nm_reader_guard(c) != 0) {
         nm_dial_close(c);
         return NULL;
     }
@@ -169,7 +171,7 @@ void nm_dial_close(redisContext *c)
     if (!c)
         return;
     nm_reply_forget(c);
-    nm_reply_unguard(c);
+    nm_reader_unguard(c);
     nm_tls_close(c->fd);
     redisFree(c);
 }

@@ -1,4 +1,10 @@
-/* reply.c -- checking and unpacking Redis replies. */
+/*
+ * reply.c -- a command's reply by a deadline (reply.h): every wait is a
+ * poll() bounded by the call's deadline, every write a send that cannot
+ * raise SIGPIPE; a reply owed to another layer is taken by the next read;
+ * a blocking command is nudged with PING so that it ends on our clock.
+ * Replies are checked by reply_shape.c, the reader bounded by reader.c.
+ */
 #include "nm.h"
 
 #include <errno.h>
@@ -6,156 +12,14 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "clock.h"
+#include "reader.h"
 #include "reply.h"
-#include "tls.h"
-
-/* More unread bytes than any reply of ours needs: the server floods. */
-#define NM_READER_MAX (16u << 20)
-
-#define NON_LOCAL "Script attempted to access a non local key"
-
-/* ---- array counts ----------------------------------------------------------
- * hiredis 0.14 allocates an array's element pointers as soon as it reads
- * the count ("*N"), before any element came: one line "*2000000000" from a
- * hostile or broken server cost 16 GB, and every array nested in it as
- * much again.  N elements take at least 3N bytes, and no reply of ours
- * comes near NM_READER_MAX, so the arrays of one reply may claim
- * NM_READER_MAX / 3 elements in all; a reply that claims more is refused
- * as malformed (hiredis sees its out-of-memory error, we a broken
- * connection).  The count is the context's own (the reader's privdata). */
-#define NM_REPLY_ELEMENTS_MAX (NM_READER_MAX / 3)
-
-typedef struct guard {
-    size_t claimed; /* by the arrays of the reply being read */
-    int refused;
-} guard_t;
-
-static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
-static redisReplyObjectFunctions *hiredis_fn; /* guard_lock; then read-only */
-static redisReplyObjectFunctions guarded_fn;
-
-/* hiredis 1.0 counts an array's elements in a size_t, 0.14 in an int. */
-#if HIREDIS_MAJOR >= 1
-typedef size_t elements_t;
-#else
-typedef int elements_t;
-#endif
-
-static void *create_array(const redisReadTask *task, elements_t elements)
-{
-    guard_t *g = task->privdata;
-    long long n = (long long)elements;
-    if (!task->parent)
-        g->claimed = 0; /* a new reply */
-    if (n < 0 || (unsigned long long)n > NM_REPLY_ELEMENTS_MAX - g->claimed) {
-        g->refused = 1;
-        return NULL;
-    }
-    g->claimed += (size_t)n;
-    return hiredis_fn->createArray(task, elements);
-}
-
-int nm_reply_guard(redisContext *c)
-{
-    guard_t *g = calloc(1, sizeof *g);
-    if (!g)
-        return ENOMEM;
-    pthread_mutex_lock(&guard_lock);
-    if (!hiredis_fn) {
-        hiredis_fn = c->reader->fn;
-        guarded_fn = *hiredis_fn;
-        guarded_fn.createArray = create_array;
-    }
-    pthread_mutex_unlock(&guard_lock);
-    c->reader->fn = &guarded_fn;
-    c->reader->privdata = g;
-    return 0;
-}
-
-void nm_reply_unguard(redisContext *c)
-{
-    if (c->reader && c->reader->fn == &guarded_fn) {
-        free(c->reader->privdata);
-        c->reader->privdata = NULL;
-        c->reader->fn = hiredis_fn;
-    }
-}
-
-/* What a failed read of C's reader means: ENOMEM when memory ran out,
- * else NM_ECONN (a protocol error, a refused array count). */
-static int read_error(const redisContext *c)
-{
-    const guard_t *g = c->reader && c->reader->fn == &guarded_fn ? c->reader->privdata : NULL;
-    return c->err == REDIS_ERR_OOM && !(g && g->refused) ? ENOMEM : NM_ECONN;
-}
-
-static int starts_with(const char *s, size_t len, const char *word)
-{
-    size_t n = strlen(word);
-    return len >= n && memcmp(s, word, n) == 0;
-}
-
-int nm_reply_error_errno(const redisReply *r)
-{
-    const char *s = r->str ? r->str : "";
-    size_t len = r->str ? r->len : 0;
-
-    if (starts_with(s, len, "NOAUTH") || starts_with(s, len, "WRONGPASS") ||
-        starts_with(s, len, "NOPERM") || starts_with(s, len, "ERR invalid password") ||
-        starts_with(s, len, "ERR AUTH") || starts_with(s, len, "ERR DB index") ||
-        /* Redis 7 answers a long command from a client that has not
-         * authenticated with this (and closes the connection). */
-        starts_with(s, len, "ERR Protocol error: unauthenticated"))
-        return EACCES;
-    if (starts_with(s, len, "NOSCRIPT"))
-        return ENOENT;
-    /* A server still loading its data set, or stuck in a long script, will
-     * answer later: the same as not answering now. */
-    if (starts_with(s, len, "LOADING") || starts_with(s, len, "BUSY") ||
-        starts_with(s, len, "MASTERDOWN") || starts_with(s, len, "CLUSTERDOWN"))
-        return NM_ECONN;
-    /* A migration under way: the keys are split between two nodes.  The
-     * "non local key" error comes from a script that touched a key its
-     * caller did not declare; ours declare every key (lib.lua), so it
-     * should not happen, and if it does it is as retryable as TRYAGAIN. */
-    if (starts_with(s, len, "TRYAGAIN") ||
-        memmem(s, len, NON_LOCAL, sizeof NON_LOCAL - 1) != NULL)
-        return NM_ETRYAGAIN;
-    /* A master demoted by a failover refuses writes, and ends a blocked
-     * BLPOP: the connection leads to the wrong node, so it is dropped and
-     * the next dial finds the master (sentinel.h). */
-    if (starts_with(s, len, "READONLY") || starts_with(s, len, "UNBLOCKED"))
-        return NM_ECONN;
-    if (starts_with(s, len, "MOVED ") || starts_with(s, len, "ASK "))
-        return NM_EREDIRECT;
-    return EPROTO;
-}
-
-/* An error reply becomes its errno, and is freed. */
-static __thread char last_error[160];
-
-const char *nm_reply_last_error(void)
-{
-    return last_error;
-}
-
-static int check_reply(redisReply *r, redisReply **out)
-{
-    if (r->type == REDIS_REPLY_ERROR) {
-        int err = nm_reply_error_errno(r);
-        snprintf(last_error, sizeof last_error, "%.*s", (int)NM_MIN(r->len, 159), r->str);
-        freeReplyObject(r);
-        return err;
-    }
-    *out = r;
-    return 0;
-}
+#include "tls_io.h"
 
 int nm_io_setup(redisContext *c)
 {
@@ -323,7 +187,7 @@ int nm_receive(redisContext *c)
     return c->reader->len > NM_READER_MAX ? NM_ECONN : 0;
 }
 
-/* The calling thread's owed reply (reply.h, nm_reply_owe): the next reply
+/* The calling thread's owed reply (nm_reply_owe): the next reply
  * on C is FN's.  One at a time. */
 static __thread struct {
     redisContext *c;
@@ -361,7 +225,7 @@ static int take_owed(redisContext *c, int *pending)
         return 0;
     void *raw = NULL;
     if (redisGetReplyFromReader(c, &raw) != REDIS_OK) {
-        int err = read_error(c);
+        int err = nm_reader_error(c);
         owed_done(NM_ECONN, NULL);
         return err;
     }
@@ -370,7 +234,7 @@ static int take_owed(redisContext *c, int *pending)
         return 0;
     }
     redisReply *r = NULL;
-    int err = check_reply(raw, &r);
+    int err = nm_reply_check(raw, &r);
     owed_done(err, err ? NULL : r);
     return 0;
 }
@@ -408,8 +272,8 @@ int nm_take_reply(redisContext *c, redisReply **out)
     if (err || pending)
         return err;
     if (redisGetReplyFromReader(c, &raw) != REDIS_OK)
-        return read_error(c);
-    return raw ? check_reply(raw, out) : 0;
+        return nm_reader_error(c);
+    return raw ? nm_reply_check(raw, out) : 0;
 }
 
 int nm_get_reply(redisContext *c, int64_t deadline, redisReply **out)
@@ -462,7 +326,7 @@ static int drop_replies(redisContext *c, int n, int64_t deadline)
 }
 
 /* Waits for the reply of the blocking command just sent, nudging the
- * server from UNTIL on (see reply.h).  *NUDGES counts the PINGs sent. */
+ * server from UNTIL on (nm_call_blocking).  *NUDGES counts the PINGs sent. */
 static int get_blocked_reply(redisContext *c, int64_t until, int64_t deadline,
                              redisReply **out, int *nudges)
 {
@@ -508,80 +372,4 @@ int nm_await_blocking(redisContext *c, int64_t until, int64_t deadline, redisRep
         err = NM_ECONN;
     }
     return err;
-}
-
-int nm_reply_expect_status(const redisReply *r, const char *status)
-{
-    if (r->type != REDIS_REPLY_STATUS || r->str == NULL || strcmp(r->str, status) != 0)
-        return EPROTO;
-    return 0;
-}
-
-int nm_reply_integer(const redisReply *r, long long *out)
-{
-    if (r->type != REDIS_REPLY_INTEGER)
-        return EPROTO;
-    *out = r->integer;
-    return 0;
-}
-
-int nm_reply_integers(const redisReply *r, long long *out, size_t n)
-{
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < n)
-        return EPROTO;
-    for (size_t i = 0; i < n; i++)
-        if (nm_reply_integer(r->element[i], &out[i]))
-            return EPROTO;
-    return 0;
-}
-
-int nm_reply_string(const redisReply *r, const char **str, size_t *len)
-{
-    if ((r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS) || !r->str)
-        return EPROTO;
-    *str = r->str;
-    *len = r->len;
-    return 0;
-}
-
-int nm_reply_strings(const redisReply *r, const char **strs, size_t *lens, size_t n)
-{
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < n)
-        return EPROTO;
-    for (size_t i = 0; i < n; i++)
-        if (nm_reply_string(r->element[i], &strs[i], &lens[i]))
-            return EPROTO;
-    return 0;
-}
-
-int nm_reply_scan(const redisReply *r, char cursor[NM_SCAN_CURSOR_MAX],
-                  redisReply *const **keys, size_t *n)
-{
-    const char *c;
-    size_t len;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-        nm_reply_string(r->element[0], &c, &len) || len == 0 || len >= NM_SCAN_CURSOR_MAX ||
-        strspn(c, "0123456789") != len || r->element[1]->type != REDIS_REPLY_ARRAY)
-        return EPROTO;
-    for (size_t i = 0; i < r->element[1]->elements; i++)
-        if (r->element[1]->element[i]->type != REDIS_REPLY_STRING)
-            return EPROTO;
-    memcpy(cursor, c, len);
-    cursor[len] = '\0';
-    *keys = r->element[1]->element;
-    *n = r->element[1]->elements;
-    return 0;
-}
-
-int nm_reply_grant(const redisReply *r, size_t at, const char **token, size_t *len,
-                   long long *claim)
-{
-    if (r->type != REDIS_REPLY_ARRAY)
-        return EPROTO;
-    if (r->elements <= at)
-        return ENOENT;
-    if (r->elements < at + 2 || nm_reply_string(r->element[at], token, len) ||
-        nm_reply_integer(r->element[at + 1], claim))
-        return EPROTO;
-    return 0;
 }

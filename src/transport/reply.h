@@ -1,29 +1,18 @@
 /*
- * reply.h -- one helper per shape of Redis reply, so no caller inspects a
- * redisReply by hand, and every error reply maps to an errno in one place.
+ * reply.h -- a command's reply by a deadline: the library's own
+ * non-blocking I/O on a hiredis context (poll, send without SIGPIPE,
+ * reading), replies owed to another layer, blocking commands nudged with
+ * PING, and the one cancellation point.  What it reads is checked and
+ * unpacked by reply_shape.h, which it includes for its callers.
  */
 #ifndef NM_REPLY_H
 #define NM_REPLY_H
 
-#include <errno.h>
 #include <hiredis/hiredis.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* Errors a call that talks to Redis can return (besides NM_ECONN):
- *   EACCES  NOAUTH / WRONGPASS / NOPERM: credentials or ACL refused;
- *   ENOENT  NOSCRIPT: the server lost our script (re-load and retry);
- *   NM_EREDIRECT  MOVED / ASK: a cluster node does not serve the key's
- *           slot (the reply's text, nm_reply_last_error, says who does);
- *   NM_ETRYAGAIN  TRYAGAIN, or a script refused a key as "non local": the
- *           slot is being migrated and the request's keys are split
- *           between the two nodes (lib.lua, "Declared keys"); nothing was
- *           done, and the same request will be served once the migration
- *           is over (cluster_route.c retries it within its deadline);
- *   EPROTO  any other error reply, or a reply of an unexpected shape.
- * A server that will answer later (LOADING, BUSY, ...) or is the wrong node
- * (READONLY: a demoted master) counts as NM_ECONN.  The NM_E* codes are
- * internal (nm.h), never errno values. */
+#include "reply_shape.h"
 
 /* Deadlines.  Every connection is non-blocking at the socket (nm_io_setup)
  * and every wait for it is a poll() bounded by the call's DEADLINE
@@ -38,8 +27,8 @@ int nm_io_setup(redisContext *c);
 
 /* Runs one command (argv form: binary-safe) and checks it: 0 with *OUT set
  * (free it with freeReplyObject), or NM_ECONN when the connection failed or
- * DEADLINE passed (the context is unusable afterwards), or one of the errors
- * above. */
+ * DEADLINE passed (the context is unusable afterwards), or one of
+ * reply_shape.h's errors. */
 int nm_call(redisContext *c, int argc, const char **argv, const size_t *lens,
             int64_t deadline, redisReply **out);
 
@@ -120,48 +109,7 @@ int nm_reply_owing(void);
 int nm_reply_settle(int64_t deadline);
 void nm_reply_forget(redisContext *c);
 
-/* Every context the library makes (dial.c) bounds the element counts its
- * replies' arrays may claim, before hiredis allocates for them (reply.c,
- * "array counts"): 0 or ENOMEM.  Undone before the context is freed. */
-int nm_reply_guard(redisContext *c);
-void nm_reply_unguard(redisContext *c);
 /* In a child after fork(): the parent's owed reply is the parent's. */
 void nm_reply_forget_all(void);
-
-/* The reply is the status SERVER_STATUS ("OK"). */
-int nm_reply_expect_status(const redisReply *r, const char *status);
-
-/* The reply is an integer. */
-int nm_reply_integer(const redisReply *r, long long *out);
-
-/* The reply is an array of at least N integers: copies the first N. */
-int nm_reply_integers(const redisReply *r, long long *out, size_t n);
-
-/* The reply is a bulk or status string: a pointer into the reply. */
-int nm_reply_string(const redisReply *r, const char **str, size_t *len);
-
-/* The reply is an array of at least N strings: pointers into the reply. */
-int nm_reply_strings(const redisReply *r, const char **strs, size_t *lens, size_t n);
-
-/* The reply is an array that names, at index AT, a queued waiter a script
- * reserved the lock for: its token (a string, a pointer into the reply)
- * and its claim in ms (an integer).  ENOENT when the array ends before AT
- * (nobody to hand the lock to), EPROTO for another shape. */
-int nm_reply_grant(const redisReply *r, size_t at, const char **token, size_t *len,
-                   long long *claim);
-
-/* The reply is SCAN's page, [cursor, [key...]]: the next cursor (a
- * decimal number, at most NM_SCAN_CURSOR_MAX - 1 digits) copied to CURSOR,
- * the keys, every one a string, in KEYS (pointers into the reply) and *N. */
-#define NM_SCAN_CURSOR_MAX 24
-int nm_reply_scan(const redisReply *r, char cursor[NM_SCAN_CURSOR_MAX],
-                  redisReply *const **keys, size_t *n);
-
-/* The text of the last error reply the calling thread received, for
- * messages that say what the server objected to ("" if none yet). */
-const char *nm_reply_last_error(void);
-
-/* The errno for an error reply (see above). */
-int nm_reply_error_errno(const redisReply *r);
 
 #endif /* NM_REPLY_H */

@@ -1,6 +1,8 @@
 /*
  * tls.c -- a configuration's TLS state, the handshake, sessions for
- * resumption and the reasons of failures in words (tls.h).
+ * resumption, the fork handlers (tls.h).  Calls down into tls_io.c (the
+ * connections' table, their bytes, their failures in words) and
+ * tls_guard.c (the fork guard), never the other way.
  *
  * The SSL_CTX is built once per configuration and never changed after:
  * OpenSSL lets threads share it as long as nobody changes it.  Sessions
@@ -10,12 +12,8 @@
  * sets them aside, and never resumes a session of its parent.
  *
  * Every call of ours into OpenSSL is made inside the fork guard
- * (nm_tls_enter, nm_tls_leave): before fork() the handlers wait until no
- * thread is inside and keep new ones out until it has returned, so that no
- * thread of ours holds one of OpenSSL's locks (the random generator's, the
- * certificate store's) in the child's copy, where the child's first
- * handshake would wait for it forever.  Our calls never block (our own
- * non-blocking, deadline-bounded I/O), so the wait is short.
+ * (tls_guard.c), which mutex.c's fork handlers shut through
+ * nm_tls_before_fork.
  */
 #include "nm.h"
 
@@ -32,49 +30,14 @@
 
 #include "clock.h"
 #include "tls.h"
-#include "tls_int.h"
+#include "tls_guard.h"
+#include "tls_io.h"
 
 struct nm_tls {
     int refs;          /* atomic */
     SSL_CTX *ctx;
     char *server_name; /* NULL: the host dialed */
 };
-
-/* ---- the fork guard ---------------------------------------------------- */
-
-/* A count of the threads inside OpenSSL under a mutex, not a rwlock:
- * glibc's rwlock knows its writer by thread id, which a forked child's
- * thread does not keep, and re-making a lock in the child misleads
- * ThreadSanitizer.  A thread enters through GATE, which the fork handlers
- * hold across fork(); it leaves through INSIDE_LOCK alone, so the last one
- * out can tell a waiting handler.  Nested entries (a connection freed in
- * a call, its state unreferenced) count once, by the thread's depth. */
-static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t inside_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t all_out = PTHREAD_COND_INITIALIZER;
-static int inside;          /* inside_lock */
-static __thread int depth;  /* this thread's entries */
-
-void nm_tls_enter(void)
-{
-    if (depth++ > 0)
-        return;
-    pthread_mutex_lock(&gate);
-    pthread_mutex_lock(&inside_lock);
-    inside++;
-    pthread_mutex_unlock(&inside_lock);
-    pthread_mutex_unlock(&gate);
-}
-
-void nm_tls_leave(void)
-{
-    if (--depth > 0)
-        return;
-    pthread_mutex_lock(&inside_lock);
-    if (--inside == 0)
-        pthread_cond_signal(&all_out);
-    pthread_mutex_unlock(&inside_lock);
-}
 
 /* ---- stored sessions -------------------------------------------------- */
 
@@ -150,18 +113,14 @@ static void store_drop(const nm_tls_t *owner)
  * stays held across fork(), which keeps new threads out. */
 void nm_tls_before_fork(void)
 {
-    pthread_mutex_lock(&gate);
-    pthread_mutex_lock(&inside_lock);
-    while (inside > 0)
-        pthread_cond_wait(&all_out, &inside_lock);
-    pthread_mutex_unlock(&inside_lock);
+    nm_tls_guard_shut();
     pthread_mutex_lock(&store_lock);
 }
 
 void nm_tls_after_fork_parent(void)
 {
     pthread_mutex_unlock(&store_lock);
-    pthread_mutex_unlock(&gate);
+    nm_tls_guard_open();
 }
 
 /* The child calls nothing of OpenSSL here: a thread of the program's own,
@@ -179,7 +138,7 @@ void nm_tls_after_fork_child(void)
     }
     store = NULL;
     pthread_mutex_unlock(&store_lock);
-    pthread_mutex_unlock(&gate);
+    nm_tls_guard_open();
     nm_tls_table_orphan_all();
 }
 
@@ -298,79 +257,14 @@ void nm_tls_unref(nm_tls_t *t)
     free(t);
 }
 
-void nm_tls_conn_free(nm_tls_conn_t *conn)
+/* Frees CONN: its SSL (nothing is sent), its reference, itself. */
+static void conn_free(nm_tls_conn_t *conn)
 {
     nm_tls_enter();
     SSL_free(conn->ssl);
     nm_tls_unref(conn->owner);
     nm_tls_leave();
     free(conn);
-}
-
-/* ---- why a handshake or a read failed --------------------------------- */
-
-static int is_cert_alert(int reason)
-{
-    return reason == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED ||
-           reason == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE ||
-           reason == SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED ||
-           reason == SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED ||
-           reason == SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN ||
-           reason == SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE ||
-           reason == SSL_R_TLSV1_ALERT_UNKNOWN_CA ||
-           reason == SSL_R_TLSV1_ALERT_DECRYPT_ERROR;
-}
-
-static int not_tls(int reason)
-{
-    return reason == SSL_R_WRONG_VERSION_NUMBER || reason == SSL_R_PACKET_LENGTH_TOO_LONG ||
-           reason == SSL_R_UNKNOWN_PROTOCOL || reason == SSL_R_RECORD_LENGTH_MISMATCH;
-}
-
-/* A failure the library's queue explains (SSL_ERROR_SSL). */
-static int explain_ssl(nm_tls_conn_t *conn, char *buf, size_t size)
-{
-    long v = SSL_get_verify_result(conn->ssl);
-    unsigned long e = ERR_peek_last_error();
-    int reason = ERR_GET_REASON(e);
-    const char *text = e ? ERR_reason_error_string(e) : NULL;
-    if (v != X509_V_OK && ERR_GET_LIB(e) == ERR_LIB_SSL &&
-        reason == SSL_R_CERTIFICATE_VERIFY_FAILED) {
-        snprintf(buf, size, "TLS: certificate verify failed: %s", X509_verify_cert_error_string(v));
-        return EACCES;
-    }
-    if (is_cert_alert(reason) && (conn->cert_wanted || reason ==
-                                  SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED)) {
-        snprintf(buf, size, "TLS: the server requires a client certificate (%s)",
-                 text ? text : "alert");
-        return EACCES;
-    }
-    if (is_cert_alert(reason)) {
-        snprintf(buf, size, "TLS: the server refused the client certificate (%s)", text);
-        return EACCES;
-    }
-    if (not_tls(reason)) {
-        snprintf(buf, size, "TLS: the server does not speak TLS (%s): a plain port? "
-                            "(redis:// is plain, rediss:// TLS)", text);
-        return EPROTO;
-    }
-    snprintf(buf, size, "TLS: %s", text ? text : "handshake failed");
-    return NM_ECONN;
-}
-
-int nm_tls_explain(nm_tls_conn_t *conn, int err, char *buf, size_t size)
-{
-    int code = NM_ECONN;
-    if (err == SSL_ERROR_SSL)
-        code = explain_ssl(conn, buf, size);
-    else if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && errno == 0))
-        snprintf(buf, size, "TLS: the server closed the connection");
-    else if (err == SSL_ERROR_SYSCALL)
-        snprintf(buf, size, "TLS: %s", strerror(errno));
-    else
-        snprintf(buf, size, "TLS: error %d", err);
-    ERR_clear_error();
-    return code;
 }
 
 /* ---- the handshake ---------------------------------------------------- */
@@ -404,7 +298,7 @@ static nm_tls_conn_t *conn_new(nm_tls_t *t, int fd, const char *name, const char
     if (!(conn->ssl = SSL_new(t->ctx)) || !(bio = nm_tls_bio_new(fd)) ||
         set_name(conn->ssl, name) != 0) {
         BIO_free(bio);
-        nm_tls_conn_free(conn);
+        conn_free(conn);
         return NULL;
     }
     SSL_set_bio(conn->ssl, bio, bio);
@@ -476,7 +370,7 @@ int nm_tls_connect(nm_tls_t *t, redisContext *c, const char *host, int port, int
     if (!conn)
         return ENOMEM;
     if (nm_tls_table_put(c->fd, conn) != 0) {
-        nm_tls_conn_free(conn);
+        conn_free(conn);
         return ENOMEM;
     }
     int err = handshake(conn, c->fd, until, cause, size);
@@ -492,4 +386,11 @@ int nm_tls_resumed(const redisContext *c)
     int resumed = conn && SSL_session_reused(conn->ssl);
     nm_tls_leave();
     return resumed;
+}
+
+void nm_tls_close(int fd)
+{
+    nm_tls_conn_t *conn = nm_tls_table_take(fd);
+    if (conn)
+        conn_free(conn);
 }

@@ -4,13 +4,12 @@
  * hiredis 0.14 knows no TLS, and serves us only as the RESP formatter and
  * parser: our own non-blocking, deadline-bounded I/O (reply.c) moves the
  * bytes.  So TLS sits beside it: a connection's SSL is found by its
- * descriptor in a table of this unit's (tls_io.c), reply.c's read and
- * write go through nm_tls_read / nm_tls_write when the descriptor has
- * one, and every context is closed through nm_dial_close (dial.h), which
- * frees the SSL first.  After nm_tls_read nothing waits inside OpenSSL
- * (it reads until OpenSSL holds no byte, SSL_has_pending), so poll() on
- * the descriptor stays the one test of "something to read", wherever it
- * is made (quorum.c, the subscribers).
+ * descriptor in tls_io.h's table, reply.c's read and write go through
+ * nm_tls_read / nm_tls_write (tls_io.h) when the descriptor has one, and
+ * every context is closed through nm_dial_close (dial.h), which frees the
+ * SSL first (nm_tls_close).  After nm_tls_read nothing waits inside
+ * OpenSSL, so poll() on the descriptor stays the one test of "something
+ * to read", wherever it is made (quorum.c, the subscribers).
  *
  * One nm_tls_t per configuration (tls_config.c builds it): the SSL_CTX,
  * built once and never changed, shared by every thread's connections, and
@@ -18,7 +17,7 @@
  * (host, port, name verified), so a thread's reconnect or another
  * thread's first dial is an abbreviated handshake.
  *
- * Fork: no thread of ours is inside OpenSSL at the fork (tls_int.h's
+ * Fork: no thread of ours is inside OpenSSL at the fork (tls_guard.h's
  * guard, which nm_tls_before_fork shuts), so the child finds none of
  * OpenSSL's locks held.  The child never writes to an inherited TLS
  * connection, nor frees an SSL another thread of the parent may have been
@@ -57,11 +56,6 @@ void nm_tls_unref(nm_tls_t *t);
 int nm_tls_connect(nm_tls_t *t, redisContext *c, const char *host, int port, int64_t until,
                    char *cause, size_t size);
 
-/* Whether C's server asked for a client certificate this process has
- * none of: dial.c then asks for a reply at once, which tells whether the
- * server requires one (TLS 1.3 says so only after the handshake). */
-int nm_tls_cert_wanted(const redisContext *c);
-
 /* Whether C's handshake resumed a stored session (for the tests). */
 int nm_tls_resumed(const redisContext *c);
 
@@ -73,32 +67,8 @@ void nm_tls_before_fork(void);
 void nm_tls_after_fork_parent(void);
 void nm_tls_after_fork_child(void);
 
-/* tls_io.c.  Whether descriptor FD carries TLS. */
-int nm_tls_on(int fd);
-
-/* One write of what C has queued (reply.c's write_some for TLS): 0 with
- * *DONE when nothing is left, or NM_ECONN. */
-int nm_tls_write(redisContext *c, int *done);
-
-/* Reads everything C's server sent into C's reader: 0 or NM_ECONN, with
- * C's errstr saying why. */
-int nm_tls_read(redisContext *c);
-
-/* EACCES if C's last failure was the server refusing our certificate (or
- * its absence), else 0. */
-int nm_tls_refused(const redisContext *c);
-
 /* Frees FD's TLS state, if any, without a word to the server: the
  * descriptor is closed by its context (dial.h's nm_dial_close). */
 void nm_tls_close(int fd);
-
-/* tls_config.c.  The TLS state for SERVERS (N of them, sentinels
- * included) from USER's fields and the environment: *OUT NULL when no
- * server uses TLS.  Each TLS server gets a pointer to it.  0, EINVAL
- * (logged), ENOMEM. */
-struct netmutex_config;
-struct nm_server;
-int nm_tls_configure(const struct netmutex_config *user, struct nm_server *servers, size_t n,
-                     nm_tls_t **out);
 
 #endif /* NM_TLS_H */

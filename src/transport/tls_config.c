@@ -1,5 +1,5 @@
 /*
- * tls_config.c -- a configuration's TLS settings (tls.h): the fields of
+ * tls_config.c -- a configuration's TLS settings (tls_config.h): the fields of
  * netmutex_config_t, else NETMUTEX_TLS_* in the environment, else the
  * defaults; the TLS state built from them once, for every server whose
  * URL says rediss.
@@ -18,6 +18,7 @@
 #include "log.h"
 #include "netmutex.h"
 #include "tls.h"
+#include "tls_config.h"
 #include "url.h"
 
 static const char *pick(const char *api, const char *env)

@@ -1,7 +1,7 @@
 /*
- * tls_io.c -- a TLS connection's bytes (tls.h): the table that finds a
- * descriptor's SSL, the BIO under it, and the reads and writes reply.c
- * makes through it.
+ * tls_io.c -- a TLS connection's bytes (tls_io.h): the table that finds a
+ * descriptor's SSL, the BIO under it, the reads and writes reply.c makes
+ * through it, and the reasons of failures (a handshake's too) in words.
  *
  * The table is two levels of atomic pointers indexed by descriptor: a
  * plain connection's lookup is one load that finds no chunk or an empty
@@ -20,13 +20,13 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "tls.h"
-#include "tls_int.h"
+#include "reader.h"
+#include "tls_guard.h"
+#include "tls_io.h"
 
 #define CHUNK 1024
 #define CHUNKS 1024 /* descriptors up to 1M */
 #define READ_SIZE 16384
-#define READ_MAX (16u << 20) /* reply.c's bound on unread bytes */
 
 static nm_tls_conn_t **table[CHUNKS]; /* atomic pointers */
 static nm_tls_conn_t *orphans;        /* a forked child's, kept reachable */
@@ -141,6 +141,72 @@ BIO *nm_tls_bio_new(int fd)
     return b;
 }
 
+/* ---- why a handshake or a read failed --------------------------------- */
+
+static int is_cert_alert(int reason)
+{
+    return reason == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED ||
+           reason == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE ||
+           reason == SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED ||
+           reason == SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED ||
+           reason == SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN ||
+           reason == SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE ||
+           reason == SSL_R_TLSV1_ALERT_UNKNOWN_CA ||
+           reason == SSL_R_TLSV1_ALERT_DECRYPT_ERROR;
+}
+
+static int not_tls(int reason)
+{
+    return reason == SSL_R_WRONG_VERSION_NUMBER || reason == SSL_R_PACKET_LENGTH_TOO_LONG ||
+           reason == SSL_R_UNKNOWN_PROTOCOL || reason == SSL_R_RECORD_LENGTH_MISMATCH;
+}
+
+/* A failure the library's queue explains (SSL_ERROR_SSL). */
+static int explain_ssl(nm_tls_conn_t *conn, char *buf, size_t size)
+{
+    long v = SSL_get_verify_result(conn->ssl);
+    unsigned long e = ERR_peek_last_error();
+    int reason = ERR_GET_REASON(e);
+    const char *text = e ? ERR_reason_error_string(e) : NULL;
+    if (v != X509_V_OK && ERR_GET_LIB(e) == ERR_LIB_SSL &&
+        reason == SSL_R_CERTIFICATE_VERIFY_FAILED) {
+        snprintf(buf, size, "TLS: certificate verify failed: %s", X509_verify_cert_error_string(v));
+        return EACCES;
+    }
+    if (is_cert_alert(reason) && (conn->cert_wanted || reason ==
+                                  SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED)) {
+        snprintf(buf, size, "TLS: the server requires a client certificate (%s)",
+                 text ? text : "alert");
+        return EACCES;
+    }
+    if (is_cert_alert(reason)) {
+        snprintf(buf, size, "TLS: the server refused the client certificate (%s)", text);
+        return EACCES;
+    }
+    if (not_tls(reason)) {
+        snprintf(buf, size, "TLS: the server does not speak TLS (%s): a plain port? "
+                            "(redis:// is plain, rediss:// TLS)", text);
+        return EPROTO;
+    }
+    snprintf(buf, size, "TLS: %s", text ? text : "handshake failed");
+    return NM_ECONN;
+}
+
+int nm_tls_explain(nm_tls_conn_t *conn, int err, char *buf, size_t size)
+{
+    int code = NM_ECONN;
+    if (err == SSL_ERROR_SSL)
+        code = explain_ssl(conn, buf, size);
+    else if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && errno == 0))
+        snprintf(buf, size, "TLS: the server closed the connection");
+    else if (err == SSL_ERROR_SYSCALL)
+        snprintf(buf, size, "TLS: %s", strerror(errno));
+    else
+        snprintf(buf, size, "TLS: error %d", err);
+    ERR_clear_error();
+    return code;
+}
+
 /* ---- reads and writes ------------------------------------------------- */
 
 /* C failed with OpenSSL's ERR: C's errstr says why.  NM_ECONN. */
@@ -177,7 +243,7 @@ static int tls_read(redisContext *c)
 {
     nm_tls_conn_t *conn = nm_tls_table_get(c->fd);
     char buf[READ_SIZE];
-    while (c->reader->len <= READ_MAX) {
+    while (c->reader->len <= NM_READER_MAX) {
         ERR_clear_error();
         int n = SSL_read(conn->ssl, buf, sizeof buf);
         if (n <= 0) {
@@ -196,7 +262,7 @@ static int tls_read(redisContext *c)
     return 0; /* the caller sees the flood */
 }
 
-/* Inside the fork guard (tls_int.h), as every call into OpenSSL. */
+/* Inside the fork guard (tls_guard.h), as every call into OpenSSL. */
 int nm_tls_write(redisContext *c, int *done)
 {
     nm_tls_enter();
@@ -223,11 +289,4 @@ int nm_tls_cert_wanted(const redisContext *c)
 {
     nm_tls_conn_t *conn = nm_tls_table_get(c->fd);
     return conn && conn->cert_wanted;
-}
-
-void nm_tls_close(int fd)
-{
-    nm_tls_conn_t *conn = nm_tls_table_take(fd);
-    if (conn)
-        nm_tls_conn_free(conn);
 }

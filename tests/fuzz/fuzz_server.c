@@ -17,7 +17,9 @@
  *
  * NM_FUZZ_RECORD=SOCKET NM_FUZZ_RECORD_OUT=FILE: the replies come from the
  * real server at unix socket SOCKET instead, and FILE gets the input's
- * calls and those replies, a seed for the corpus (HACKING.md).
+ * calls and those replies, a seed for the corpus: run
+ * `NM_FUZZ_RECORD=<socket> NM_FUZZ_RECORD_OUT=<file> fuzz_server <file
+ * holding the calls' letters>`, then shorten the bulky INFO reply by hand.
  */
 #include "ac_config.h"
 
