@@ -63,6 +63,24 @@ static long long llen(const char *key)
     return n;
 }
 
+/* Waiter TOKEN marked signalled in CS, the set of signalled waiters, as
+ * cond.lua does: scored by when its CH entry ENTRY ("s:<expires>:<lease>")
+ * expires. */
+static void mark_signalled(const char *cs, const char *token, const char *entry)
+{
+    long long expires = g_ascii_strtoll(entry + 2, NULL, 10);
+    nm_redis_ok(redis, "ZADD %s %lld %s", cs, expires, token);
+}
+
+/* How many members the sorted set KEY has (-1: another type). */
+static long long zcard(const char *key)
+{
+    redisReply *r = nm_redis_cmd(redis, "ZCARD %s", key);
+    long long n = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    freeReplyObject(r);
+    return n;
+}
+
 /* Polls until condition NAME has N waiters not signalled yet (CW). */
 static bool wait_waiters(const char *name, long long n)
 {
@@ -315,7 +333,7 @@ static void test_signalled_at_timeout_returns_0(void)
     g_assert_cmpint(e->str[0], ==, 'w');
     e->str[0] = 's';
     nm_redis_ok(redis, "HSET %s %s %s", ch, r->str, e->str);
-    nm_redis_ok(redis, "RPUSH %s %s", cs, r->str);
+    mark_signalled(cs, r->str, e->str);
     freeReplyObject(e);
     freeReplyObject(r);
 
@@ -536,8 +554,8 @@ static void test_leave_answer_lost(void)
     g_assert_cmpint(e->type, ==, REDIS_REPLY_STRING);
     e->str[0] = 's';
     nm_redis_ok(redis, "HSET %s %s %s", ch, token, e->str);
+    mark_signalled(cs, token, e->str);
     freeReplyObject(e);
-    nm_redis_ok(redis, "RPUSH %s %s", cs, token);
     /* Its leaving: ... <CG key, which ends in the token> 'l' ... */
     char *leave = g_strdup_printf("%s\r\n$1\r\nl\r\n", token);
     nm_proxy_mute_reply_to(px, leave);
@@ -584,7 +602,7 @@ static void test_signalled_without_push_wakes(void)
     g_assert_cmpint(e->type, ==, REDIS_REPLY_STRING);
     e->str[0] = 's';
     nm_redis_ok(redis, "HSET %s %s %s", ch, r->str, e->str);
-    nm_redis_ok(redis, "RPUSH %s %s", cs, r->str);
+    mark_signalled(cs, r->str, e->str);
     freeReplyObject(e);
     freeReplyObject(r);
 
@@ -929,7 +947,7 @@ static void test_short_lease_signaller(gconstpointer data)
     g_assert_cmpstr(left, ==, tb);
     /* Not scaled: the server's clock, which the load does not slow. */
     nmt_sleep_ms(3 * short_ms + 100);
-    g_assert_cmpint(llen(cs), ==, 1);
+    g_assert_cmpint(zcard(cs), ==, 1);
     g_assert_cmpint(kill(pb, SIGCONT), ==, 0);
     nm_child_wait_ok(pb, PROMPT_MS);
 

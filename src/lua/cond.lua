@@ -95,7 +95,7 @@ local function signal_one()
     local s, expires, l = entry(t)
     if s == 'w' and expires > now then
       redis.call('HSET', CH, t, 's:' .. ms(expires) .. ':' .. l)
-      redis.call('RPUSH', CS, t)
+      redis.call('ZADD', CS, ms(expires), t)
       keep_signalled()
       wake(t, l)
       return 1
@@ -106,27 +106,27 @@ local function signal_one()
 end
 
 -- The signals of waiters that died after they were chosen (their entry
--- expired) go on to the next live waiters.  CS is read first, CH before
--- the first write and CW too when there is one (the types are checked
--- before anything is written).
+-- expired) go on to the next live waiters.  CS is scored by when each
+-- entry expires, so only those are read: O(log N) each, whatever CS
+-- holds.  CS is read first, CW too before the first write (the types are
+-- checked before anything is written).
 local function move_on()
-  local checked = false
-  for _, t in ipairs(redis.call('LRANGE', CS, 0, -1)) do
-    local s, expires = entry(t)
-    if not s or expires <= now then
-      if not checked then
-        redis.call('LLEN', CW)
-        checked = true
-      end
-      redis.call('LREM', CS, 0, t)
-      redis.call('HDEL', CH, t)
-      signal_one()
-    end
+  local first = redis.call('ZRANGE', CS, 0, 0, 'WITHSCORES')
+  if #first == 0 or tonumber(first[2]) > now then
+    return
+  end
+  redis.call('LLEN', CW)
+  redis.call('HLEN', CH)
+  while #first > 0 and tonumber(first[2]) <= now do
+    redis.call('ZREM', CS, first[1])
+    redis.call('HDEL', CH, first[1])
+    signal_one()
+    first = redis.call('ZRANGE', CS, 0, 0, 'WITHSCORES')
   end
 end
 
 -- The types are checked before the first write: each key is read first
--- (LLEN, HLEN, LRANGE, HEXISTS, HGET), or is the only one written.
+-- (LLEN, HLEN, ZRANGE, HEXISTS, HGET), or is the only one written.
 if op == 'w' then
   redis.call('LLEN', CW)
   move_on()
@@ -150,13 +150,17 @@ elseif op == 'c' then
   local s, expires = entry(token)
   if s and expires > now then
     redis.call('HSET', CH, token, s .. ':' .. ms(now + lease) .. ':' .. ms(lease))
+    if s == 's' then
+      redis.call('ZADD', CS, ms(now + lease), token)
+    end
     keep(CW)
     keep(CS)
     keep(CH)
     out[1] = s == 's' and 1 or 0
   else
     -- Passed over (or about to be): out, and it wakes.
-    redis.call('LREM', CW, 0, token)
+    redis.call('LREM', CW, 1, token)
+    redis.call('ZREM', CS, token)
     redis.call('HDEL', CH, token)
     redis.call('DEL', KEYS[4])
     out[1] = -1
@@ -167,8 +171,12 @@ else
   -- wake-up, and the cheaper the better).
   redis.call('LLEN', CW)
   redis.call('HLEN', CH)
-  local signalled = redis.call('LREM', CS, 0, token) > 0
-  redis.call('LREM', CW, 0, token)
+  -- A signalled waiter is no longer in CW: only one that was not (its
+  -- wait timed out) is looked for there, from the head.
+  local signalled = redis.call('ZREM', CS, token) > 0
+  if not signalled then
+    redis.call('LREM', CW, 1, token)
+  end
   redis.call('HDEL', CH, token)
   redis.call('DEL', KEYS[4])
   if signalled and op == 'p' then signal_one() end
