@@ -48,6 +48,7 @@
 #include "subscriber.h"
 #include "tls.h"
 #include "wake.h"
+#include "waiting.h"
 #include "watchdog.h"
 
 #define FLAG_ROBUST 1u
@@ -79,7 +80,7 @@ static void before_fork(void)
     nm_wake_before_fork();
     nm_renew_before_fork();
     nm_watchdog_before_fork();
-    nm_lease_before_fork();
+    nm_wait_before_fork();
     nm_cluster_before_fork();
     nm_config_before_fork();
     nm_journal_before_fork();
@@ -96,7 +97,7 @@ static void after_fork_parent(void)
     nm_journal_after_fork_parent();
     nm_config_after_fork();
     nm_cluster_after_fork();
-    nm_lease_after_fork_parent();
+    nm_wait_after_fork_parent();
     nm_watchdog_after_fork_parent();
     nm_renew_after_fork_parent();
     nm_wake_after_fork_parent();
@@ -117,6 +118,7 @@ static void after_fork_child(void)
     nm_config_after_fork();
     nm_cluster_after_fork();
     nm_lease_after_fork_child();
+    nm_wait_after_fork_child();
     nm_watchdog_after_fork_child();
     nm_subscriber_after_fork_child();
     nm_renew_after_fork_child();

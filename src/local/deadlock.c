@@ -16,6 +16,7 @@
 #include "log.h"
 #include "stats.h"
 #include "waitfor.h"
+#include "waiting.h"
 #include "watchdog.h"
 
 /* Most hops a walk takes: a longer cycle goes unseen. */
@@ -171,7 +172,7 @@ nm_deadlock_wait_t *nm_deadlock_begin(char kind, const char *name, size_t len,
     /* Only a wait that holds something can be in a cycle: one that is
      * watched looks at the server often (lease.h), the others seldom. */
     if (!entry && hs.n > 0)
-        nm_lease_stop_flag(&w->victim);
+        nm_wait_stop_flag(&w->victim);
     if (nm_watchdog_start() == 0)
         nm_watchdog_look_by(w->since + NM_DEADLOCK_DELAY_MS);
     return w;
@@ -191,7 +192,7 @@ int nm_deadlock_end(nm_deadlock_wait_t *w, int err)
     if (!w)
         return err;
     if (!w->entry)
-        nm_lease_stop_flag(NULL);
+        nm_wait_stop_flag(NULL);
     int victim = __atomic_load_n(&w->victim, __ATOMIC_ACQUIRE);
     int later = 0;
     if (victim && err == EDEADLK)

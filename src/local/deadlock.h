@@ -14,7 +14,7 @@
  * does to leave the queue.  The job publishes, renews (the record expires
  * in NM_DEADLOCK_TTL_MS unless renewed), walks and deletes.  A victim is
  * told through a flag the acquisition loop looks at after every failed
- * attempt (lease.h, nm_lease_stop_flag): it ends within a queued
+ * attempt (waiting.h, nm_wait_stop_flag): it ends within a queued
  * waiter's pause, leaves the queue, and takes the lock instead when it
  * was granted meanwhile.
  */

@@ -77,8 +77,10 @@
 --                                      the latest waiter to register or look
 --                                      (gone once a dead waiter's last look
 --                                      is that old)
---   CS <prefix>{c<tag>}<name>:cs        list: tokens of signalled waiters
---                                      that have not left yet; PX as CW,
+--   CS <prefix>{c<tag>}<name>:cs        sorted set: tokens of signalled
+--                                      waiters that have not left yet,
+--                                      scored by when their CH entry
+--                                      expires (server ms); PX as CW,
 --                                      and at least CH's once a signal
 --                                      chose a waiter (whatever the
 --                                      signaller's own lease)

@@ -61,20 +61,11 @@
 #include "script.h"
 #include "sentinel.h"
 #include "wake.h"
+#include "waiting.h"
 
-/* trylock's bound on dialing: the first failure may be a stale connection
- * (server restarted), the second means the server is not there. */
-#define NOWAIT_CONN_TRIES 2
-#define BUSY_BACKOFF_MAX_MS 64
-#define CONN_BACKOFF_MAX_MS 500
-/* How a queued waiter waits: lib.lua, Waiting, and lease.h. */
-#define QUEUE_TTL_MS NM_QUEUE_TTL_MS
-/* How long leaving the queue (or undoing an acquisition whose reply was
- * lost) may take after the caller's deadline passed. */
-#define CLEANUP_MS 50
-/* A trylock that asked a caching holder asks again this often until it
- * has the lock or an answer (within the I/O timeout). */
-#define ASK_AGAIN_MS 50
+/* What undoing an acquisition whose reply was lost may take after the
+ * caller's deadline (lease.h). */
+#define CLEANUP_MS NM_CLEANUP_MS
 
 static char host_name[256];
 
@@ -588,394 +579,52 @@ void nm_lease_forget(nm_lease_t *l)
     memset(l, 0, sizeof *l);
 }
 
-/* ---- leaving the queue at exit --------------------------------------------
- * A process that exits normally while a thread waits in a server's queue
- * (netmutex(1) interrupted by SIGTERM, say) would leave its entry behind, and
- * a release then would reserve the lock for a waiter that is gone.  So the
- * waiters in a queue are listed, and an atexit handler takes each one out
- * (and gives back a grant that reached it meanwhile).  Once exiting, no
- * waiter joins a queue again.
- *
- * A waiter is listed BEFORE the request that may queue it is sent, and
- * unlisted after the reply if that request did not queue it: listed only
- * after the reply, a waiter whose process exited in between left its entry
- * behind (the server had queued it, the handler did not know).  While such
- * a request is under way (in_flight) the handler waits for its reply, by
- * the handler's own deadline, before it cancels: its cancel, on another
- * connection, could otherwise reach the server first, and the request that
- * queues would come after it. */
-
-typedef nm_queued_t queued_t;
-
-static pthread_mutex_t queued_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t queued_cv;   /* an in_flight went 0; set up once */
-static queued_t *queued_head;      /* queued_lock */
-static int exit_started;           /* atomic; set under queued_lock */
-
-static int exiting(void)
-{
-    return __atomic_load_n(&exit_started, __ATOMIC_ACQUIRE);
-}
-
-/* Under queued_lock: the next waiter the exit handler has not taken out
- * yet, once no request of its is under way (or DEADLINE passed).  The list
- * is walked from its head after every wait: waiters leave it meanwhile. */
-static queued_t *next_to_leave(int64_t deadline)
-{
-    for (;;) {
-        queued_t *q = queued_head;
-        while (q && q->left)
-            q = q->next;
-        if (!q || !q->in_flight || nm_remaining_ms(deadline) == 0)
-            return q;
-        struct timespec until = nm_deadline_timespec(deadline);
-        pthread_cond_timedwait(&queued_cv, &queued_lock, &until);
-    }
-}
-
-static void leave_queues_at_exit(void)
-{
-    int64_t deadline = NM_FOREVER; /* one I/O timeout for them all */
-    queued_t *q;
-    pthread_mutex_lock(&queued_lock);
-    __atomic_store_n(&exit_started, 1, __ATOMIC_RELEASE);
-    if (queued_head)
-        deadline = nm_now_ms() + queued_head->lease->cfg->io_timeout_ms;
-    while ((q = next_to_leave(deadline)) != NULL) {
-        const nm_lease_t *w = q->lease;
-        /* Only the fields the waiting thread never changes. */
-        nm_lease_t l = { .cfg = w->cfg, .key = w->key, .key_len = w->key_len,
-                         .lease_ms = w->lease_ms, .robust = w->robust };
-        long long ignored;
-        int sent;
-        memcpy(l.token, w->token, sizeof l.token);
-        if (q->leave)
-            q->leave(&l, q->leave_arg, deadline);
-        else if (cancel_once(&l, deadline) == 0)
-            release_once(&l, NULL, 0, deadline, &ignored, &sent);
-        q->left = 1;
-    }
-    pthread_mutex_unlock(&queued_lock);
-}
-
-static void install_exit_handler(void)
-{
-    nm_cond_init_monotonic(&queued_cv);
-    atexit(leave_queues_at_exit);
-}
-
-/* Before a request that may queue the waiter of L (Q its entry): lists it,
- * in flight.  Returns 0, listing nothing, once the process is exiting: the
- * request must not queue then. */
-static int queued_begin(queued_t *q, const nm_lease_t *l)
-{
-    return nm_lease_queued_begin(q, l, NULL, NULL);
-}
-
-int nm_lease_queued_begin(nm_queued_t *q, const nm_lease_t *l, nm_leave_fn leave, void *arg)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, install_exit_handler);
-    pthread_mutex_lock(&queued_lock);
-    int ok = !exiting();
-    if (ok && !q->listed) {
-        q->lease = l;
-        q->leave = leave;
-        q->leave_arg = arg;
-        q->left = 0;
-        q->next = queued_head;
-        queued_head = q;
-        q->listed = 1;
-    }
-    q->in_flight = ok;
-    pthread_mutex_unlock(&queued_lock);
-    return ok;
-}
-
-static void unlist(queued_t *q)
-{
-    queued_t **p = &queued_head;
-    while (*p && *p != q)
-        p = &(*p)->next;
-    if (*p)
-        *p = q->next;
-    q->listed = 0;
-}
-
-/* After that request: Q stays listed if the waiter is QUEUED (returned). */
-static int queued_end(queued_t *q, int queued)
-{
-    return nm_lease_queued_end(q, queued);
-}
-
-int nm_lease_queued_end(nm_queued_t *q, int queued)
-{
-    pthread_mutex_lock(&queued_lock);
-    q->in_flight = 0;
-    pthread_cond_broadcast(&queued_cv);
-    if (!queued && q->listed)
-        unlist(q);
-    pthread_mutex_unlock(&queued_lock);
-    return queued;
-}
-
-/* Only the waiter's own thread changes q->listed (under the lock). */
-static void queued_remove(queued_t *q)
-{
-    nm_lease_queued_remove(q);
-}
-
-void nm_lease_queued_remove(nm_queued_t *q)
-{
-    if (!q->listed)
-        return;
-    pthread_mutex_lock(&queued_lock);
-    unlist(q);
-    pthread_mutex_unlock(&queued_lock);
-}
-
-void nm_lease_before_fork(void) { pthread_mutex_lock(&queued_lock); }
-void nm_lease_after_fork_parent(void) { pthread_mutex_unlock(&queued_lock); }
-
-/* The child waits in no queue: the entries are its parent's threads'.  The
- * condition variable may count a waiter of the parent's: it starts anew. */
+/* The child's host and ids are looked up anew (my_ids). */
 void nm_lease_after_fork_child(void)
 {
     __atomic_add_fetch(&fork_generation, 1, __ATOMIC_RELAXED);
-    queued_head = NULL;
-    nm_cond_init_monotonic(&queued_cv);
-    pthread_mutex_unlock(&queued_lock);
 }
 
-/* How long to wait before the next attempt, and the back-off after it.
- * Queued (or, in quorum mode, listening), a waiter waits until a grant or
- * release, the holder's expiry or its queue refresh, whichever comes
- * first. */
-static int64_t next_pause(int err, long long pttl, int waiting, int64_t *backoff)
+/* ---- waiting: the mutex's requests for the one wait loop (waiting.h) ---- */
+
+/* What the loop carries for a mutex: the first request's rider. */
+typedef struct mutex_wait {
+    nm_ride_t ride; /* goes with the first request (lease.h) */
+} mutex_wait_t;
+
+static int mutex_attempt(nm_waiting_t *w, unsigned int ttl, int64_t deadline, long long *pttl,
+                         int *sent)
 {
-    int64_t pause = *backoff;
-    if (err == EBUSY && waiting)
-        return nm_lease_queued_pause(pttl);
-    if (err == EBUSY) {
-        if (pttl >= 0)
-            pause = NM_MIN(pause, (int64_t)pttl + 1);
-        *backoff = NM_MIN(*backoff * 2, BUSY_BACKOFF_MAX_MS);
-    } else {
-        *backoff = NM_MIN(*backoff * 2, CONN_BACKOFF_MAX_MS);
-    }
-    return pause;
+    mutex_wait_t *m = w->arg;
+    return acquire_once(w->l, &m->ride, ttl, w->queued, w->trylock, deadline, pttl, sent);
 }
 
-/* Quorum mode: sleeps up to PAUSE (never past DEADLINE), or until CH moves
- * past SEQ (a release somewhere). */
-static void pause_until(nm_chan_t *ch, uint64_t seq, int64_t pause, int64_t deadline)
+static int mutex_cancel(nm_waiting_t *w, int64_t deadline)
 {
-    int64_t until = nm_now_ms() + NM_MIN(pause, nm_remaining_ms(deadline));
-    if (ch)
-        nm_wake_wait(ch, seq, until);
-    else
-        nm_sleep_ms(until - nm_now_ms());
+    return cancel_once(w->l, deadline);
 }
 
-/* BLPOP's {list, element}: '0' a caching holder's answer that a thread
- * holds the lock, 'd' a deputy's wake (lib.lua, Waiting: *CLAIM set), else
- * a grant ('1'). */
-static char grant_kind(const redisReply *r, long long *claim)
+static void mutex_undo(nm_waiting_t *w, int64_t deadline)
 {
-    const char *v;
-    size_t len;
-    if (r->elements != 2 || nm_reply_string(r->element[1], &v, &len) != 0 || len < 1)
-        return '1';
-    if (v[0] == '0' && len == 1)
-        return '0';
-    if (v[0] != 'd')
-        return '1';
-    char digits[16];
-    size_t n = NM_MIN(len - 1, sizeof digits - 1);
-    memcpy(digits, v + 1, n);
-    digits[n] = 0;
-    *claim = strtoll(digits, NULL, 10);
-    return *claim > 0 && *claim < 60000 ? 'd' : '1';
-}
-
-/* One BLPOP on L's grant list until UNTIL (never past DEADLINE): 0 a
- * grant came, NM_EHELD, NM_EDEPUTY with *CLAIM, EBUSY none came, or an
- * error.
- *
- * The wait ends on our clock, not on the server's: the server answers a
- * BLPOP's timeout at its next `hz` tick, up to a second late, which made
- * timed waits late and, bounded tighter than that, dropped a live
- * connection with a warning.  call() nudges it instead (reply.h), so the
- * answer comes within a round trip of the end, and the connection is clean
- * for the next attempt, which confirms a grant that came meanwhile.  The
- * bound on the reply past the end: the I/O timeout, and for a caller with a
- * deadline no more than the cleanup bound past that deadline. */
-static int block_once(nm_lease_t *l, int64_t until, int64_t deadline, long long *claim)
-{
-    int64_t now = nm_now_ms();
-    int64_t ms = until - now - NM_BLOCK_EARLY_MS;
-    if (ms < 1) { /* too short to block for: the next attempt looks */
-        nm_sleep_ms(until - now);
-        return EBUSY;
-    }
-    int64_t reply_by = until + l->cfg->io_timeout_ms;
-    if (deadline != NM_FOREVER)
-        reply_by = NM_MIN(reply_by, NM_MAX(until, deadline) + CLEANUP_MS);
-    char timeout[24];
-    size_t grant_len;
-    char *grant = nm_keys_grant_for(l->key, l->key_len, l->token, &grant_len);
-    if (!grant)
-        return ENOMEM;
-    snprintf(timeout, sizeof timeout, "%.3f", (double)ms / 1000);
-    const char *argv[3] = { "BLPOP", grant, timeout };
-    size_t lens[3] = { 5, grant_len, strlen(timeout) };
-    redisReply *r;
-    int sent;
-
-    int err = call(l, 3, argv, lens, until, reply_by, &r, &sent);
-    free(grant);
-    if (err)
-        return err;
-    char kind = r->type == REDIS_REPLY_ARRAY ? grant_kind(r, claim) : 0;
-    freeReplyObject(r);
-    return kind == 0 ? EBUSY : kind == '0' ? NM_EHELD : kind == 'd' ? NM_EDEPUTY : 0;
-}
-
-/* A queued waiter waits for its grant on its own connection, for up to
- * PAUSE ms (never past DEADLINE): 0 if a grant came (the next attempt
- * confirms it), EBUSY if none did, NM_EHELD if a caching holder answered a
- * trylock that it is held, NM_ECONN.  Woken as a deputy of a grant, it
- * blocks one claim more (again at each such wake: the queue moves on) and
- * returns EBUSY then, for the next attempt to look (lib.lua, Waiting). */
-static int wait_grant(nm_lease_t *l, int64_t pause, int64_t deadline)
-{
-    int64_t until = nm_now_ms() + NM_MIN(pause, nm_remaining_ms(deadline));
-    long long claim = 0;
-    int err;
-    while ((err = block_once(l, until, deadline, &claim)) == NM_EDEPUTY)
-        until = nm_now_ms() + NM_MIN(claim + 1, nm_remaining_ms(deadline));
-    return err;
-}
-
-typedef struct attempt_state {
-    nm_ride_t ride;     /* goes with the first request (lease.h) */
-    nm_chan_t *ch;      /* quorum mode: the release channel */
-    int queued;         /* an attempt may have put us in the queue */
-    int maybe_applied;  /* a request whose answer was lost may have won */
-    queued_t entry;     /* in the list of queued waiters, while queued */
-} attempt_state_t;
-
-/* Quorum mode, after a first failed attempt: subscribe, and wait for the
- * subscription to be confirmed before the next attempt, so no release goes
- * unnoticed.  Returns whether waiters can be woken (else they poll). */
-static int start_listening(nm_lease_t *l, attempt_state_t *st, int64_t deadline)
-{
-    st->ch = nm_wake_listen(l->key, l->key_len);
-    if (!st->ch)
-        return 0;
-    int64_t until = NM_MIN(deadline, nm_now_ms() + (int64_t)l->cfg->io_timeout_ms);
-    return nm_wake_ready(st->ch, l->cfg->quorum, until) == 0;
-}
-
-/* Waits after a failed attempt (ERR, with the holder's PTTL): for a grant
- * when queued, for a release message in quorum mode, else a back-off. */
-static void wait_after(nm_lease_t *l, attempt_state_t *st, int err, long long pttl,
-                       uint64_t seq, int64_t *backoff, int64_t deadline)
-{
-    l->contended |= err == EBUSY;
-    if (err == EBUSY && st->queued) {
-        /* A broken connection here is the next attempt's to redial. */
-        wait_grant(l, next_pause(err, pttl, 1, backoff), deadline);
-        return;
-    }
-    pause_until(st->ch, seq, next_pause(err, pttl, err == EBUSY && st->ch, backoff), deadline);
-}
-
-/* The calling thread's acquisition gives up with EDEADLK once *stop_flag
- * is set (nm_lease_stop_flag). */
-static __thread const int *stop_flag;
-
-void nm_lease_stop_flag(const int *flag)
-{
-    stop_flag = flag;
-}
-
-int nm_lease_stopping(void)
-{
-    return stop_flag && __atomic_load_n(stop_flag, __ATOMIC_ACQUIRE);
-}
-
-/* A waiter the deadlock detector watches (it set stop_flag) looks often:
- * EDEADLK is noticed at a look. */
-int64_t nm_lease_queued_pause(long long pttl)
-{
-    int64_t look = stop_flag ? NM_QUEUE_WATCHED_MS : NM_QUEUE_LOOK_MS;
-    return pttl >= 0 ? NM_MIN(pttl + 1, look) : look;
-}
-
-/* Attempts until success, a final error, or the deadline. */
-static int acquire_loop(nm_lease_t *l, nm_wait_t wait, int64_t deadline, attempt_state_t *st)
-{
-    int64_t backoff = 1;
-    int conn_failures = 0, err;
-    /* A trylock queues only to ask a caching holder (acquire.lua 't'). */
-    int trylock = wait == NM_NOWAIT;
-
-    for (;;) {
-        uint64_t seq = st->ch ? nm_wake_seq(st->ch) : 0;
-        /* Quorum mode never queues: each server would hand the lock to
-         * its own head of the queue, and no waiter might win a quorum. */
-        unsigned int ttl = !quorum_mode(l) && queued_begin(&st->entry, l) ? QUEUE_TTL_MS : 0;
-        long long pttl = -1;
-        int sent;
-        err = acquire_once(l, &st->ride, ttl, st->queued, trylock, deadline, &pttl, &sent);
-        if (ttl > 0)
-            st->queued = queued_end(&st->entry, st->queued ||
-                                                    (sent && (!trylock || err == NM_EASKED)));
-        if (err == NM_EASKED) {
-            /* The holder gives the lock back (a grant: confirm it) or says
-             * a thread holds it; no answer in time is EBUSY too.  A request
-             * published before the holder's subscription took is lost, so
-             * it is asked again every ASK_AGAIN_MS. */
-            int got = wait_grant(l, ASK_AGAIN_MS, deadline);
-            if (got == 0 || (got != NM_EHELD && nm_remaining_ms(deadline) > 0))
-                continue;
-            return EBUSY;
-        }
-        if (err == NM_ECONN) {
-            st->maybe_applied |= sent;
-            if (wait == NM_NOWAIT && ++conn_failures >= NOWAIT_CONN_TRIES)
-                return EAGAIN;
-            if (wait == NM_NOWAIT && nm_remaining_ms(deadline) > 0)
-                continue;
-        } else if (err != EBUSY || wait == NM_NOWAIT) {
-            return err;
-        } else if (quorum_mode(l) && !st->ch && start_listening(l, st, deadline)) {
-            continue;
-        }
-        if (err == EBUSY && nm_lease_stopping())
-            return EDEADLK;
-        if (nm_remaining_ms(deadline) == 0)
-            return wait == NM_NOWAIT ? EAGAIN : ETIMEDOUT;
-        wait_after(l, st, err, pttl, seq, &backoff, deadline);
-    }
-}
-
-/* Giving up: leave the queue (and take the lock if it was granted to us
- * meanwhile), or delete a lock that a request whose answer was lost may
- * have taken for us, rather than leave it to expire.  Bounded: the caller's
- * deadline has passed, or the server failed. */
-static int give_up(nm_lease_t *l, const attempt_state_t *st, int err)
-{
-    int64_t deadline = nm_now_ms() + CLEANUP_MS;
     long long ignored;
     int sent;
-    if ((st->queued || st->maybe_applied) && cancel_once(l, deadline) == 0)
-        return 0;
-    if (st->maybe_applied)
-        release_once(l, NULL, 0, deadline, &ignored, &sent);
-    return err;
+    release_once(w->l, NULL, 0, deadline, &ignored, &sent);
 }
+
+/* The exit handler's way out (waiting.h): leave, and give back a grant
+ * that came meanwhile. */
+static void mutex_leave(nm_lease_t *l, void *arg, int64_t deadline)
+{
+    long long ignored;
+    int sent;
+    (void)arg;
+    if (cancel_once(l, deadline) == 0)
+        release_once(l, NULL, 0, deadline, &ignored, &sent);
+}
+
+/* A trylock queues too, only to ask a caching holder (acquire.lua 't'). */
+static const nm_wait_ops_t mutex_ops = { mutex_attempt, mutex_cancel, mutex_undo, mutex_leave,
+                                         1 };
 
 /* A held lock keeps its lock key and floor alone: the siblings are built
  * when a contended path's script needs them (fill_argv). */
@@ -997,7 +646,8 @@ int nm_lease_acquire_riding(nm_lease_t *l, const char *name, size_t name_len,
                             unsigned int lease_ms, unsigned int flags, nm_wait_t wait,
                             int64_t deadline, nm_script_call_t *rider)
 {
-    attempt_state_t st = { .ride = { rider, NULL } };
+    mutex_wait_t m = { .ride = { rider, NULL } };
+    nm_waiting_t w = { .l = l, .ops = &mutex_ops, .arg = &m };
     int err;
 
     memset(l, 0, sizeof *l);
@@ -1007,6 +657,9 @@ int nm_lease_acquire_riding(nm_lease_t *l, const char *name, size_t name_len,
     l->lease_ms = lease_ms ? lease_ms : l->cfg->lease_ms;
     l->robust = (flags & NM_LEASE_ROBUST) != 0;
     l->cache = (flags & NM_LEASE_CACHE) && l->cfg->cache && !quorum_mode(l);
+    /* Quorum mode never queues: each server would hand the lock to its
+     * own head of the queue, and no waiter might win a quorum. */
+    w.quorum = quorum_mode(l);
     if (wait == NM_NOWAIT)
         deadline = nm_now_ms() + l->cfg->io_timeout_ms;
     err = nm_token_new(l->token);
@@ -1015,12 +668,7 @@ int nm_lease_acquire_riding(nm_lease_t *l, const char *name, size_t name_len,
     if (!err)
         keep_lock_and_floor(l);
     if (!err)
-        err = acquire_loop(l, wait, deadline, &st);
-    if (err && l->key)
-        err = give_up(l, &st, err);
-    queued_remove(&st.entry);
-    if (st.ch)
-        nm_wake_unlisten(st.ch);
+        err = nm_wait_run(&w, wait, deadline);
     if (err)
         nm_lease_forget(l);
     return err;
@@ -1177,11 +825,6 @@ int nm_lease_script(nm_lease_t *l, nm_script_t id, int nkeys, int argc, const ch
                     const size_t *lens, int64_t deadline, redisReply **out, int *sent)
 {
     return run_argv(l, NULL, id, nkeys, argc, argv, lens, deadline, out, sent);
-}
-
-int nm_lease_wait_grant(nm_lease_t *l, int64_t pause, int64_t deadline)
-{
-    return wait_grant(l, pause, deadline);
 }
 
 void nm_lease_push_wakes(nm_lease_t *l, const redisReply *r, size_t at, int64_t deadline)

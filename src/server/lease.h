@@ -18,34 +18,8 @@
 
 #include "journal.h"
 #include "script.h"
+#include "acquisition.h"
 #include "settings.h"
-#include "token.h"
-
-typedef struct nm_lease {
-    nm_config_t *cfg;           /* reference: where the lease lives */
-    char token[NM_TOKEN_LEN + 1];
-    /* Flags of a byte each, in the token's padding: a lease is part of
-     * every held lock's memory. */
-    unsigned char owner_died;   /* the previous holder's lease expired */
-    unsigned char robust;       /* robust bookkeeping (lib.lua) */
-    unsigned char cache;        /* may be kept after unlock (cache.h) */
-    unsigned char waited;       /* others were queued when it was acquired */
-    unsigned char contended;    /* refused busy at least once before the
-                                   grant (statistics, stats.h) */
-    char *key;                  /* <prefix>{<tag>}<name>, then its :m :q :w keys */
-    size_t key_len;             /* of the first */
-    unsigned int lease_ms;
-    unsigned int splits;        /* quorum mode: split votes in a row */
-    long long fence;            /* from the acquire script */
-    int64_t sent_at;            /* monotonic ms the granted request left */
-    int64_t tried_at;           /* ... the latest attempt left */
-    struct nm_watch *watch;     /* renew.c's record, once tracked */
-} nm_lease_t;
-
-typedef enum nm_wait {
-    NM_NOWAIT,  /* trylock: one attempt (a few if the connection breaks) */
-    NM_WAIT     /* until DEADLINE (NM_FOREVER: through outages too) */
-} nm_wait_t;
 
 /* What an acquisition is for (nm_lease_acquire's FLAGS). */
 #define NM_LEASE_ROBUST 1u  /* robust bookkeeping: who died holding it,
@@ -132,19 +106,6 @@ void nm_lease_forget(nm_lease_t *l);
  * own, queued and granted as a mutex's are: these are the mutex's own
  * steps, for them. */
 
-/* A queued waiter looks at the lock (an attempt, which also moves its
- * entry's end on) when what keeps it out runs out, when it is woken
- * (lib.lua, Waiting), and at least this often: NM_QUEUE_LOOK_MS, or
- * NM_QUEUE_WATCHED_MS while the deadlock detector may choose it (it holds
- * something), so that EDEADLK comes soon after.  Its entry lives
- * NM_QUEUE_TTL_MS, three looks: past that it surely died. */
-#define NM_QUEUE_LOOK_MS 5000
-#define NM_QUEUE_WATCHED_MS 250
-#define NM_QUEUE_TTL_MS (3 * NM_QUEUE_LOOK_MS)
-
-/* How long a queued waiter blocks before its next look, told PTTL (ms
- * until what keeps it out runs out, -1 for nothing that does). */
-int64_t nm_lease_queued_pause(long long pttl);
 
 /* Runs script ID with ARGC words ARGV (its NKEYS keys first, all in the
  * slot of L's key) for L, on the calling thread's connection or the node
@@ -153,11 +114,6 @@ int64_t nm_lease_queued_pause(long long pttl);
  * whether a failed call may have reached the server. */
 int nm_lease_script(nm_lease_t *l, nm_script_t id, int nkeys, int argc, const char **argv,
                     const size_t *lens, int64_t deadline, redisReply **out, int *sent);
-
-/* A queued waiter of L's key blocks on its grant list <key>:g:<token> for
- * up to PAUSE ms (never past DEADLINE): 0 when a grant came (the next
- * attempt confirms it), EBUSY when none did, NM_EHELD, NM_ECONN. */
-int nm_lease_wait_grant(nm_lease_t *l, int64_t pause, int64_t deadline);
 
 /* Pushes the wake-ups a script could not push itself (a Redis Cluster's:
  * lib.lua, Grants and Waiting): the {token, ms} pairs of its reply R from
@@ -169,44 +125,7 @@ void nm_lease_push_wakes(nm_lease_t *l, const redisReply *r, size_t at, int64_t 
  * people and tools: its length. */
 size_t nm_lease_holder(const nm_config_t *cfg, char *buf, size_t size);
 
-/* A waiter in a queue, listed so that an exiting process takes it out
- * (lease.c, "leaving the queue at exit").  LEAVE, when not NULL, is how
- * (else a mutex's cancel): it is given a copy of the lease's fixed fields
- * (cfg, token, key, lease_ms), ARG and the exit's deadline, runs on the
- * exiting thread, and gives back a grant it finds. */
-typedef void (*nm_leave_fn)(nm_lease_t *l, void *arg, int64_t deadline);
-typedef struct nm_queued {
-    struct nm_queued *next;
-    const nm_lease_t *lease; /* the waiter's: cfg, token, key (fixed) */
-    nm_leave_fn leave;
-    void *leave_arg;
-    int listed;              /* the list's lock: in the list */
-    int in_flight;           /* the list's lock: a request that may queue is out */
-    int left;                /* the list's lock: the exit handler took it out */
-} nm_queued_t;
-
-/* Before a request that may queue the waiter of L (Q its entry, zeroed
- * before its first use): lists it, in flight.  0, listing nothing, once
- * the process is exiting: the request must not queue then. */
-int nm_lease_queued_begin(nm_queued_t *q, const nm_lease_t *l, nm_leave_fn leave, void *arg);
-/* After that request: Q stays listed if QUEUED, which is returned. */
-int nm_lease_queued_end(nm_queued_t *q, int queued);
-/* Off the list (the waiter's own thread, once it is done waiting). */
-void nm_lease_queued_remove(nm_queued_t *q);
-
-/* The calling thread's next acquisitions give up, once *FLAG is set
- * (atomic) after a failed attempt, with EDEADLK: out of the queue, or
- * holding the lock when it was granted meanwhile (deadlock.h).  NULL: no
- * flag. */
-void nm_lease_stop_flag(const int *flag);
-
-/* Whether the calling thread's stop flag is set (a read-write lock's or
- * semaphore's acquisition loop gives up as a mutex's does). */
-int nm_lease_stopping(void);
-
-/* pthread_atfork hooks for the list of queued waiters (see lease.c). */
-void nm_lease_before_fork(void);
-void nm_lease_after_fork_parent(void);
+/* In a forked child: its pid and thread ids are looked up anew. */
 void nm_lease_after_fork_child(void);
 
 #endif /* NM_LEASE_H */

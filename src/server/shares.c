@@ -5,14 +5,9 @@
  * A semaphore's permit is one more kind of hold, a share of a bounded set
  * on the semaphore's keys: the same requests with its permits.
  *
- * Waiting is a mutex's (lease.c), through the steps lease.h shares: the
- * first attempt is made without ceremony; one that finds the lock taken
- * queues with that same request, then blocks on its own grant list until
- * a grant, the end of what keeps it out (the writer's lease, the first
- * share), or its queue refresh, whichever comes first, and tries again.
- * The attempt after a grant confirms it: a grant is a hint, never proof.
- * Giving up (the deadline, an error) leaves the queue with one request,
- * which takes a grant that came meanwhile rather than let it lapse.
+ * Waiting is every queued kind's (waiting.h): this file gives the loop its
+ * requests (attempt, cancel, undo, the exit handler's leave).  The attempt
+ * after a grant confirms it: a grant is a hint, never proof.
  *
  * While a hold is being acquired its lease's key is every key of the lock,
  * K first (so lease.h's steps find the lock and the grant list by it);
@@ -33,12 +28,8 @@
 #include "reply.h"
 #include "script.h"
 #include "shares.h"
+#include "waiting.h"
 
-/* As lease.c: a trylock redials once; back-off after a failed request;
- * what leaving the queue may take after the deadline. */
-#define NOWAIT_CONN_TRIES 2
-#define CONN_BACKOFF_MAX_MS 500
-#define CLEANUP_MS 50
 #define ARGS 8
 
 /* One hold's requests: its lease (key: every key, K first), what it is,
@@ -49,9 +40,6 @@ typedef struct hold_req {
     unsigned int flags;
     unsigned int permits; /* a permit's semaphore's; 0 otherwise */
     size_t lens[NM_RKEY_COUNT];
-    int queued;        /* an attempt may have put it in the queue */
-    int maybe_applied; /* a request whose answer was lost may have won */
-    nm_queued_t entry; /* listed for the exit handler while queued */
 } hold_req_t;
 
 /* The keys of KIND's lock NAME: a semaphore's, or a read-write lock's. */
@@ -139,7 +127,7 @@ static int replicated(hold_req_t *r, int64_t deadline)
     long long ignored;
     int err = nm_replicas_confirm(r->l->cfg, deadline);
     if (err)
-        release_once(r, NM_MAX(deadline, nm_now_ms() + CLEANUP_MS), &ignored);
+        release_once(r, NM_MAX(deadline, nm_now_ms() + NM_CLEANUP_MS), &ignored);
     return err;
 }
 
@@ -196,63 +184,28 @@ static void leave_at_exit(nm_lease_t *l, void *arg, int64_t deadline)
         release_once(&r, deadline, &ignored);
 }
 
-/* Attempts until the hold is R's, a final error, or the deadline. */
-static int acquire_loop(hold_req_t *r, nm_wait_t wait, int64_t deadline)
+/* ---- the hold's requests for the one wait loop (waiting.h) ---------------- */
+
+static int hold_attempt(nm_waiting_t *w, unsigned int ttl, int64_t deadline, long long *pttl,
+                        int *sent)
 {
-    int64_t backoff = 1;
-    int conn_failures = 0;
-    for (;;) {
-        unsigned int ttl = wait == NM_WAIT &&
-                                   nm_lease_queued_begin(&r->entry, r->l, leave_at_exit, r)
-                               ? NM_QUEUE_TTL_MS
-                               : 0;
-        long long pttl = -1;
-        int sent;
-        int err = attempt(r, ttl, deadline, &pttl, &sent);
-        if (ttl > 0)
-            r->queued = nm_lease_queued_end(&r->entry, r->queued || sent);
-        if (err == NM_ECONN) {
-            r->maybe_applied |= sent;
-            if (wait == NM_NOWAIT && ++conn_failures >= NOWAIT_CONN_TRIES)
-                return EAGAIN;
-            if (wait == NM_NOWAIT && nm_remaining_ms(deadline) > 0)
-                continue;
-        } else if (err != EBUSY || wait == NM_NOWAIT) {
-            return err;
-        }
-        r->l->contended |= err == EBUSY;
-        if (err == EBUSY && nm_lease_stopping())
-            return EDEADLK;
-        if (nm_remaining_ms(deadline) == 0)
-            return wait == NM_NOWAIT ? EAGAIN : ETIMEDOUT;
-        if (err == EBUSY && r->queued) {
-            /* A broken connection here is the next attempt's to redial. */
-            nm_lease_wait_grant(r->l, nm_lease_queued_pause(pttl), deadline);
-        } else {
-            nm_sleep_ms(NM_MIN(err == EBUSY ? nm_lease_queued_pause(pttl) : backoff,
-                               nm_remaining_ms(deadline)));
-            backoff = NM_MIN(backoff * 2, CONN_BACKOFF_MAX_MS);
-        }
-    }
+    return attempt(w->arg, ttl, deadline, pttl, sent);
 }
 
-/* Giving up: leave the queue, taking a grant that came meanwhile (0: the
- * hold is R's after all), or undo what a request whose answer was lost
- * may have taken.  Bounded: the deadline has passed, or the server failed.
- * A semaphore's waiter told EINVAL (another number of permits) keeps
- * nothing: rwlock.lua confirms no grant under another bound, and one
- * confirmed all the same goes back, so that the caller's answer is the
- * one it was told. */
-static int give_up(hold_req_t *r, int err)
+static int hold_cancel(nm_waiting_t *w, int64_t deadline)
+{
+    return cancel_once(w->arg, deadline);
+}
+
+static void hold_undo(nm_waiting_t *w, int64_t deadline)
 {
     long long ignored;
-    if ((r->queued || r->maybe_applied) && cancel_once(r, nm_now_ms() + CLEANUP_MS) == 0) {
-        if (err != EINVAL)
-            return 0;
-        release_once(r, nm_now_ms() + CLEANUP_MS, &ignored);
-    }
-    return err;
+    release_once(w->arg, deadline, &ignored);
 }
+
+/* A trylock does not queue. */
+static const nm_wait_ops_t hold_ops = { hold_attempt, hold_cancel, hold_undo, leave_at_exit,
+                                        0 };
 
 /* The granted lease keeps the one key its renewal needs. */
 static int keep_renewal_key(hold_req_t *r)
@@ -294,11 +247,9 @@ int nm_shares_acquire(nm_lease_t *l, nm_share_kind_t kind, const char *name, siz
         err = build_keys(l->cfg, kind, name, name_len, l->token, &l->key, r.lens);
     if (!err) {
         l->key_len = r.lens[NM_RKEY_LOCK];
-        err = acquire_loop(&r, wait, deadline);
-        if (err)
-            err = give_up(&r, err);
+        nm_waiting_t w = { .l = l, .ops = &hold_ops, .arg = &r };
+        err = nm_wait_run(&w, wait, deadline);
     }
-    nm_lease_queued_remove(&r.entry);
     if (!err && keep_renewal_key(&r) != 0) {
         release_once(&r, nm_now_ms() + l->cfg->io_timeout_ms, &ignored);
         err = ENOMEM;
