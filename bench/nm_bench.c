@@ -283,10 +283,11 @@
  *                      "server_blocked" (INFO blocked_clients before),
  *                      "server_blocked_after" (and after),
  *                      "server_clients", "warnings" (the library's, in
- *                      every process).  Then hand-offs with the queue kept
- *                      full (each waiter queues again once it let go): a
- *                      sample is one release call to the next holder's
- *                      return (cond: signal to wake-up), 255 of them:
+ *                      every process; "first_warning" its text).  Then
+ *                      hand-offs with the queue kept full (each waiter
+ *                      queues again once it let go): a sample is one
+ *                      release call to the next holder's return (cond:
+ *                      signal to wake-up), 255 of them:
  *                      "handoff_p50_us", "handoff_samples" and, above one
  *                      waiter, "handoff_ratio_to_one" (target <= 1.5);
  *                      cond's "late_signals" woke nobody in 5 s.  A kind

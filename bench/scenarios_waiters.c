@@ -101,6 +101,7 @@ typedef struct {
     unsigned long turns;     /* acquisitions (wake-ups) so far */
     long late_signals;       /* a signal no waiter woke for in time */
     long warnings;           /* the library's warnings, in every process */
+    char first_warning[160]; /* the first one's text */
     int64_t rel_ns[HANDOFF_CAP], acq_ns[HANDOFF_CAP];
 } wboard_t;
 
@@ -305,13 +306,14 @@ static int cond_waiter(wobj_t *o)
     return err;
 }
 
-/* Counted, not printed: a thousand processes would flood stderr. */
+/* Counted, not printed: a thousand processes would flood stderr.  The
+ * first one's text is kept for the report. */
 static void wcount_warning(int level, const char *message, void *arg)
 {
-    (void)message;
     (void)arg;
-    if (level <= NETMUTEX_LOG_WARN)
-        __atomic_add_fetch(&wb->warnings, 1, __ATOMIC_RELAXED);
+    if (level <= NETMUTEX_LOG_WARN &&
+        __atomic_fetch_add(&wb->warnings, 1, __ATOMIC_SEQ_CST) == 0)
+        snprintf(wb->first_warning, sizeof wb->first_warning, "%s", message);
 }
 
 static void *wthread(void *arg)
@@ -668,6 +670,8 @@ static void wreport(const scenario_t *sc, int kind, const wresult_t *r, double p
         nmb_j_num(&j, "server_cpu_pct", r->cpu_pct);
     nmb_j_num(&j, "commands_per_s", r->commands_per_s);
     nmb_j_int(&j, "warnings", r->warnings);
+    if (r->warnings > 0)
+        nmb_j_str(&j, "first_warning", wb->first_warning);
     nmb_j_int(&j, "handoff_samples", r->samples);
     nmb_j_num(&j, "handoff_p50_us", r->p50_us);
     if (kind == W_COND)
