@@ -267,18 +267,27 @@
  *   waiters            What waiting costs the server.  For each kind --
  *                      "mutex", "sem" (one permit), "rwlock_writers"
  *                      (writers behind a read share), "cond" (condition
- *                      waiters, a signaller holding nothing) -- and 1, 100
- *                      and 1,000 waiters (-p N: N alone), one process holds
- *                      and N processes of one thread wait, each at the
- *                      server.  Once the server counts them blocked and a
- *                      second more, its CPU and commands over -d seconds:
- *                      "server_cpu_pct" (target <= 3 at 1,000 waiters),
- *                      "commands_per_s", "server_blocked",
+ *                      waiters, a signaller holding nothing) -- and 1, 100,
+ *                      1,000 and 10,000 waiters (--waiters N, or -p N: N
+ *                      alone), one process holds and the N wait, each at
+ *                      the server: up to 1,000 N processes of one thread,
+ *                      10,000 as 100 processes x 100 threads ("processes",
+ *                      "threads_per_process").  A mutex's threads queue in
+ *                      their process (fair mode too), so its 10,000 line
+ *                      says "skipped" and why.  A private server's
+ *                      maxclients is raised for the run when N needs it.
+ *                      Once the server counts them blocked and a second
+ *                      more, its CPU and commands over -d seconds:
+ *                      "server_cpu_pct" (target <= 3 at 1,000 waiters,
+ *                      <= 30 at 10,000), "commands_per_s",
+ *                      "server_blocked" (INFO blocked_clients before),
+ *                      "server_blocked_after" (and after),
  *                      "server_clients", "warnings" (the library's, in
- *                      every process).  Then hand-offs with the queue kept
- *                      full (each process queues again once it let go): a
- *                      sample is one release call to the next holder's
- *                      return (cond: signal to wake-up), 255 of them:
+ *                      every process; "first_warning" its text).  Then
+ *                      hand-offs with the queue kept full (each waiter
+ *                      queues again once it let go): a sample is one
+ *                      release call to the next holder's return (cond:
+ *                      signal to wake-up), 255 of them:
  *                      "handoff_p50_us", "handoff_samples" and, above one
  *                      waiter, "handoff_ratio_to_one" (target <= 1.5);
  *                      cond's "late_signals" woke nobody in 5 s.  A kind
@@ -456,7 +465,7 @@
 /* options and process-wide state                                         */
 /* ===================================================================== */
 
-bench_opt_t nmb_opt = { NULL, 0, 5.0, -1, -1, -1, -1, -1, -1, 0 };
+bench_opt_t nmb_opt = { NULL, 0, 5.0, -1, -1, -1, -1, -1, -1, 0, 0 };
 
 static pid_t main_pid;
 double nmb_rtt_us;
@@ -541,7 +550,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: nm_bench [-u URL] [--tcp] [-s NAME[,NAME...]] [-d SECONDS] [-p PROCS]\n"
             "                [-t THREADS] [--hold-us US] [--think-us US] [-n LOCKS] [--lease-ms MS]\n"
-            "                [--delay-us US]\n"
+            "                [--delay-us US] [--waiters N]\n"
             "  -u URL         Redis to use (default $NETMUTEX_URL, else a private redis-server)\n"
             "  --tcp          private server on 127.0.0.1 TCP instead of a unix socket\n"
             "  -s NAMES       scenarios, comma-separated (default all):\n"
@@ -558,6 +567,8 @@ static void usage(FILE *f)
             "  --delay-us US  then run uncontended, handoff and quorum_uncontended again\n"
             "                 through a proxy that delays every byte US each way (default 0:\n"
             "                 not; make bench uses 100)\n"
+            "  --waiters N    waiters: N waiters alone (1 to 10000) instead of 1, 100, 1000,\n"
+            "                 10000\n"
             "One JSON line per scenario on stdout; see the top of nm_bench.c.\n");
 }
 
@@ -642,7 +653,7 @@ static int delayed_link(unsigned int selected)
     return failures;
 }
 
-enum { OPT_TCP = 256, OPT_HOLD, OPT_THINK, OPT_LEASE, OPT_DELAY };
+enum { OPT_TCP = 256, OPT_HOLD, OPT_THINK, OPT_LEASE, OPT_DELAY, OPT_WAITERS };
 
 int main(int argc, char **argv)
 {
@@ -658,6 +669,7 @@ int main(int argc, char **argv)
         { "locks", required_argument, NULL, 'n' },
         { "lease-ms", required_argument, NULL, OPT_LEASE },
         { "delay-us", required_argument, NULL, OPT_DELAY },
+        { "waiters", required_argument, NULL, OPT_WAITERS },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -687,6 +699,7 @@ int main(int argc, char **argv)
             nmb_opt.lease_ms = parse_long(optarg, NETMUTEX_LEASE_MIN_MS, 600000, "--lease-ms");
             break;
         case OPT_DELAY: nmb_opt.delay_us = parse_long(optarg, 0, 1000000, "--delay-us"); break;
+        case OPT_WAITERS: nmb_opt.waiters = parse_long(optarg, 1, 10000, "--waiters"); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

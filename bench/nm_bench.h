@@ -43,6 +43,7 @@ typedef struct {
     long n_locks;            /* -1: scenario default */
     long lease_ms;           /* -1: scenario default */
     long delay_us;           /* --delay-us: one way; 0: no delayed link */
+    long waiters;            /* --waiters: the waiters scenario's N; 0: its list */
 } bench_opt_t;
 
 extern bench_opt_t nmb_opt;

@@ -5,16 +5,29 @@
  * For each kind of wait -- a mutex, a semaphore of one permit, writers
  * queued behind a read share of a read-write lock, condition waiters --
  * and each N of WAITERS_N, one process holds the name (for a condition it
- * is the signaller, holding nothing) and N processes of one thread each
- * wait on it, lease caching off, so that the server sees N waiters.  Once
- * they have all made their call and the server counts them blocked (or
- * BLOCKED_WAIT_MS passed: a kind whose waiters do not block at the server
- * is reported with the count it had), and SETTLE_MS more, the server's
- * CPU seconds and commands are read over -d seconds.  Then hand-offs with
- * the queue kept full: every process takes the name again as soon as it
- * let it go, so N stay queued; a sample is the time from one holder's
- * release call to the next holder's return (a condition: from the signal
- * call to the woken waiter's return), the first HANDOFF_CAP of them.
+ * is the signaller, holding nothing) and N waiters wait on it, lease
+ * caching off, so that the server sees N waiters.  Up to PROCS_MAX they
+ * are N processes of one thread each; above (10,000: as many processes
+ * do not fit a test machine's memory) processes of THREADS_PER_PROC
+ * threads, on small stacks, where each thread waits at the server itself:
+ * a semaphore's and a read-write lock's threads go to the server without
+ * waiting locally (sem.c, rwlock.c), and each condition waiter registers
+ * with a token of its own (design.md, 9a).  A mutex's threads cannot: the
+ * threads of one process queue locally and one of them talks to the
+ * server (entry.h), fair mode included, which only turns the cohort
+ * hand-off off; that N is reported "skipped" with the reason, not run
+ * with fewer waiters at the server than it claims.  A private server's
+ * maxclients is raised for the run when N needs more (and set back).
+ *
+ * Once they have all made their call and the server counts them blocked
+ * (or BLOCKED_WAIT_MS passed: a kind whose waiters do not block at the
+ * server is reported with the count it had), and SETTLE_MS more, the
+ * server's CPU seconds and commands are read over -d seconds.  Then
+ * hand-offs with the queue kept full: every waiter takes the name again
+ * as soon as it let it go, so N stay queued; a sample is the time from
+ * one holder's release call to the next holder's return (a condition:
+ * from the signal call to the woken waiter's return), the first
+ * HANDOFF_CAP of them.
  *
  * The top of nm_bench.c describes what it reports.
  */
@@ -22,6 +35,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,37 +52,56 @@
 
 #include "nm_bench.h"
 
-#define WAITERS_MAX 1000
+#define WAITERS_MAX 10000
+#define PROCS_MAX 1000           /* above: processes of many threads */
+#define THREADS_PER_PROC 100
+#define THREAD_STACK (128 * 1024)
 #define HANDOFF_CAP 256          /* hand-off samples kept */
 #define CALL_TIMEOUT_S 300       /* every wait is timed: nothing hangs */
 #define SIGNAL_WAIT_MS 5000      /* a signal's waiter woke, or we go on */
-#define BLOCKED_WAIT_MS 20000
 #define SETTLE_MS 1000
 #define START_WAIT_MS 60000      /* the holder holds, the waiters called */
-#define END_WAIT_MS 180000       /* every process gone after the hand-offs */
+/* Until the server counts them blocked, and until every waiter is gone
+ * after the hand-offs (each takes the name once more on its way out):
+ * a base, and per waiter. */
+#define BLOCKED_WAIT_MS(n) (20000 + 2 * (n))
+#define END_WAIT_MS(n) (180000 + 12 * (n))
+/* Connections a waiter process has beside its threads' own (the
+ * background thread's, subscribers), and the main process's and the
+ * holder's: maxclients must leave room for them. */
+#define CLIENTS_PER_PROC 4
+#define CLIENTS_SPARE 64
 /* The engine issue's target, per waiter: 1,000 waiting on one name cost
- * the server at most 3 % of its core.  Judged from 1,000 waiters on. */
+ * the server at most 3 % of its core, 10,000 at most 30 %.  Judged from
+ * 1,000 waiters on. */
 #define CPU_PCT_PER_WAITER 0.003
 #define CPU_TARGET_FROM 1000
 #define HANDOFF_RATIO_TARGET 1.5
 
 enum { W_MUTEX, W_SEM, W_RWLOCK, W_COND, W_KINDS };
 static const char *const kind_name[W_KINDS] = { "mutex", "sem", "rwlock_writers", "cond" };
-static const long waiters_n[] = { 1, 100, 1000 };
+static const long waiters_n[] = { 1, 100, 1000, 10000 };
+/* Why a kind's waiters cannot be threads that each wait at the server
+ * (NULL: they can). */
+static const char *const no_threads_why[W_KINDS] = {
+    "a mutex's threads queue in their process, one per process waits at the server "
+    "(fair mode too); 10,000 processes do not fit", NULL, NULL, NULL };
 
 typedef struct {
     int kind;
+    long n;                  /* waiters */
     char name[192];
     int holding;             /* the holder holds (the signaller is up) */
     int ready;               /* waiters about to make their first call */
     int loop;                /* the hand-offs may start */
     int stop;                /* leave after the current turn */
-    int alive;               /* condition waiters not gone yet */
+    int alive;               /* condition waiters (threads) not gone yet */
     int err;                 /* the first failure's errno, and where */
     char what[64];
     unsigned long turns;     /* acquisitions (wake-ups) so far */
     long late_signals;       /* a signal no waiter woke for in time */
     long warnings;           /* the library's warnings, in every process */
+    char first_warning[160]; /* the first one's text */
     int64_t rel_ns[HANDOFF_CAP], acq_ns[HANDOFF_CAP];
 } wboard_t;
 
@@ -236,7 +269,7 @@ static int signaller(wobj_t *o)
             wb->late_signals++;
     }
     wset(&wb->stop, 1);
-    int64_t limit = nmb_now_ns() + (int64_t)END_WAIT_MS * 1000000;
+    int64_t limit = nmb_now_ns() + (int64_t)END_WAIT_MS(wb->n) * 1000000;
     while (wget(&wb->alive) > 0 && nmb_now_ns() < limit) {
         if ((err = netmutex_cond_broadcast(&o->c)) != 0)
             return wfail("broadcast", err);
@@ -273,16 +306,54 @@ static int cond_waiter(wobj_t *o)
     return err;
 }
 
-/* Counted, not printed: a thousand processes would flood stderr. */
+/* Counted, not printed: a thousand processes would flood stderr.  The
+ * first one's text is kept for the report. */
 static void wcount_warning(int level, const char *message, void *arg)
 {
-    (void)message;
     (void)arg;
-    if (level <= NETMUTEX_LOG_WARN)
-        __atomic_add_fetch(&wb->warnings, 1, __ATOMIC_RELAXED);
+    if (level <= NETMUTEX_LOG_WARN &&
+        __atomic_fetch_add(&wb->warnings, 1, __ATOMIC_SEQ_CST) == 0)
+        snprintf(wb->first_warning, sizeof wb->first_warning, "%s", message);
 }
 
-static int wchild(int is_holder)
+static void *wthread(void *arg)
+{
+    wobj_t *o = arg;
+    int err = wb->kind == W_COND ? cond_waiter(o) : waiter(o);
+    return err != 0 ? arg : NULL;
+}
+
+/* NTHREADS waiters on one set of objects, each a thread on a small stack
+ * (10,000 of the default would not fit); a thread not started is counted
+ * ready and gone, so that nobody waits for it.  0, or -1. */
+static int wthreads(wobj_t *o, int nthreads)
+{
+    pthread_t tid[THREADS_PER_PROC];
+    pthread_attr_t attr;
+    int started = 0, err = pthread_attr_init(&attr), rc = 0;
+    if (err == 0)
+        err = pthread_attr_setstacksize(&attr, THREAD_STACK);
+    while (err == 0 && started < nthreads &&
+           (err = pthread_create(&tid[started], &attr, wthread, o)) == 0)
+        started++;
+    if (err != 0) {
+        __atomic_add_fetch(&wb->ready, nthreads - started, __ATOMIC_SEQ_CST);
+        if (wb->kind == W_COND)
+            __atomic_sub_fetch(&wb->alive, nthreads - started, __ATOMIC_SEQ_CST);
+        rc = wfail("pthread_create", err);
+    }
+    pthread_attr_destroy(&attr);
+    for (int i = 0; i < started; i++) {
+        void *r;
+        pthread_join(tid[i], &r);
+        if (r)
+            rc = -1;
+    }
+    return rc;
+}
+
+/* The holder (NTHREADS 1), or a process of NTHREADS waiters. */
+static int wchild(int is_holder, int nthreads)
 {
     netmutex_config_t cfg = nmb_bench_config(0);
     wobj_t o;
@@ -293,15 +364,17 @@ static int wchild(int is_holder)
         err = wobj_init(&o);
     if (err != 0) {
         if (!is_holder)
-            __atomic_add_fetch(&wb->ready, 1, __ATOMIC_SEQ_CST);
+            __atomic_add_fetch(&wb->ready, nthreads, __ATOMIC_SEQ_CST);
         if (wb->kind == W_COND && !is_holder)
-            __atomic_sub_fetch(&wb->alive, 1, __ATOMIC_SEQ_CST);
+            __atomic_sub_fetch(&wb->alive, nthreads, __ATOMIC_SEQ_CST);
         return wfail("set-up", err);
     }
-    if (wb->kind == W_COND)
-        err = is_holder ? signaller(&o) : cond_waiter(&o);
+    if (is_holder)
+        err = wb->kind == W_COND ? signaller(&o) : holder(&o);
+    else if (nthreads > 1)
+        err = wthreads(&o, nthreads);
     else
-        err = is_holder ? holder(&o) : waiter(&o);
+        err = wb->kind == W_COND ? cond_waiter(&o) : waiter(&o);
     wobj_destroy(&o);
     netmutex_shutdown();
     return err;
@@ -314,7 +387,7 @@ typedef struct {
     int n;
 } wcrew_t;
 
-static int wspawn(wcrew_t *c, int is_holder)
+static int wspawn(wcrew_t *c, int is_holder, int nthreads)
 {
     pid_t parent = getpid();
     fflush(NULL);
@@ -325,7 +398,7 @@ static int wspawn(wcrew_t *c, int is_holder)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(1);
-        _exit(wchild(is_holder) == 0 ? 0 : 1);
+        _exit(wchild(is_holder, nthreads) == 0 ? 0 : 1);
     }
     c->pid[c->n++] = pid;
     return 0;
@@ -400,7 +473,7 @@ static int wsnap(redisContext *c, wsnap_t *s)
 static long wsettle(redisContext *c, wcrew_t *crew, long n)
 {
     wsnap_t s = { 0 };
-    int64_t limit = nmb_now_ns() + (int64_t)BLOCKED_WAIT_MS * 1000000;
+    int64_t limit = nmb_now_ns() + (int64_t)BLOCKED_WAIT_MS(n) * 1000000;
     while (wsnap(c, &s) == 0 && s.blocked < n && nmb_now_ns() < limit && !wget(&wb->err)) {
         wreap(crew);
         nmb_sleep_us(100000);
@@ -410,7 +483,7 @@ static long wsettle(redisContext *c, wcrew_t *crew, long n)
 }
 
 typedef struct {
-    long n, blocked, clients, samples, late, warnings;
+    long n, blocked, blocked_after, clients, samples, late, warnings;
     double cpu_pct, commands_per_s, p50_us;
 } wresult_t;
 
@@ -441,11 +514,12 @@ static int wmeasure(redisContext *c, wcrew_t *crew, wresult_t *res)
     if (wsnap(c, &b) != 0)
         return -1;
     res->clients = b.clients;
+    res->blocked_after = b.blocked;
     res->cpu_pct = (b.cpu_s - a.cpu_s) / nmb_opt.duration_s * 100;
     res->commands_per_s = (b.commands - a.commands - 3) / nmb_opt.duration_s;
     wset(&wb->loop, 1);
     int64_t stop_at = nmb_now_ns() + (int64_t)(nmb_opt.duration_s * 1e9);
-    int64_t limit = nmb_now_ns() + (int64_t)END_WAIT_MS * 1000000;
+    int64_t limit = nmb_now_ns() + (int64_t)END_WAIT_MS(res->n) * 1000000;
     while (wreap(crew) > 0) {
         if (nmb_now_ns() > stop_at)
             wset(&wb->stop, 1);
@@ -463,24 +537,39 @@ static int wmeasure(redisContext *c, wcrew_t *crew, wresult_t *res)
     return 0;
 }
 
+/* N waiters: N processes up to PROCS_MAX, else processes of
+ * THREADS_PER_PROC threads (the last one the rest). */
+static long wprocs(long n)
+{
+    return n <= PROCS_MAX ? n : (n + THREADS_PER_PROC - 1) / THREADS_PER_PROC;
+}
+
+static int wthreads_of(long n, long proc)
+{
+    long left = n - proc * THREADS_PER_PROC;
+    return n <= PROCS_MAX ? 1 : (int)(left < THREADS_PER_PROC ? left : THREADS_PER_PROC);
+}
+
 static int wrun(redisContext *c, int kind, long n, wresult_t *res)
 {
     char what[64];
-    wcrew_t crew = { calloc((size_t)n + 1, sizeof(pid_t)), 0 };
+    long procs = wprocs(n);
+    wcrew_t crew = { calloc((size_t)procs + 1, sizeof(pid_t)), 0 };
     int rc = -1;
     if (!crew.pid)
         return wfail("out of memory", ENOMEM);
     memset(wb, 0, sizeof *wb);
     wb->kind = kind;
+    wb->n = n;
     wb->alive = kind == W_COND ? (int)n : 0;
     snprintf(what, sizeof what, "waiters/%s/%ld", kind_name[kind], n);
     nmb_mutex_name(wb->name, sizeof wb->name, what);
     memset(res, 0, sizeof *res);
     res->n = n;
-    if (wspawn(&crew, 1) != 0 || wawait(&crew, &wb->holding, 1, START_WAIT_MS) != 0)
+    if (wspawn(&crew, 1, 1) != 0 || wawait(&crew, &wb->holding, 1, START_WAIT_MS) != 0)
         goto out;
-    for (long i = 0; i < n; i++)
-        if (wspawn(&crew, 0) != 0) {
+    for (long i = 0; i < procs; i++)
+        if (wspawn(&crew, 0, wthreads_of(n, i)) != 0) {
             wfail("fork", errno);
             goto out;
         }
@@ -495,13 +584,83 @@ out:
     return rc;
 }
 
+/* The server's maxclients, or -1 after a message. */
+static long wmaxclients_get(redisContext *c)
+{
+    const char *argv[] = { "CONFIG", "GET", "maxclients" };
+    redisReply *r = nmb_admin_cmd(c, "CONFIG GET maxclients", 3, argv);
+    long v = -1;
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[1]->type == REDIS_REPLY_STRING)
+        v = atol(r->element[1]->str);
+    else if (r)
+        nmb_complain("CONFIG GET maxclients: an unexpected reply");
+    freeReplyObject(r);
+    return v;
+}
+
+static int wmaxclients_set(redisContext *c, long v)
+{
+    char num[24];
+    snprintf(num, sizeof num, "%ld", v);
+    const char *argv[] = { "CONFIG", "SET", "maxclients", num };
+    return nmb_admin_do(c, "CONFIG SET maxclients", 4, argv);
+}
+
+/* Room at the server for N waiters' connections: a private server's
+ * maxclients is raised if need be (*WAS keeps the value it had first, to
+ * be set back; 0 while untouched), another server's only checked.  0, or
+ * -1 with the reason in WHY. */
+static int wroom(redisContext *c, long n, long *was, char *why, size_t len)
+{
+    long need = n + CLIENTS_PER_PROC * wprocs(n) + CLIENTS_SPARE;
+    long have = wmaxclients_get(c);
+    if (have < 0) {
+        snprintf(why, len, "CONFIG GET maxclients failed");
+        return -1;
+    }
+    if (have >= need)
+        return 0;
+    if (nmb_private_server_pid() == 0) {
+        snprintf(why, len, "the server's maxclients is %ld, %ld waiters need %ld", have, n, need);
+        return -1;
+    }
+    if (wmaxclients_set(c, need) != 0) {
+        snprintf(why, len, "CONFIG SET maxclients %ld failed", need);
+        return -1;
+    }
+    if (*was == 0)
+        *was = have;
+    return 0;
+}
+
+static void wreport_head(jline_t *j, const scenario_t *sc, int kind, long n)
+{
+    long procs = wprocs(n);
+    nmb_j_begin(j, sc->name);
+    nmb_j_str(j, "kind", kind_name[kind]);
+    nmb_j_int(j, "waiters", n);
+    nmb_j_int(j, "processes", procs);
+    nmb_j_int(j, "threads_per_process", (n + procs - 1) / procs);
+}
+
+/* N no set-up of this kind can have waiting at the server. */
+static void wreport_skipped(const scenario_t *sc, int kind, long n)
+{
+    jline_t j;
+    wreport_head(&j, sc, kind, n);
+    nmb_j_str(&j, "skipped", no_threads_why[kind]);
+    nmb_j_end(&j);
+    fprintf(stderr, "nm_bench: %s: %-14s %5ld waiting: skipped: %s\n", sc->name,
+            kind_name[kind], n, no_threads_why[kind]);
+}
+
 static void wreport(const scenario_t *sc, int kind, const wresult_t *r, double p50_one)
 {
     jline_t j;
-    nmb_j_begin(&j, sc->name);
-    nmb_j_str(&j, "kind", kind_name[kind]);
-    nmb_j_int(&j, "waiters", r->n);
+    wreport_head(&j, sc, kind, r->n);
     nmb_j_int(&j, "server_blocked", r->blocked);
+    nmb_j_int(&j, "server_blocked_after", r->blocked_after);
     nmb_j_int(&j, "server_clients", r->clients);
     nmb_j_num(&j, "measured_s", nmb_opt.duration_s);
     if (r->n >= CPU_TARGET_FROM)
@@ -511,6 +670,8 @@ static void wreport(const scenario_t *sc, int kind, const wresult_t *r, double p
         nmb_j_num(&j, "server_cpu_pct", r->cpu_pct);
     nmb_j_num(&j, "commands_per_s", r->commands_per_s);
     nmb_j_int(&j, "warnings", r->warnings);
+    if (r->warnings > 0)
+        nmb_j_str(&j, "first_warning", wb->first_warning);
     nmb_j_int(&j, "handoff_samples", r->samples);
     nmb_j_num(&j, "handoff_p50_us", r->p50_us);
     if (kind == W_COND)
@@ -524,13 +685,42 @@ static void wreport(const scenario_t *sc, int kind, const wresult_t *r, double p
             r->blocked, r->cpu_pct, r->commands_per_s, r->p50_us);
 }
 
+/* One kind at every N; a failure stops the kind (its waiters overloading
+ * the server, say), not the scenario.  0, or -1 after the error line. */
+static int wkind(const scenario_t *sc, redisContext *c, int kind, long only, long *was)
+{
+    double p50_one = 0;
+    for (size_t i = 0; i < sizeof waiters_n / sizeof waiters_n[0]; i++) {
+        long n = only ? only : waiters_n[i];
+        char msg[200];
+        wresult_t r;
+        if (n > PROCS_MAX && no_threads_why[kind]) {
+            wreport_skipped(sc, kind, n);
+        } else if (wroom(c, n, was, msg, sizeof msg) != 0) {
+            return nmb_report_error(sc->name, msg);
+        } else if (wrun(c, kind, n, &r) != 0) {
+            snprintf(msg, sizeof msg, "%s, %ld waiters: %s: %s (%ld warnings)", kind_name[kind],
+                     n, wb->what, nmb_errname(wb->err), wb->warnings);
+            return nmb_report_error(sc->name, msg);
+        } else {
+            if (n == 1)
+                p50_one = r.p50_us;
+            wreport(sc, kind, &r, p50_one);
+        }
+        if (only)
+            break;
+    }
+    return 0;
+}
+
 int nmb_sc_waiters(const scenario_t *sc)
 {
-    long only = nmb_opt.procs > 0 ? nmb_opt.procs : 0;
+    long only = nmb_opt.waiters > 0 ? nmb_opt.waiters : nmb_opt.procs > 0 ? nmb_opt.procs : 0;
+    long was = 0;
     redisContext *c;
     int rc = 0;
     if (only > WAITERS_MAX)
-        return nmb_report_error(sc->name, "at most 1000 waiters (-p)");
+        return nmb_report_error(sc->name, "at most 10000 waiters (--waiters)");
     wb = mmap(NULL, sizeof *wb, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (wb == MAP_FAILED)
         return nmb_report_error(sc->name, "mmap failed");
@@ -538,27 +728,11 @@ int nmb_sc_waiters(const scenario_t *sc)
         munmap(wb, sizeof *wb);
         return nmb_report_error(sc->name, "no admin connection");
     }
-    /* A kind that fails at some N (its waiters overloading the server,
-     * say) is not tried with more; the other kinds still are. */
-    for (int kind = 0; kind < W_KINDS; kind++) {
-        double p50_one = 0;
-        for (size_t i = 0; i < sizeof waiters_n / sizeof waiters_n[0]; i++) {
-            long n = only ? only : waiters_n[i];
-            wresult_t r;
-            if (wrun(c, kind, n, &r) != 0) {
-                char msg[160];
-                snprintf(msg, sizeof msg, "%s, %ld waiters: %s: %s (%ld warnings)",
-                         kind_name[kind], n, wb->what, nmb_errname(wb->err), wb->warnings);
-                rc = nmb_report_error(sc->name, msg);
-                break;
-            }
-            if (n == 1)
-                p50_one = r.p50_us;
-            wreport(sc, kind, &r, p50_one);
-            if (only)
-                break;
-        }
-    }
+    for (int kind = 0; kind < W_KINDS; kind++)
+        if (wkind(sc, c, kind, only, &was) != 0)
+            rc = -1;
+    if (was > 0)
+        wmaxclients_set(c, was);
     redisFree(c);
     munmap(wb, sizeof *wb);
     return rc;
