@@ -12,23 +12,24 @@
  * the entry's lock e->mu and condition variable e->cv, the family, the
  * lease cache's bookkeeping (e->cache, cache.h: a mutex's and a rwlock's;
  * a semaphore never caches, and its stays zero) and the statistics record
- * (e->stat, stats.h).  The body (e->body) is the family's, got through
- * nm_entry_mutex() or nm_entry_holds(), which stop the process when asked
- * for another family's:
+ * (e->stat, stats.h).  The body is the family's: mx = nm_entry_mutex(e)
+ * for a mutex, hs = nm_entry_holds(e) for a rwlock or a semaphore, each of
+ * which stops the process when asked for another family's.
  *
- *   family   body              a hold is                        moves
- *   mutex    nm_entry_mutex_t  its one hold (body.hold), HELD   the states
- *   rwlock   nm_entry_holds_t  one thread's read share or the   hold_add,
- *                              write lock, on the list          hold_remove
- *   sem      nm_entry_holds_t  one permit of one thread, on     hold_add,
- *                              the list                         hold_remove
+ *   family   body              a hold is                      moves
+ *   mutex    nm_entry_mutex_t  its one hold, mx->hold (HELD)  the states
+ *   rwlock   nm_entry_holds_t  one thread's read share or     hold_add,
+ *                              the write lock, on hs->list    hold_remove
+ *   sem      nm_entry_holds_t  one thread's permit (of one    hold_add,
+ *                              or several), on hs->list       hold_remove
  *
- * A hold (nm_hold_t) is what one thread has of a name: a lease of its own
- * at the server (its kind, nm_hold_kind_t, says what the lease stands
- * for), who holds it through which handle, and how deep.  The renewal job
- * (renew.h) renews every hold's lease and reports each one lost by
- * itself; held.h lists the calling thread's holds, pushed and popped by
- * the moves below.
+ * A hold (nm_hold_t) is what one thread has of a name: a lease at the
+ * server (its kind, nm_hold_kind_t, says what the lease stands for; a
+ * read hold through a rwlock's cached share has none of its own, below),
+ * who holds it through which handle, and how deep.  The renewal job
+ * (renew.h) watches every lease, renews it (a mutex's unless its
+ * attribute says not) and reports each one lost by itself; held.h lists
+ * the calling thread's holds, pushed and popped by the moves below.
  *
  * A condition variable has no entry, and its waiter is not a hold: while
  * it waits the thread has given the mutex back (its lease went to the
@@ -41,11 +42,11 @@
  * ---- a mutex: the state machine ----
  *
  * One thread per name at a time talks to Redis about a mutex: the others
- * wait on e->cv.  The states (body.state, under e->mu):
+ * wait on e->cv.  The states (mx->state, under e->mu):
  *
  *   FREE        no lease here, and nobody getting one: a thread may start.
  *   ACQUIRING   one thread is getting a lease from the servers.
- *   HELD        a thread holds the name (body.hold); the lease is ours.
+ *   HELD        a thread holds the name (mx->hold); the lease is ours.
  *   HANDOFF     unlocked, the lease kept for a local waiter (the cohort,
  *               mutex.c): the next local lock takes it with no round trip.
  *   CACHED      unlocked, the lease kept until another process asks for it
@@ -85,7 +86,7 @@
  * a semaphore's threads hold permits, one or several each.  One hold
  * cannot stand for them, and a shared lease would make one thread's
  * unlock or lost renewal end another's share.  So each has its own lease
- * and token at the server, on the entry's list (body.list): a read share
+ * and token at the server, on the entry's list (hs->list): a read share
  * (NM_HOLD_SHARE), the write lock (NM_HOLD_WRITE) or a permit
  * (NM_HOLD_PERMIT).  The list's moves, hold_add and hold_remove, have no
  * states: the server orders the holders (its queue serves readers and
@@ -95,9 +96,9 @@
  * lock counts in its hold (depth), a write lock asked by a holder is
  * EDEADLK rather than a wait for itself, and an unlock finds the caller's
  * hold.  With lease caching (cache.h), a rwlock's process keeps one read
- * share, body.rshare, off the list: the threads that read through it
- * have holds on the list marked shared, with no lease of their own,
- * counted in body.rreaders (a semaphore's stay NULL and 0).
+ * share, hs->rshare, off the list: the threads that read through it have
+ * holds on the list marked shared, with no lease of their own, counted in
+ * hs->rreaders (a semaphore's stay NULL and 0).
  */
 #ifndef NM_ENTRY_H
 #define NM_ENTRY_H
@@ -149,7 +150,7 @@ typedef struct nm_hold {
     unsigned char kind;       /* nm_hold_kind_t */
     unsigned char inconsistent; /* robust: EOWNERDEAD given, not repaired */
     unsigned char shared;     /* a read hold through the rwlock's cached
-                                 share (body.rshare): no lease of its own */
+                                 share (hs->rshare): no lease of its own */
     int64_t stat_t0;          /* HELD: when the hold started (stats.h), or 0 */
 } nm_hold_t;
 
