@@ -251,17 +251,32 @@ static void test_per_thread(void)
 }
 
 /* Through the entry moves: a mutex's lease taken and left every way, and
- * the list of holds. */
+ * the lists of holds of a rwlock and a semaphore. */
 static nm_config_t cfg = { .io_timeout_ms = 2000, .refs = 1 };
 
-static void test_entry_moves(void)
+/* An entry of FAMILY named "e", as the registry makes one. */
+static nm_entry_t *entry_of(nm_entry_family_t family)
 {
     nm_entry_t *e = calloc(1, sizeof *e + 2);
     g_assert_nonnull(e);
     strcpy(e->name, "e");
     e->name_len = 1;
+    e->family = (unsigned char)family;
     pthread_mutex_init(&e->mu, NULL);
     nm_cond_init_monotonic(&e->cv);
+    return e;
+}
+
+static void entry_done(nm_entry_t *e)
+{
+    pthread_cond_destroy(&e->cv);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}
+
+static void test_entry_moves(void)
+{
+    nm_entry_t *e = entry_of(NM_FAMILY_MUTEX);
     int handle = 0;
     nm_lease_t l = { .cfg = &cfg, .lease_ms = 30000 }, out;
     l.key = g_strdup("k");
@@ -271,7 +286,7 @@ static void test_entry_moves(void)
     g_assert_cmpuint(nm_held_count(), ==, 0);
     nm_entry_granted(e, &handle, &l);
     g_assert_cmpuint(nm_held_count(), ==, 1);
-    e->hold.depth++; /* a recursive relock: no move */
+    nm_entry_mutex(e)->hold.depth++; /* a recursive relock: no move */
     nm_entry_hand_off(e);
     g_assert_cmpuint(nm_held_count(), ==, 0);
     nm_entry_take(e, &handle);
@@ -283,22 +298,22 @@ static void test_entry_moves(void)
     g_assert_cmpuint(nm_held_count(), ==, 0);
     nm_entry_freed(e);
     g_free(out.key);
+    entry_done(e);
 
+    nm_entry_t *rw = entry_of(NM_FAMILY_RWLOCK), *sem = entry_of(NM_FAMILY_SEM);
     nm_hold_node_t a = { 0 }, b = { 0 };
-    nm_entry_hold_add(e, &a, &handle, NM_HOLD_SHARE);
-    nm_entry_hold_add(e, &b, &handle, NM_HOLD_PERMIT);
+    nm_entry_hold_add(rw, &a, &handle, NM_HOLD_SHARE);
+    nm_entry_hold_add(sem, &b, &handle, NM_HOLD_PERMIT);
     g_assert_cmpuint(nm_held_count(), ==, 2);
-    nm_entry_hold_remove(e, &a);
+    nm_entry_hold_remove(rw, &a);
     const nm_held_t *h = NULL;
     nm_held_each(first_seq, &h);
     g_assert_cmpint(h->kind, ==, NM_HELD_PERMIT);
     g_assert_cmpstr(h->name, ==, "e");
-    nm_entry_hold_remove(e, &b);
+    nm_entry_hold_remove(sem, &b);
     g_assert_cmpuint(nm_held_count(), ==, 0);
-
-    pthread_cond_destroy(&e->cv);
-    pthread_mutex_destroy(&e->mu);
-    free(e);
+    entry_done(rw);
+    entry_done(sem);
 }
 
 int main(int argc, char **argv)

@@ -378,8 +378,9 @@ int netmutex_destroy(netmutex_t *m)
     int err = handle_entry(m, &e);
     if (err)
         return err;
+    const nm_entry_mutex_t *mx = nm_entry_mutex(e);
     pthread_mutex_lock(&e->mu);
-    int held_here = e->state == NM_HELD && e->hold.handle == m;
+    int held_here = mx->state == NM_HELD && mx->hold.handle == m;
     pthread_mutex_unlock(&e->mu);
     if (held_here)
         return EBUSY;
@@ -396,10 +397,11 @@ int netmutex_destroy(netmutex_t *m)
 /* The calling thread already holds E: pthread's answers per type. */
 static int relock(nm_entry_t *e, const netmutex_t *m, nm_wait_t wait)
 {
+    nm_entry_mutex_t *mx = nm_entry_mutex(e);
     if (nm_m_type(m) == NETMUTEX_RECURSIVE) {
-        if (e->hold.depth == UINT_MAX)
+        if (mx->hold.depth == UINT_MAX)
             return EAGAIN;
-        e->hold.depth++;
+        mx->hold.depth++;
         return 0;
     }
     return wait == NM_NOWAIT ? EBUSY : EDEADLK;
@@ -427,8 +429,9 @@ static int start_watching(const netmutex_t *m, nm_entry_t *e, nm_lease_t *lease)
  * timeout, trylock's own bound). */
 static int try_local_turn(nm_entry_t *e, int newcomer_barred)
 {
-    while (e->state == NM_RETURNING && nm_now_ms() < e->returning_until) {
-        struct timespec ts = nm_deadline_timespec(e->returning_until);
+    const nm_entry_mutex_t *mx = nm_entry_mutex(e);
+    while (mx->state == NM_RETURNING && nm_now_ms() < mx->returning_until) {
+        struct timespec ts = nm_deadline_timespec(mx->returning_until);
         pthread_cond_timedwait(&e->cv, &e->mu, &ts);
     }
     return nm_entry_busy(e) || newcomer_barred ? EBUSY : 0;
@@ -439,12 +442,13 @@ static int try_local_turn(nm_entry_t *e, int newcomer_barred)
 static int wait_local_turn(nm_entry_t *e, nm_wait_t wait, int64_t deadline, int detect)
 {
     int err = 0;
+    nm_entry_mutex_t *mx = nm_entry_mutex(e);
     nm_deadlock_wait_t *dl = NULL; /* deadlock.h: registered once it waits */
     /* A turn reserved (fair mode) belongs to a thread already waiting. */
-    int newcomer_barred = e->reserved && e->waiters > 0;
+    int newcomer_barred = mx->reserved && mx->waiters > 0;
     if (wait == NM_NOWAIT)
         return try_local_turn(e, newcomer_barred);
-    e->waiters++;
+    mx->waiters++;
     while ((nm_entry_busy(e) || newcomer_barred) && !err) {
         if (!dl && nm_entry_busy(e))
             dl = nm_deadlock_begin(NM_WAIT_MUTEX, e->name, e->name_len, e, detect);
@@ -464,8 +468,8 @@ static int wait_local_turn(nm_entry_t *e, nm_wait_t wait, int64_t deadline, int 
     }
     err = nm_deadlock_end(dl, err);
     if (!err)
-        e->reserved = 0;
-    e->waiters--;
+        mx->reserved = 0;
+    mx->waiters--;
     return err;
 }
 
@@ -488,14 +492,15 @@ static int is_fair(const void *handle)
  * healthy: never a lost one, never one a robust holder left inconsistent. */
 static int may_hand_off(const nm_entry_t *e)
 {
-    const nm_config_t *cfg = e->hold.lease.cfg;
-    if (e->waiters == 0 || e->hold.inconsistent || nm_renew_lost(&e->hold.lease))
+    const nm_entry_mutex_t *mx = nm_entry_mutex(e);
+    const nm_config_t *cfg = mx->hold.lease.cfg;
+    if (mx->waiters == 0 || mx->hold.inconsistent || nm_renew_lost(&mx->hold.lease))
         return 0;
-    if (is_fair(e->hold.handle) || e->cohort_turns >= cfg->cohort_max)
+    if (is_fair(mx->hold.handle) || mx->cohort_turns >= cfg->cohort_max)
         return 0;
-    int64_t age = nm_now_ms() - e->cohort_start;
+    int64_t age = nm_now_ms() - mx->cohort_start;
     return age < (int64_t)cfg->cohort_ms &&
-           nm_renew_valid_ms(&e->hold.lease) > (int64_t)cfg->cohort_ms;
+           nm_renew_valid_ms(&mx->hold.lease) > (int64_t)cfg->cohort_ms;
 }
 
 /* Under e->mu, after the turn: takes a lease kept here (handed off, or
@@ -503,15 +508,16 @@ static int may_hand_off(const nm_entry_t *e)
  * moved to *STALE and E on its way to the servers. */
 static int take_kept(nm_entry_t *e, netmutex_t *m, nm_lease_t *stale)
 {
-    if (e->state == NM_HANDOFF) {
-        e->cohort_turns++;
+    nm_entry_mutex_t *mx = nm_entry_mutex(e);
+    if (mx->state == NM_HANDOFF) {
+        mx->cohort_turns++;
         nm_entry_take(e, m);
         return 1;
     }
     if (nm_cache_take_locked(e, cache_allowed(m), stale)) {
         nm_entry_take(e, m);
-        e->cohort_turns = 0;
-        e->cohort_start = nm_now_ms();
+        mx->cohort_turns = 0;
+        mx->cohort_start = nm_now_ms();
         return 1;
     }
     if (!stale->key)
@@ -523,12 +529,13 @@ static int take_kept(nm_entry_t *e, netmutex_t *m, nm_lease_t *stale)
  * robust answer if its previous holder died holding it. */
 static int granted(nm_entry_t *e, netmutex_t *m, const nm_lease_t *lease)
 {
+    nm_entry_mutex_t *mx = nm_entry_mutex(e);
     nm_entry_granted(e, m, lease);
-    e->cohort_turns = 0;
-    e->cohort_start = nm_now_ms();
+    mx->cohort_turns = 0;
+    mx->cohort_start = nm_now_ms();
     nm_cache_acquired_locked(e);
-    e->hold.inconsistent = lease->owner_died && (NM_M_FLAGS(m) & FLAG_ROBUST);
-    return e->hold.inconsistent ? EOWNERDEAD : 0;
+    mx->hold.inconsistent = lease->owner_died && (NM_M_FLAGS(m) & FLAG_ROBUST);
+    return mx->hold.inconsistent ? EOWNERDEAD : 0;
 }
 
 /* E is ACQUIRING for the calling thread: a lease from the servers, after
@@ -572,13 +579,14 @@ static int acquire(netmutex_t *m, nm_wait_t wait, int64_t deadline)
     if (err)
         return err;
 
+    const nm_entry_mutex_t *mx = nm_entry_mutex(e);
     pthread_mutex_lock(&e->mu);
-    nm_stats_call(nm_entry_busy(e) || (e->reserved && e->waiters > 0));
+    nm_stats_call(nm_entry_busy(e) || (mx->reserved && mx->waiters > 0));
     if (nm_entry_mine(e))
         err = relock(e, m, wait);
     else
         err = wait_local_turn(e, wait, deadline, mutex_detects(m));
-    if (err || e->state == NM_HELD || take_kept(e, m, &stale)) {
+    if (err || mx->state == NM_HELD || take_kept(e, m, &stale)) {
         pthread_mutex_unlock(&e->mu);
         return err;
     }
@@ -637,7 +645,7 @@ int nm_mutex_wait_check(netmutex_t *m, unsigned int *lease_ms)
     int err = lock_if_owner(m, &e);
     if (err)
         return err;
-    if (e->hold.depth > 1)
+    if (nm_entry_mutex(e)->hold.depth > 1)
         err = EINVAL;
     *lease_ms = m->nm_init == NM_STATE_LIVE ? NM_M_LEASE_MS(m) : 0;
     pthread_mutex_unlock(&e->mu);
@@ -650,7 +658,8 @@ int nm_mutex_wait_check(netmutex_t *m, unsigned int *lease_ms)
 static int release(nm_entry_t *e, int fair, nm_script_call_t *rider, nm_trailer_t *trailer)
 {
     nm_lease_t lease;
-    int unrecoverable = e->hold.inconsistent;
+    nm_entry_mutex_t *mx = nm_entry_mutex(e);
+    int unrecoverable = mx->hold.inconsistent;
     nm_cache_released_locked(e);
     nm_entry_releasing(e, &lease);
     pthread_mutex_unlock(&e->mu);
@@ -661,7 +670,7 @@ static int release(nm_entry_t *e, int fair, nm_script_call_t *rider, nm_trailer_
     int err = nm_handle_release(&lease, &how);
 
     pthread_mutex_lock(&e->mu);
-    e->reserved = fair && e->waiters > 0;
+    mx->reserved = fair && mx->waiters > 0;
     nm_entry_freed(e);
     pthread_mutex_unlock(&e->mu);
     return err;
@@ -682,11 +691,12 @@ static int unlock(netmutex_t *m)
     int err = lock_if_owner(m, &e);
     if (err)
         return err;
-    if (--e->hold.depth > 0) {
+    nm_entry_mutex_t *mx = nm_entry_mutex(e);
+    if (--mx->hold.depth > 0) {
         pthread_mutex_unlock(&e->mu);
         return 0;
     }
-    int fair = is_fair(e->hold.handle);
+    int fair = is_fair(mx->hold.handle);
     /* Right after a signal of this thread the lease goes back, with the
      * signal's answer (condvar.h): the next locker is most likely the
      * waiter it woke, in another process perhaps, which would otherwise
@@ -694,7 +704,7 @@ static int unlock(netmutex_t *m)
     if (may_hand_off(e)) {
         nm_entry_hand_off(e);
     } else if (!nm_cond_owed() && nm_cache_keep_locked(e)) {
-        e->reserved = fair && e->waiters > 0;
+        mx->reserved = fair && mx->waiters > 0;
         nm_entry_keep(e);
     } else {
         return nm_errno_public(release(e, fair, NULL, NULL));
@@ -711,13 +721,14 @@ int nm_mutex_unlock_riding(netmutex_t *m, nm_script_call_t *rider, nm_trailer_t 
     int err = lock_if_owner(m, &e);
     if (err)
         return err;
-    if (e->hold.depth != 1 || may_hand_off(e)) {
+    nm_entry_mutex_t *mx = nm_entry_mutex(e);
+    if (mx->hold.depth != 1 || may_hand_off(e)) {
         pthread_mutex_unlock(&e->mu);
         return 0;
     }
-    e->hold.depth = 0;
+    mx->hold.depth = 0;
     *rode = 1;
-    return nm_errno_public(release(e, is_fair(e->hold.handle), rider, trailer));
+    return nm_errno_public(release(e, is_fair(mx->hold.handle), rider, trailer));
 }
 
 int nm_mutex_lock_riding(netmutex_t *m, nm_script_call_t *rider, int *rode)
@@ -730,7 +741,8 @@ int nm_mutex_lock_riding(netmutex_t *m, nm_script_call_t *rider, int *rode)
     pthread_mutex_lock(&e->mu);
     /* Only a name nobody here holds, keeps or waits for goes to the
      * servers at once (acquire() says the rest). */
-    if (e->state != NM_FREE || e->waiters > 0) {
+    const nm_entry_mutex_t *mx = nm_entry_mutex(e);
+    if (mx->state != NM_FREE || mx->waiters > 0) {
         pthread_mutex_unlock(&e->mu);
         return 0;
     }
@@ -750,9 +762,10 @@ int netmutex_consistent(netmutex_t *m)
     int err = lock_if_owner(m, &e);
     if (err)
         return err;
-    if (!e->hold.inconsistent)
+    nm_hold_t *hold = &nm_entry_mutex(e)->hold;
+    if (!hold->inconsistent)
         err = EINVAL;
-    e->hold.inconsistent = 0;
+    hold->inconsistent = 0;
     pthread_mutex_unlock(&e->mu);
     return err;
 }
@@ -765,7 +778,7 @@ int netmutex_fence(netmutex_t *m, uint64_t *token)
     int err = lock_if_owner(m, &e);
     if (err)
         return err;
-    *token = (uint64_t)e->hold.lease.fence;
+    *token = (uint64_t)nm_entry_mutex(e)->hold.lease.fence;
     pthread_mutex_unlock(&e->mu);
     return 0;
 }
@@ -778,10 +791,11 @@ int netmutex_validity(netmutex_t *m, uint64_t *ms_left)
     int err = lock_if_owner(m, &e);
     if (err)
         return err;
-    if (nm_renew_lost(&e->hold.lease)) {
+    const nm_lease_t *lease = &nm_entry_mutex(e)->hold.lease;
+    if (nm_renew_lost(lease)) {
         err = ENOLCK;
     } else {
-        *ms_left = (uint64_t)nm_renew_valid_ms(&e->hold.lease);
+        *ms_left = (uint64_t)nm_renew_valid_ms(lease);
     }
     pthread_mutex_unlock(&e->mu);
     return err;
@@ -799,7 +813,7 @@ int netmutex_extend(netmutex_t *m, unsigned int ms)
     /* The owner's own lease cannot go away under it: only its unlock, on
      * this very thread, ends it.  So the entry lock need not be held over
      * the round trip. */
-    nm_lease_t *lease = &e->hold.lease;
+    nm_lease_t *lease = &nm_entry_mutex(e)->hold.lease;
     pthread_mutex_unlock(&e->mu);
     if (nm_renew_lost(lease))
         return ENOLCK;

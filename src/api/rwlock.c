@@ -234,7 +234,7 @@ static void hold_shared_locked(nm_entry_t *e, nm_hold_node_t *node, const netmut
 {
     nm_entry_hold_add(e, node, rw, NM_HOLD_SHARE);
     node->hold.shared = 1;
-    node->hold.lease.fence = e->rshare->hold.lease.fence;
+    node->hold.lease.fence = nm_entry_holds(e)->rshare->hold.lease.fence;
 }
 
 /* Under e->mu, for a thread without a hold: a reader of a caching handle

@@ -50,15 +50,16 @@ static void sweep_soon(void)
 /* Under e->mu: a copy of what calls about E's lease need. */
 static int view_locked(const nm_entry_t *e, nm_lease_t *view)
 {
+    const nm_lease_t *l = &nm_entry_mutex(e)->hold.lease;
     if (view->key)
         return 0;
-    view->key = malloc(e->hold.lease.key_len);
+    view->key = malloc(l->key_len);
     if (!view->key)
         return ENOMEM;
-    memcpy(view->key, e->hold.lease.key, e->hold.lease.key_len);
-    view->key_len = e->hold.lease.key_len;
-    memcpy(view->token, e->hold.lease.token, sizeof view->token);
-    view->cfg = nm_config_ref(e->hold.lease.cfg);
+    memcpy(view->key, l->key, l->key_len);
+    view->key_len = l->key_len;
+    memcpy(view->token, l->token, sizeof view->token);
+    view->cfg = nm_config_ref(l->cfg);
     return 0;
 }
 
@@ -68,13 +69,14 @@ static int view_locked(const nm_entry_t *e, nm_lease_t *view)
  * least: renewals run at a third). */
 static int usable_locked(const nm_entry_t *e)
 {
-    return e->cache.listening && !e->cache.revoked && !nm_renew_lost(&e->hold.lease) &&
-           nm_renew_valid_ms(&e->hold.lease) > (int64_t)e->hold.lease.lease_ms / 2;
+    const nm_lease_t *l = &nm_entry_mutex(e)->hold.lease;
+    return e->cache.listening && !e->cache.revoked && !nm_renew_lost(l) &&
+           nm_renew_valid_ms(l) > (int64_t)l->lease_ms / 2;
 }
 
 int nm_cache_take_locked(nm_entry_t *e, int allowed, nm_lease_t *stale)
 {
-    if (e->state != NM_CACHED)
+    if (nm_entry_mutex(e)->state != NM_CACHED)
         return 0;
     if (allowed && usable_locked(e)) {
         /* The server was told it is idle: tell it otherwise soon (the
@@ -93,8 +95,9 @@ static int keepable_locked(const nm_entry_t *e)
 {
     /* Not listening (yet, or any more: the subscription was refused or
      * lost): another process could not ask for it back. */
-    return e->cache.able && e->cache.listening && !e->cache.revoked && !e->hold.inconsistent &&
-           !nm_renew_lost(&e->hold.lease);
+    const nm_hold_t *hold = &nm_entry_mutex(e)->hold;
+    return e->cache.able && e->cache.listening && !e->cache.revoked && !hold->inconsistent &&
+           !nm_renew_lost(&hold->lease);
 }
 
 int nm_cache_keep_locked(nm_entry_t *e)
@@ -115,7 +118,8 @@ int nm_cache_keep_locked(nm_entry_t *e)
      * back (it looked when nothing was cached): have it look in time.  In
      * a loop of locks and unlocks that wakes it once per IDLE_MARK_MS. */
     nm_watchdog_look_by(e->cache.idle_since +
-                        NM_MIN(IDLE_MARK_MS, (int64_t)e->hold.lease.cfg->cache_idle_ms));
+                        NM_MIN(IDLE_MARK_MS,
+                               (int64_t)nm_entry_mutex(e)->hold.lease.cfg->cache_idle_ms));
     return 1;
 }
 
@@ -129,10 +133,11 @@ void nm_cache_give_back(nm_lease_t *l, int64_t deadline)
 
 void nm_cache_acquired_locked(nm_entry_t *e)
 {
-    e->cache.able = e->hold.lease.cache;
+    const nm_lease_t *l = &nm_entry_mutex(e)->hold.lease;
+    e->cache.able = l->cache;
     /* Handed over from the queue with more waiters behind: they asked the
      * previous holder, not us. */
-    if (e->cache.able && (e->hold.lease.waited || strcmp(e->cache.asked, e->hold.lease.token) == 0)) {
+    if (e->cache.able && (l->waited || strcmp(e->cache.asked, l->token) == 0)) {
         nm_stats_revoked(nm_entry_stat(e));
         e->cache.revoked = 1;
     }
@@ -171,7 +176,7 @@ void nm_cache_drop(nm_entry_t *e)
     }
     nm_lease_t out = { 0 };
     pthread_mutex_lock(&e->mu);
-    if (e->state == NM_CACHED)
+    if (nm_entry_mutex(e)->state == NM_CACHED)
         return_locked(e, &out);
     pthread_mutex_unlock(&e->mu);
     if (out.key)
@@ -193,22 +198,23 @@ void nm_cache_broken(nm_entry_t *e)
  * 't' by trylock ASKER, 'b' broken).  Returns whether the sweep has work. */
 static int asked_locked(nm_entry_t *e, const char *holder, char kind, const char *asker)
 {
-    if (!e->hold.lease.key) {
+    const nm_entry_mutex_t *mx = nm_entry_mutex(e);
+    if (!mx->hold.lease.key) {
         /* Being acquired: the request may be for the lease on its way. */
         memcpy(e->cache.asked, holder, NM_TOKEN_LEN);
         e->cache.asked[NM_TOKEN_LEN] = '\0';
         return 0;
     }
-    if (!e->cache.able || memcmp(holder, e->hold.lease.token, NM_TOKEN_LEN) != 0)
+    if (!e->cache.able || memcmp(holder, mx->hold.lease.token, NM_TOKEN_LEN) != 0)
         return 0;
     if (!e->cache.revoked)
         nm_stats_revoked(nm_entry_stat(e));
     e->cache.revoked = 1;
-    if (kind == 't' && asker && e->state == NM_HELD) {
+    if (kind == 't' && asker && mx->state == NM_HELD) {
         memcpy(e->cache.answer, asker, NM_TOKEN_LEN);
         e->cache.answer[NM_TOKEN_LEN] = '\0';
     }
-    return e->state == NM_CACHED || e->cache.answer[0];
+    return mx->state == NM_CACHED || e->cache.answer[0];
 }
 
 /* "<holder> <kind>[<asker>]" (lib.lua, R). */
@@ -257,7 +263,7 @@ static void on_subscribed(nm_entry_t *e)
  * as a cached lease). */
 static int share_usable_locked(const nm_entry_t *e)
 {
-    const nm_lease_t *l = &e->rshare->hold.lease;
+    const nm_lease_t *l = &nm_entry_holds(e)->rshare->hold.lease;
     return e->cache.listening && !e->cache.revoked && !nm_renew_lost(l) &&
            nm_renew_valid_ms(l) > (int64_t)l->lease_ms / 2;
 }
@@ -265,25 +271,28 @@ static int share_usable_locked(const nm_entry_t *e)
 /* Under e->mu: whether E's share, no reader in it, may stay cached. */
 static int share_keepable_locked(const nm_entry_t *e)
 {
-    return e->cache.listening && !e->cache.revoked && !nm_renew_lost(&e->rshare->hold.lease);
+    return e->cache.listening && !e->cache.revoked &&
+           !nm_renew_lost(&nm_entry_holds(e)->rshare->hold.lease);
 }
 
 /* Under e->mu: E's cached share, taken off E (to go back). */
 static nm_hold_node_t *share_detach_locked(nm_entry_t *e)
 {
-    nm_hold_node_t *n = e->rshare;
-    e->rshare = NULL;
-    e->rreaders = 0;
+    nm_entry_holds_t *hs = nm_entry_holds(e);
+    nm_hold_node_t *n = hs->rshare;
+    hs->rshare = NULL;
+    hs->rreaders = 0;
     e->cache.revoked = 0;
     return n;
 }
 
 int nm_cache_share_join_locked(nm_entry_t *e, int reader, int *sweep)
 {
-    if (!e->rshare)
+    nm_entry_holds_t *hs = nm_entry_holds(e);
+    if (!hs->rshare)
         return 0;
     if (reader && share_usable_locked(e)) {
-        e->rreaders++;
+        hs->rreaders++;
         return 1;
     }
     /* A writer of ours is a writer too: no local reader joins any more. */
@@ -291,7 +300,7 @@ int nm_cache_share_join_locked(nm_entry_t *e, int reader, int *sweep)
         e->cache.revoked = 1;
     /* The sweep gives it back, not this call: a lock call spends its time
      * on its own acquisition, within its bound. */
-    *sweep = e->rreaders == 0;
+    *sweep = hs->rreaders == 0;
     return 0;
 }
 
@@ -302,19 +311,21 @@ void nm_cache_sweep_soon(void)
 
 int nm_cache_share_install_locked(nm_entry_t *e, nm_hold_node_t *n)
 {
-    if (e->rshare)
+    nm_entry_holds_t *hs = nm_entry_holds(e);
+    if (hs->rshare)
         return 0;
-    e->rshare = n;
-    e->rreaders = 1;
+    hs->rshare = n;
+    hs->rreaders = 1;
     e->cache.revoked = 0;
     return 1;
 }
 
 nm_hold_node_t *nm_cache_share_leave_locked(nm_entry_t *e, int *lost)
 {
-    nm_hold_node_t *n = e->rshare;
+    nm_entry_holds_t *hs = nm_entry_holds(e);
+    nm_hold_node_t *n = hs->rshare;
     *lost = nm_renew_lost(&n->hold.lease);
-    if (--e->rreaders > 0)
+    if (--hs->rreaders > 0)
         return NULL;
     if (share_keepable_locked(e)) {
         /* As a mutex's keep: a writer's request that Redis handled before
@@ -323,7 +334,7 @@ nm_hold_node_t *nm_cache_share_leave_locked(nm_entry_t *e, int *lost)
         pthread_mutex_unlock(&e->mu);
         nm_subscriber_settle(nm_now_ms() + SETTLE_MS);
         pthread_mutex_lock(&e->mu);
-        if (e->rshare != n || e->rreaders > 0)
+        if (hs->rshare != n || hs->rreaders > 0)
             return NULL;
         if (share_keepable_locked(e)) {
             e->cache.idle_since = nm_now_ms();
@@ -350,16 +361,17 @@ int nm_cache_share_give_back(nm_entry_t *e, nm_hold_node_t *n)
  * out by shares (rwlock.lua); a dropped subscription may miss the next. */
 static void on_share_event(nm_entry_t *e, nm_wake_event_t ev)
 {
+    const nm_entry_holds_t *hs = nm_entry_holds(e);
     pthread_mutex_lock(&e->mu);
     if (ev == NM_WAKE_SUBSCRIBED) {
         e->cache.listening = 1;
     } else {
         if (ev == NM_WAKE_DROPPED)
             e->cache.listening = 0;
-        if (e->rshare)
+        if (hs->rshare)
             e->cache.revoked = 1;
     }
-    int due = e->rshare && e->rreaders == 0 && e->cache.revoked;
+    int due = hs->rshare && hs->rreaders == 0 && e->cache.revoked;
     pthread_mutex_unlock(&e->mu);
     if (due)
         sweep_soon();
@@ -372,9 +384,10 @@ static int64_t sweep_share(nm_entry_t *e, int64_t now, int all)
 {
     int64_t next = NM_FOREVER;
     nm_hold_node_t *back = NULL;
+    const nm_entry_holds_t *hs = nm_entry_holds(e);
     pthread_mutex_lock(&e->mu);
-    if (e->rshare && e->rreaders == 0) {
-        int64_t until = e->cache.idle_since + e->rshare->hold.lease.cfg->cache_idle_ms;
+    if (hs->rshare && hs->rreaders == 0) {
+        int64_t until = e->cache.idle_since + hs->rshare->hold.lease.cfg->cache_idle_ms;
         if (all || now >= until || !share_usable_locked(e))
             back = share_detach_locked(e);
         else
@@ -409,7 +422,7 @@ static void on_event(void *arg, nm_wake_event_t ev, const char *msg, size_t len)
     e->cache.listening = 0;
     if (e->cache.able) {
         e->cache.revoked = 1;
-        due = e->state == NM_CACHED;
+        due = nm_entry_mutex(e)->state == NM_CACHED;
     }
     pthread_mutex_unlock(&e->mu);
     if (due)
@@ -512,12 +525,21 @@ enum unlist_what {
     UNLIST_ALL
 };
 
+/* Under e->mu: whether E may keep or keeps a lease cached (a mutex), or
+ * keeps a read share cached (a rwlock). */
+static int in_use_locked(const nm_entry_t *e)
+{
+    if (e->family == NM_FAMILY_MUTEX)
+        return e->cache.able || nm_entry_mutex(e)->state == NM_CACHED;
+    return e->cache.able || nm_entry_holds(e)->rshare;
+}
+
 /* Under sweep_lock: takes E off the list if WHAT says so, and stops
  * listening for it. */
 static void unlist(nm_entry_t *e, int64_t now, enum unlist_what what)
 {
     pthread_mutex_lock(&e->mu);
-    int in_use = e->cache.able || e->state == NM_CACHED || e->rshare;
+    int in_use = in_use_locked(e);
     pthread_mutex_unlock(&e->mu);
     if (in_use && what != UNLIST_ALL)
         return;
@@ -548,9 +570,10 @@ static void unlist(nm_entry_t *e, int64_t now, enum unlist_what what)
  * else lowers *NEXT to when it will be. */
 static int due_locked(const nm_entry_t *e, int64_t now, int all, int64_t *next)
 {
-    if (e->state != NM_CACHED)
+    const nm_entry_mutex_t *mx = nm_entry_mutex(e);
+    if (mx->state != NM_CACHED)
         return 0;
-    int64_t idle_until = e->cache.idle_since + e->hold.lease.cfg->cache_idle_ms;
+    int64_t idle_until = e->cache.idle_since + mx->hold.lease.cfg->cache_idle_ms;
     if (all || now >= idle_until || !usable_locked(e))
         return 1;
     *next = NM_MIN(*next, idle_until);
@@ -570,14 +593,15 @@ typedef struct sweep_work {
  * (1), held again (0), or nothing (-1); lowers *NEXT to when it will be. */
 static int mark_due_locked(nm_entry_t *e, int64_t now, int64_t *next)
 {
-    if (e->state == NM_CACHED && !e->cache.marked_idle) {
+    const nm_entry_mutex_t *mx = nm_entry_mutex(e);
+    if (mx->state == NM_CACHED && !e->cache.marked_idle) {
         if (now < e->cache.idle_since + IDLE_MARK_MS) {
             *next = NM_MIN(*next, e->cache.idle_since + IDLE_MARK_MS);
             return -1;
         }
         return e->cache.marked_idle = 1;
     }
-    if (e->state != NM_CACHED && e->cache.marked_idle && e->hold.lease.key) {
+    if (mx->state != NM_CACHED && e->cache.marked_idle && mx->hold.lease.key) {
         e->cache.marked_idle = 0;
         return 0;
     }
@@ -592,7 +616,7 @@ static void plan_locked(nm_entry_t *e, int64_t now, int all, int64_t *next, swee
         return;
     }
     w->mark = mark_due_locked(e, now, next);
-    if (e->cache.answer[0] && e->state == NM_HELD)
+    if (e->cache.answer[0] && nm_entry_mutex(e)->state == NM_HELD)
         memcpy(w->asker, e->cache.answer, sizeof w->asker);
     e->cache.answer[0] = '\0';
     if ((w->mark >= 0 || w->asker[0]) && view_locked(e, &w->view) != 0) {

@@ -35,15 +35,15 @@
  *
  * Read shares of a read-write lock (netmutex_rwlockattr_setcache) are
  * cached the same way, one share per process and name: the last local
- * reader's unlock keeps it (e->rshare, renewed like any hold) and a later
- * rdlock of any thread of the process reads through it with no round
- * trip, several threads at once (e->rreaders counts them).  A writer kept
- * out by live shares publishes on the lock's channel R (rwlock.lua, at
- * every attempt, so at every queue refresh: a missed message costs a
- * refresh); a process that caches marks its share revoked: no new local
- * reader joins it (they queue at the server behind the writer, so
- * writers are not starved), and it goes back as soon as no local reader
- * is in it.  A writer of the process itself revokes it the same way.
+ * reader's unlock keeps it (the entry's rshare, entry.h, renewed like any
+ * hold) and a later rdlock of any thread of the process reads through it
+ * with no round trip, several threads at once (rreaders counts them).  A
+ * writer kept out by live shares publishes on the lock's channel R
+ * (rwlock.lua, at every attempt, so at every queue refresh: a missed
+ * message costs a refresh); a process that caches marks its share
+ * revoked: no new local reader joins it (they queue at the server behind
+ * the writer, so writers are not starved), and it goes back as soon as no
+ * local reader is in it.  A writer of the process itself revokes it the same way.
  *
  * Locks: every function named _locked runs under the entry's mutex.  The
  * cache's own locks: sweep_lock, taken first of all, serializes the walks
@@ -117,7 +117,7 @@ void nm_cache_forget(void);
 
 /* Under e->mu, in rdlock (READER) or wrlock (!READER) of rwlock entry E by
  * a thread without a hold: 1 when a reader joins E's cached share
- * (e->rreaders counts it); else 0 (a writer revokes the share), with
+ * (rreaders counts it); else 0 (a writer revokes the share), with
  * *SWEEP set when a cached share no thread is in is to go back: the
  * caller calls nm_cache_sweep_soon() once e->mu is released. */
 int nm_cache_share_join_locked(nm_entry_t *e, int reader, int *sweep);

@@ -1,4 +1,5 @@
-/* entry.c -- a name's states and the moves between them (entry.h). */
+/* entry.c -- a name's entry: a mutex's states and the moves between them,
+ * a rwlock's or a semaphore's list of holds (entry.h). */
 #include "nm.h"
 
 #include <stdlib.h>
@@ -24,19 +25,36 @@ const char *nm_entry_state_name(nm_state_t s)
     return (size_t)s < sizeof state_names / sizeof state_names[0] ? state_names[s] : "?";
 }
 
+static const char *const family_names[] = {
+    [NM_FAMILY_MUTEX] = "mutex", [NM_FAMILY_RWLOCK] = "rwlock", [NM_FAMILY_SEM] = "semaphore",
+};
+
+void nm_entry_wrong_family(const nm_entry_t *e, const char *body)
+{
+    const char *family = e->family < sizeof family_names / sizeof family_names[0]
+                             ? family_names[e->family]
+                             : "?";
+    netmutex_log(NETMUTEX_LOG_ERROR, "internal error: the %s of \"%s\", a %s's entry", body,
+                 e->name, family);
+    abort();
+}
+
 #define BIT(s) (1u << (s))
 
-/* E moves to TO for EVENT, which only starts from the states in FROM.  Any
- * other is a bug in the library, and going on would hold a lock twice or
- * lose one: say so and stop. */
-static void move(nm_entry_t *e, unsigned int from, nm_state_t to, const char *event)
+/* Mutex E moves to TO for EVENT, which only starts from the states in
+ * FROM.  Any other is a bug in the library, and going on would hold a
+ * lock twice or lose one: say so and stop.  Returns E's body. */
+static nm_entry_mutex_t *move(nm_entry_t *e, unsigned int from, nm_state_t to,
+                              const char *event)
 {
-    if (!(from & BIT(e->state))) {
+    nm_entry_mutex_t *mx = nm_entry_mutex(e);
+    if (!(from & BIT(mx->state))) {
         netmutex_log(NETMUTEX_LOG_ERROR, "internal error: %s of \"%s\" while %s", event,
-                     e->name, nm_entry_state_name((nm_state_t)e->state));
+                     e->name, nm_entry_state_name((nm_state_t)mx->state));
         abort();
     }
-    e->state = (unsigned char)to;
+    mx->state = (unsigned char)to;
+    return mx;
 }
 
 static void note_held(int delta)
@@ -47,9 +65,10 @@ static void note_held(int delta)
 /* The calling thread holds E through HANDLE, as a mutex holds: once. */
 static void own(nm_entry_t *e, const void *handle)
 {
-    e->hold.owner = pthread_self();
-    e->hold.handle = handle;
-    e->hold.depth = 1;
+    nm_hold_t *hold = &nm_entry_mutex(e)->hold;
+    hold->owner = pthread_self();
+    hold->handle = handle;
+    hold->depth = 1;
     nm_held_push(NM_HELD_MUTEX, e, e->name);
     if (__builtin_expect(nm_lockdep_on, 0))
         nm_lockdep_taken();
@@ -58,9 +77,10 @@ static void own(nm_entry_t *e, const void *handle)
 /* Nobody holds E any more (the lease may stay: HANDOFF, CACHED). */
 static void disown(nm_entry_t *e)
 {
+    nm_hold_t *hold = &nm_entry_mutex(e)->hold;
     nm_held_pop(NM_HELD_MUTEX, e);
-    e->hold.handle = NULL;
-    e->hold.depth = 0;
+    hold->handle = NULL;
+    hold->depth = 0;
 }
 
 /* ---- statistics (stats.h) ------------------------------------------------ */
@@ -95,12 +115,12 @@ void nm_entry_acquiring(nm_entry_t *e)
 
 void nm_entry_granted(nm_entry_t *e, const void *handle, const nm_lease_t *lease)
 {
-    move(e, BIT(NM_ACQUIRING), NM_HELD, "granted");
-    e->hold.lease = *lease;
-    e->hold.kind = NM_HOLD_MUTEX;
+    nm_entry_mutex_t *mx = move(e, BIT(NM_ACQUIRING), NM_HELD, "granted");
+    mx->hold.lease = *lease;
+    mx->hold.kind = NM_HOLD_MUTEX;
     own(e, handle);
     note_held(1);
-    e->hold.stat_t0 = nm_stats_acquired(nm_entry_stat(e), lease->contended, 0);
+    mx->hold.stat_t0 = nm_stats_acquired(nm_entry_stat(e), lease->contended, 0);
 }
 
 void nm_entry_not_granted(nm_entry_t *e)
@@ -112,18 +132,18 @@ void nm_entry_not_granted(nm_entry_t *e)
 
 void nm_entry_take(nm_entry_t *e, const void *handle)
 {
-    int from_cache = e->state == NM_CACHED;
-    move(e, BIT(NM_HANDOFF) | BIT(NM_CACHED), NM_HELD, "take");
+    int from_cache = nm_entry_mutex(e)->state == NM_CACHED;
+    nm_entry_mutex_t *mx = move(e, BIT(NM_HANDOFF) | BIT(NM_CACHED), NM_HELD, "take");
     own(e, handle);
     if (from_cache)
         note_held(1);
-    e->hold.stat_t0 = nm_stats_acquired(nm_entry_stat(e), 0, 0);
+    mx->hold.stat_t0 = nm_stats_acquired(nm_entry_stat(e), 0, 0);
 }
 
 void nm_entry_hand_off(nm_entry_t *e)
 {
-    move(e, BIT(NM_HELD), NM_HANDOFF, "hand off");
-    hold_ended(e, &e->hold);
+    nm_entry_mutex_t *mx = move(e, BIT(NM_HELD), NM_HANDOFF, "hand off");
+    hold_ended(e, &mx->hold);
     nm_stats_handoff(nm_entry_stat(e));
     disown(e);
     pthread_cond_signal(&e->cv);
@@ -131,8 +151,8 @@ void nm_entry_hand_off(nm_entry_t *e)
 
 void nm_entry_keep(nm_entry_t *e)
 {
-    move(e, BIT(NM_HELD), NM_CACHED, "keep");
-    hold_ended(e, &e->hold);
+    nm_entry_mutex_t *mx = move(e, BIT(NM_HELD), NM_CACHED, "keep");
+    hold_ended(e, &mx->hold);
     disown(e);
     note_held(-1);
     pthread_cond_signal(&e->cv);
@@ -140,11 +160,11 @@ void nm_entry_keep(nm_entry_t *e)
 
 void nm_entry_releasing(nm_entry_t *e, nm_lease_t *out)
 {
-    move(e, BIT(NM_HELD), NM_RELEASING, "releasing");
-    hold_ended(e, &e->hold);
-    *out = e->hold.lease;
-    memset(&e->hold.lease, 0, sizeof e->hold.lease);
-    e->hold.inconsistent = 0;
+    nm_entry_mutex_t *mx = move(e, BIT(NM_HELD), NM_RELEASING, "releasing");
+    hold_ended(e, &mx->hold);
+    *out = mx->hold.lease;
+    memset(&mx->hold.lease, 0, sizeof mx->hold.lease);
+    mx->hold.inconsistent = 0;
     disown(e);
 }
 
@@ -152,18 +172,18 @@ void nm_entry_unkeep(nm_entry_t *e, nm_state_t to, nm_lease_t *out)
 {
     if (to != NM_ACQUIRING && to != NM_RETURNING)
         to = NM_RETURNING; /* keeps move() from passing anything else */
-    move(e, BIT(NM_CACHED), to, "unkeep");
-    *out = e->hold.lease;
-    memset(&e->hold.lease, 0, sizeof e->hold.lease);
+    nm_entry_mutex_t *mx = move(e, BIT(NM_CACHED), to, "unkeep");
+    *out = mx->hold.lease;
+    memset(&mx->hold.lease, 0, sizeof mx->hold.lease);
     if (to == NM_RETURNING)
-        e->returning_until = nm_now_ms() + (int64_t)out->cfg->io_timeout_ms;
+        mx->returning_until = nm_now_ms() + (int64_t)out->cfg->io_timeout_ms;
 }
 
 void nm_entry_freed(nm_entry_t *e)
 {
-    int released = e->state == NM_RELEASING;
-    move(e, BIT(NM_RELEASING) | BIT(NM_RETURNING), NM_FREE, "freed");
-    e->returning_until = 0;
+    int released = nm_entry_mutex(e)->state == NM_RELEASING;
+    nm_entry_mutex_t *mx = move(e, BIT(NM_RELEASING) | BIT(NM_RETURNING), NM_FREE, "freed");
+    mx->returning_until = 0;
     if (released) {
         note_held(-1);
         pthread_cond_signal(&e->cv);
@@ -176,12 +196,13 @@ void nm_entry_freed(nm_entry_t *e)
 void nm_entry_hold_add(nm_entry_t *e, nm_hold_node_t *node, const void *handle,
                        nm_hold_kind_t kind)
 {
+    nm_entry_holds_t *hs = nm_entry_holds(e);
     node->hold.kind = (unsigned char)kind;
     node->hold.owner = pthread_self();
     node->hold.handle = handle;
     node->hold.depth = 1;
-    node->next = e->holds;
-    e->holds = node;
+    node->next = hs->list;
+    hs->list = node;
     nm_held_push((nm_held_kind_t)kind, e, e->name);
     if (__builtin_expect(nm_lockdep_on, 0))
         nm_lockdep_taken();
@@ -192,7 +213,7 @@ void nm_entry_hold_add(nm_entry_t *e, nm_hold_node_t *node, const void *handle,
 
 void nm_entry_hold_remove(nm_entry_t *e, nm_hold_node_t *node)
 {
-    nm_hold_node_t **p = &e->holds;
+    nm_hold_node_t **p = &nm_entry_holds(e)->list;
     while (*p && *p != node)
         p = &(*p)->next;
     if (!*p) {
@@ -210,7 +231,7 @@ void nm_entry_hold_remove(nm_entry_t *e, nm_hold_node_t *node)
 
 nm_hold_node_t *nm_entry_hold_mine(const nm_entry_t *e)
 {
-    nm_hold_node_t *n = e->holds;
+    nm_hold_node_t *n = nm_entry_holds(e)->list;
     while (n && !pthread_equal(n->hold.owner, pthread_self()))
         n = n->next;
     return n;
@@ -218,38 +239,52 @@ nm_hold_node_t *nm_entry_hold_mine(const nm_entry_t *e)
 
 int nm_entry_hold_through(const nm_entry_t *e, const void *handle)
 {
-    for (const nm_hold_node_t *n = e->holds; n; n = n->next)
+    for (const nm_hold_node_t *n = nm_entry_holds(e)->list; n; n = n->next)
         if (n->hold.handle == handle)
             return 1;
     return 0;
 }
 
-void nm_entry_reset_in_child(nm_entry_t *e)
+/* In a child: mutex E's lease, if any, stays the parent's; nobody here
+ * waits for it. */
+static void mutex_reset_in_child(nm_entry_mutex_t *mx)
 {
-    /* The holds on the list are the parent's threads': their leases stay
-     * the parent's, as the one below does. */
-    while (e->holds) {
-        nm_hold_node_t *n = e->holds;
-        e->holds = n->next;
+    if (mx->hold.lease.key)
+        nm_lease_forget(&mx->hold.lease);
+    memset(&mx->hold, 0, sizeof mx->hold);
+    mx->state = NM_FREE;
+    mx->returning_until = 0;
+    mx->waiters = 0;
+    mx->reserved = 0;
+}
+
+/* In a child: the holds on the list are the parent's threads', and so is
+ * the cached read share: their leases stay the parent's. */
+static void holds_reset_in_child(nm_entry_holds_t *hs)
+{
+    while (hs->list) {
+        nm_hold_node_t *n = hs->list;
+        hs->list = n->next;
         nm_lease_forget(&n->hold.lease);
         free(n);
     }
-    if (e->rshare) { /* the parent's cached read share */
-        nm_lease_forget(&e->rshare->hold.lease);
-        free(e->rshare);
-        e->rshare = NULL;
+    if (hs->rshare) {
+        nm_lease_forget(&hs->rshare->hold.lease);
+        free(hs->rshare);
+        hs->rshare = NULL;
     }
-    e->rreaders = 0;
-    if (e->hold.lease.key)
-        nm_lease_forget(&e->hold.lease);
-    memset(&e->hold, 0, sizeof e->hold);
+    hs->rreaders = 0;
+}
+
+void nm_entry_reset_in_child(nm_entry_t *e)
+{
+    if (e->family == NM_FAMILY_MUTEX)
+        mutex_reset_in_child(nm_entry_mutex(e));
+    else
+        holds_reset_in_child(nm_entry_holds(e));
     /* A lease cached by the parent stays the parent's (cache.c drops the
      * child's copy of its list and references). */
     memset(&e->cache, 0, sizeof e->cache);
-    e->state = NM_FREE;
-    e->returning_until = 0;
-    e->waiters = 0;
-    e->reserved = 0;
 }
 
 int nm_entry_any_held(void)

@@ -1,6 +1,6 @@
 /*
- * registry.h -- one process-local entry per name (entry.h), found by its
- * name and kept alive by the handles pointing at it.
+ * registry.h -- one process-local entry per family and name (entry.h),
+ * found by them and kept alive by the handles pointing at it.
  */
 #ifndef NM_REGISTRY_H
 #define NM_REGISTRY_H
