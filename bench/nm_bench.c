@@ -290,6 +290,11 @@
  *                      signal to wake-up), 255 of them:
  *                      "handoff_p50_us", "handoff_samples" and, above one
  *                      waiter, "handoff_ratio_to_one" (target <= 1.5);
+ *                      "handoff_server_cpu_us" and
+ *                      "handoff_server_commands", the server's CPU and
+ *                      commands per hand-off over those, less the waiting
+ *                      alone's rates (its side of a hand-off, which the
+ *                      load moves less than the latency);
  *                      cond's "late_signals" woke nobody in 5 s.  A kind
  *                      that fails at some N is not run with more.
  * LEASE CACHING.  The scenarios above run with lease caching off

@@ -485,7 +485,29 @@ static long wsettle(redisContext *c, wcrew_t *crew, long n)
 typedef struct {
     long n, blocked, blocked_after, clients, samples, late, warnings;
     double cpu_pct, commands_per_s, p50_us;
+    double handoff_cpu_us, handoff_commands; /* the server's, per hand-off */
 } wresult_t;
+
+/* The server's CPU and commands per hand-off, from A (taken AT ns, as the
+ * hand-offs started, after T0 turns) to now, less what the waiting alone
+ * costs (RES's rates, measured before) over that time: the server's side
+ * of a hand-off, which does not move with the machine's load as its
+ * latency does.  NAN when nothing was handed off or the server did not
+ * answer. */
+static void whandoff_cost(redisContext *c, const wsnap_t *a, int64_t at, unsigned long t0,
+                          wresult_t *res)
+{
+    wsnap_t b;
+    unsigned long t1 = __atomic_load_n(&wb->turns, __ATOMIC_SEQ_CST);
+    double dt = (double)(nmb_now_ns() - at) / 1e9;
+    res->handoff_cpu_us = res->handoff_commands = NAN;
+    if (t1 <= t0 || wsnap(c, &b) != 0)
+        return;
+    double cpu_s = b.cpu_s - a->cpu_s - res->cpu_pct / 100 * dt;
+    double commands = b.commands - a->commands - 1 - res->commands_per_s * dt;
+    res->handoff_cpu_us = cpu_s * 1e6 / (double)(t1 - t0);
+    res->handoff_commands = commands / (double)(t1 - t0);
+}
 
 /* The hand-off samples, sorted into V; how many. */
 static long wsamples(double *v)
@@ -517,10 +539,19 @@ static int wmeasure(redisContext *c, wcrew_t *crew, wresult_t *res)
     res->blocked_after = b.blocked;
     res->cpu_pct = (b.cpu_s - a.cpu_s) / nmb_opt.duration_s * 100;
     res->commands_per_s = (b.commands - a.commands - 3) / nmb_opt.duration_s;
+    wsnap_t h;
+    int costed = wsnap(c, &h) != 0;
+    int64_t h_at = nmb_now_ns();
+    unsigned long t0 = __atomic_load_n(&wb->turns, __ATOMIC_SEQ_CST);
+    res->handoff_cpu_us = res->handoff_commands = NAN;
     wset(&wb->loop, 1);
     int64_t stop_at = nmb_now_ns() + (int64_t)(nmb_opt.duration_s * 1e9);
     int64_t limit = nmb_now_ns() + (int64_t)END_WAIT_MS(res->n) * 1000000;
     while (wreap(crew) > 0) {
+        if (!costed && wget(&wb->stop)) {
+            whandoff_cost(c, &h, h_at, t0, res);
+            costed = 1;
+        }
         if (nmb_now_ns() > stop_at)
             wset(&wb->stop, 1);
         if (nmb_now_ns() > limit)
@@ -674,6 +705,10 @@ static void wreport(const scenario_t *sc, int kind, const wresult_t *r, double p
         nmb_j_str(&j, "first_warning", wb->first_warning);
     nmb_j_int(&j, "handoff_samples", r->samples);
     nmb_j_num(&j, "handoff_p50_us", r->p50_us);
+    if (!isnan(r->handoff_cpu_us)) {
+        nmb_j_num(&j, "handoff_server_cpu_us", r->handoff_cpu_us);
+        nmb_j_num(&j, "handoff_server_commands", r->handoff_commands);
+    }
     if (kind == W_COND)
         nmb_j_int(&j, "late_signals", r->late);
     if (r->n > 1 && p50_one > 0)

@@ -197,10 +197,11 @@
 -- next waiter: the grant also wakes the DEPUTIES waiters behind it (a
 -- push of "d<claim>" on their G, which confirms nothing), and each looks
 -- once the claim is over and, finding the lock free, serves the queue; a
--- deputy woken again meanwhile (the queue moved on) waits again.  So a waiter that died costs the next live one a claim
--- and a round trip, and is never granted the lock for a lease; only when
--- the grantee and every deputy died does the next live waiter find the
--- lock at its own next look.  Every step costs O(1) in the queue's length
+-- deputy woken again meanwhile (the queue moved on) waits again.  So a
+-- waiter that died costs the next live one a claim and a round trip, and
+-- is never granted the lock for a lease; only when the grantee and every
+-- deputy died does the next live waiter find the lock at its own next
+-- look.  Every step costs O(1) in the queue's length
 -- (plus the waiters given up, popped when they reach the head); the cost
 -- of waiting is a look per waiter every few seconds, not four.  One that
 -- confirms too late (it was stopped) finds the lock free or queues again,
@@ -421,7 +422,7 @@ local wakes = {}
 -- Wakes waiter TOKEN, its push living MS: here and now outside a Redis
 -- Cluster, else by the caller (wakes).  A grant pushes "1"; a deputy's
 -- wake (MS negative: -4 claims) "d<claim>": its waiter blocks one claim
--- more, then looks (lease.c, wait_grant).  grant.lua pushes the same.
+-- more, then looks (waiting.c, nm_wait_grant).  grant.lua pushes the same.
 local function wake(token, ms)
   if in_cluster() then
     wakes[#wakes + 1] = token

@@ -184,12 +184,13 @@ end
 
 -- Serves the queue from its head while K does not exist (see the top),
 -- popping the waiters that died or gave up as it meets them; sets
--- writers_waiting.  A semaphore's waiter of another N than the bound is
+-- writers_waiting.  Returns how many shares S holds after it (grants
+-- reserved included).  A semaphore's waiter of another N than the bound is
 -- popped and woken: its next attempt is told (EINVAL).  The first waiter
 -- granted is woken with the deputies behind it (lib.lua, Waiting).
 local function serve()
   if redis.call('LLEN', Q) == 0 then
-    return
+    return shares_live(S, now)
   end
   local shares = shares_live(S, now) + serve_preferring()
   local claim = nil
@@ -212,7 +213,7 @@ local function serve()
         claim = c
         writers_waiting = true
         wake_deputies(c, w.t, token)
-        return
+        return shares
       end
     else
       writers_waiting = w.k == 'w'
@@ -222,6 +223,7 @@ local function serve()
   if claim then
     wake_deputies(claim, nil, token)
   end
+  return shares
 end
 
 -- The caller's own grant (reserved for it by serve(), or taken by an
@@ -264,9 +266,7 @@ local function enqueue()
 end
 
 if op == 'v' then
-  shares_live(S, now)
-  serve()
-  return answer(1, cap - shares_live(S, now))
+  return answer(1, cap - serve())
 end
 
 if op == 'u' then
@@ -305,17 +305,20 @@ if op == 'c' then
   return answer(0, 0)
 end
 
--- op == 'a'
+-- op == 'a'.  S is counted once, by serve(), and only while K does not
+-- exist (nothing below needs it then): nothing after changes it but a
+-- return.
+local shares = 0
 if not cur then
-  serve()
+  shares = serve()
 end
 local fence = confirm()
 if fence then
   leave()
   return answer(1, fence)
 end
-if not redis.call('GET', K) then
-  local shares = shares_live(S, now)
+local held = redis.call('GET', K)
+if not held then
   if kind == 'w' and shares == 0 and redis.call('LLEN', Q) == 0 then
     fence = next_fence()
     redis.call('SET', K, lock_value(token, '-', '-', fence, holder), 'PX', lease)
@@ -338,13 +341,15 @@ if ttl > 0 then
 end
 -- A writer kept out by read shares asks the processes that may keep theirs
 -- cached (cache.c) to give them back: "<token> w" on R, sent again at every
--- attempt (so at every queue refresh: a message missed costs a refresh).
+-- attempt of the writer first in the queue (so at every look: a message
+-- missed costs a look); the writers behind it would only repeat it.
 -- pcall: an ACL user without channel rights must still be able to lock.
-if kind == 'w' and not redis.call('GET', K) and shares_live(S, now) > 0 then
+if kind == 'w' and not held and shares > 0 and
+   (ttl == 0 or redis.call('LRANGE', Q, 0, 0)[1] == token) then
   redis.pcall(in_cluster() and 'SPUBLISH' or 'PUBLISH', R, token .. ' w')
 end
 local pttl = -1
-if redis.call('GET', K) then
+if held then
   pttl = redis.call('PTTL', K)
 elseif kind ~= 'r' then
   pttl = shares_first_end(S, now)

@@ -41,7 +41,8 @@ typedef enum nm_wait {
 
 /* A queued waiter looks at the lock (an attempt, which also moves its
  * entry's end on) when what keeps it out runs out, when it is woken
- * (lib.lua, Waiting), and at least this often: NM_QUEUE_LOOK_MS, or
+ * (lib.lua, Waiting), and at least this often (up to a fifth sooner, at
+ * random, waiting.c): NM_QUEUE_LOOK_MS, or
  * NM_QUEUE_WATCHED_MS while the deadlock detector may choose it (it holds
  * something), so that EDEADLK comes soon after.  Its entry lives
  * NM_QUEUE_TTL_MS, three looks: past that it surely died (waiting.h). */

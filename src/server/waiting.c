@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,11 +47,25 @@ static int stopping(void)
     return stop_flag && __atomic_load_n(stop_flag, __ATOMIC_ACQUIRE);
 }
 
+/* LOOK less up to a fifth, at random: waiters that queued together would
+ * otherwise look together, every LOOK, a burst the server serves at once
+ * (10,000 looks, a second of its time, every 5 s) instead of a trickle. */
+static int64_t jittered(int64_t look)
+{
+    static __thread uint64_t x;
+    if (x == 0)
+        x = ((uint64_t)(uintptr_t)&x ^ (uint64_t)nm_now_ms() * 0x9e3779b97f4a7c15ull) | 1;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return look - (int64_t)(x % (uint64_t)(look / 5 + 1));
+}
+
 /* A waiter the deadlock detector watches looks often: EDEADLK is noticed
  * at a look. */
 static int64_t queued_pause(long long pttl)
 {
-    int64_t look = stop_flag ? NM_QUEUE_WATCHED_MS : NM_QUEUE_LOOK_MS;
+    int64_t look = jittered(stop_flag ? NM_QUEUE_WATCHED_MS : NM_QUEUE_LOOK_MS);
     return pttl >= 0 ? NM_MIN(pttl + 1, look) : look;
 }
 
