@@ -39,8 +39,8 @@
  * hold) and a later rdlock of any thread of the process reads through it
  * with no round trip, several threads at once (rreaders counts them).  A
  * writer kept out by live shares publishes on the lock's channel R
- * (rwlock.lua, at every attempt, so at every queue refresh: a missed
- * message costs a refresh); a process that caches marks its share
+ * (rwlock.lua, at every attempt of the first writer queued: a missed
+ * message costs a look); a process that caches marks its share
  * revoked: no new local reader joins it (they queue at the server behind
  * the writer, so writers are not starved), and it goes back as soon as no
  * local reader is in it.  A writer of the process itself revokes it the same way.

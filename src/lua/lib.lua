@@ -482,8 +482,8 @@ local function holder_caches(cur)
 end
 
 -- Asks the caching holder of CUR to give the lock back (cache.c): WHAT is
--- the kind and the asker's token.  Sent again at every queue refresh, so a
--- message lost (the holder was resubscribing) costs a refresh, not a lease.
+-- the kind and the asker's token.  Sent again at every look, so a
+-- message lost (the holder was resubscribing) costs a look, not a lease.
 -- pcall: an ACL user without channel rights must still be able to lock;
 -- the holder then gives it back at its idle time or renewal.
 -- In a Redis Cluster the request is a sharded message: R shares K's
@@ -510,7 +510,7 @@ local function enqueue(cur, token, lease, ttl, holder, kind)
   end
   -- The holder is asked by the first waiter (it learnt of the others from
   -- its acquisition or that first request), by every trylock (it wants an
-  -- answer), and again at each refresh, in case a request was lost: under
+  -- answer), and again at each look, in case a request was lost: under
   -- contention a message per waiter would wake every caching process.
   if not waited or not fresh or kind == 't' then
     ask_holder(cur, kind .. token)

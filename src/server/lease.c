@@ -1,30 +1,22 @@
 /*
  * lease.c -- acquiring and releasing one lock on the server.
  *
- * Waiting.  The first attempt is made without ceremony (the uncontended
- * case costs one round trip); when it finds the lock taken, the same
- * request puts the caller in the lock's FIFO queue in Redis.  From then on
- * the waiter blocks, on its own connection, on a list of its own (BLPOP
- * <prefix>{<tag>}<name>:g:<token>):
- *  - a release reserves the lock for the head of the queue for a short
- *    claim (lib.lua) and pushes to that waiter's list; the BLPOP returns,
- *    and the waiter's next request confirms the grant and starts its lease:
- *    a hand-off costs the release, the push and one round trip, with no
- *    pub/sub and no other thread in between;
- *  - the BLPOP also ends when the holder's lease would run out (the acquire
- *    script returns its PTTL), so a crashed holder strands nobody, when the
- *    waiter is woken as a deputy of a grant (a crashed grantee never
- *    blocks the queue: lib.lua, Waiting), and at least every
- *    NM_QUEUE_LOOK_MS (lease.h), when it looks again.
- * Quorum mode does not queue (each server would serve its own head of the
- * queue, and nobody might win a quorum): its waiters listen for "released"
- * on pub/sub through the background thread (wake.h), and retry.
+ * Waiting is the one loop of every queued kind (waiting.h): this file
+ * gives it the mutex's requests -- an attempt (acquire.lua: the lock taken,
+ * or the caller queued by the same request), a cancel, an undo and the
+ * exit handler's leave.  A release reserves the lock for the head of the
+ * queue for a short claim and pushes to that waiter's list (lib.lua,
+ * Grants and Waiting): a hand-off costs the release, the push and one
+ * round trip, with no pub/sub and no other thread in between.  Quorum mode
+ * does not queue (each server would serve its own head of the queue, and
+ * nobody might win a quorum): its waiters listen for "released" on pub/sub
+ * through the background thread (wake.h), and retry.
  *
  * A grant is a hint, never proof: lock() returns 0 only after a reply to
  * the caller's own request said that this acquisition's token holds the
  * key, and the lease's validity counts from when that request was sent.
- * The BLPOP's reply comes on the waiter's own connection, but it may be old
- * (the waiter was paused past its claim), so it too is confirmed.
+ * A grant pushed may be old (the waiter was paused past its claim), so it
+ * too is confirmed.
  *
  * Deadlines.  Every request is bounded by the caller's deadline and the I/O
  * timeout (reply.h); trylock's whole call by the I/O timeout.  Leaving the
@@ -64,7 +56,7 @@
 #include "waiting.h"
 
 /* What undoing an acquisition whose reply was lost may take after the
- * caller's deadline (lease.h). */
+ * caller's deadline (acquisition.h). */
 #define CLEANUP_MS NM_CLEANUP_MS
 
 static char host_name[256];

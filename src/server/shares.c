@@ -173,7 +173,7 @@ static int cancel_once(hold_req_t *r, int64_t deadline)
 }
 
 /* The exit handler's way out of the queue for a waiter of a read-write
- * lock (lease.h): leave, and give back a grant that came meanwhile. */
+ * lock (waiting.h): leave, and give back a grant that came meanwhile. */
 static void leave_at_exit(nm_lease_t *l, void *arg, int64_t deadline)
 {
     const hold_req_t *w = arg;

@@ -9,7 +9,7 @@
  * lock is the lock key K, as a mutex's.  The renewal job renews both
  * through renew.lua (renew.h), so a hold's nm_lease_t names the key its
  * renewal needs, S or K.  Waiters queue in Redis and block on a grant list
- * of their own, as a mutex's waiters do (lease.h): no polling.
+ * of their own, as a mutex's waiters do (waiting.h): no polling.
  */
 #ifndef NM_SHARES_H
 #define NM_SHARES_H
