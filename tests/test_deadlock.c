@@ -519,10 +519,7 @@ static int residue_child(void *p)
 {
     Residue *s = p;
     char *url = nm_redis_proxy_url(redis, s->port);
-    /* Replies waited for as long as the machine's load may stretch them:
-     * a connection dropped for a late one could not be dialed again
-     * (the proxy holds new ones back), and the wait would never publish. */
-    netmutex_config_t cfg = { .url = url, .io_timeout_ms = nm_ms(10000) };
+    netmutex_config_t cfg = { .url = url };
     netmutex_attr_t a;
     netmutex_t m;
     netmutex_rwlock_t rw;
