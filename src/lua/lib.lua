@@ -409,6 +409,12 @@ local function queue_first(now, self)
   end
 end
 
+-- How long a grant to waiter W is reserved: GRANT_CLAIM_MS, or its
+-- lease if that is shorter.
+local function claim_of(w)
+  return math.min(GRANT_CLAIM_MS, w.lease)
+end
+
 -- The head of the queue, W, leaves it.
 local function queue_pop(w)
   redis.call('LPOP', Q)
@@ -465,7 +471,7 @@ local function grant_next(self)
     return nil
   end
   queue_pop(w)
-  local claim = math.min(GRANT_CLAIM_MS, w.lease)
+  local claim = claim_of(w)
   if w.t ~= self then
     local q = redis.call('LLEN', Q) > 0 and 'q' or '-'
     redis.call('SET', K, lock_value(w.t, q, 'c', next_fence(), w.who), 'PX', claim)

@@ -89,7 +89,7 @@ read_floor()
 if (op == 'a' and (ttl > 0 or kind == 'w')) or redis.call('LLEN', Q) > 0 then
   in_cluster()
 end
-local now = share_clock()
+local now = now_ms()
 local other_count = false -- a semaphore's caller whose N is not the bound
 if sem then
   local bound = shares_bound(S)
@@ -112,7 +112,7 @@ end
 
 -- Waiter W gets a share, reserved for its claim, and leaves the queue.
 local function grant_share(w)
-  local claim = math.min(GRANT_CLAIM_MS, w.lease)
+  local claim = claim_of(w)
   share_put(S, w.t, now, claim)
   queue_pop(w)
   if w.t ~= token then
@@ -137,7 +137,7 @@ local function grant_write(w)
     queue_pop(w)
     return nil
   end
-  local claim = math.min(GRANT_CLAIM_MS, w.lease)
+  local claim = claim_of(w)
   redis.call('HSET', W, w.t, string.format('%.0f', w.expires) .. ':' .. w.lease .. ':w' ..
              ((w.n or 0) + 1) .. ':' .. w.who)
   redis.call('SET', K, lock_value(w.t, '-', 'c', next_fence(), w.who), 'PX', claim)
@@ -159,7 +159,7 @@ local function serve_preferring()
   for _, t in ipairs(redis.call('LRANGE', Q, 0, -1)) do
     local w = parse_entry(t, redis.call('HGET', W, t))
     if w and w.k == 'p' and (t == token or w.expires > now) then
-      local claim = math.min(GRANT_CLAIM_MS, w.lease)
+      local claim = claim_of(w)
       share_put(S, t, now, claim)
       redis.call('HDEL', W, t)
       if t ~= token then

@@ -14,7 +14,7 @@
 -- granted 1 while K is only reserved for a queued writer.
 -- @use shares
 local S = KEYS[5]
-local now = share_clock()
+local now = now_ms()
 local cur = redis.call('GET', K)
 local token, pttl, fence, holder, since, granted = '', -1, 0, '', 0, 0
 if cur then

@@ -14,20 +14,14 @@
 --     away by itself, with no script run, and Redis deletes a set whose
 --     last member was removed.  Nothing is left on the server once the
 --     last share is gone.
--- Scores are server time, as a key's expiry is: a step of the server's
--- clock moves both alike.
+-- Scores are server time (lib.lua's now_ms), as a key's expiry is: a
+-- step of the server's clock moves both alike.
 --
 -- A bounded set (a semaphore's) also holds its bound N as the member
 -- "=N", scored -1: never pruned (pruning starts at 0), not a share, and
 -- gone with the set, which is deleted once it is all that is left.  Every
 -- process that uses the set so reads the bound the set was made with, as
 -- long as a share is live.
-
--- This server's clock in milliseconds.
-local function share_clock()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 
 -- Prunes SET of the shares that ran out by NOW, moves its expiry to its
 -- latest share's end, and returns how many shares it holds.
@@ -100,7 +94,7 @@ end
 -- renew.lua's renewal of TOKEN's share of SET for MS more: 1, or 0 when it
 -- had run out (or was never there).
 local function share_renew(set, token, ms)
-  local now = share_clock()
+  local now = now_ms()
   if not share_end(set, token, now) then
     return 0
   end
