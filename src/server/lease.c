@@ -274,30 +274,51 @@ static int run(nm_lease_t *l, nm_script_t id, int nkeys, int nargs, const char *
     return run_riding(l, NULL, id, nkeys, nargs, args, arg_lens, deadline, out, sent);
 }
 
-/* Pushes the wake-ups of R from element AT on (lease.h).  A grant that
- * is not pushed costs its waiter its turn, never anybody's safety: its
- * deputies find the claim ran out (lib.lua, Waiting). */
+/* How many wake-ups one grant.lua call pushes at most. */
+#define WAKES_PER_CALL 16
+
+/* One grant.lua call for up to WAKES_PER_CALL of R's {token, ms} pairs
+ * from element AT on (every list in L's key's slot); returns the element
+ * past them. */
+static size_t push_some(nm_lease_t *l, const redisReply *r, size_t at, int64_t deadline)
+{
+    const char *argv[2 * WAKES_PER_CALL], *token;
+    size_t lens[2 * WAKES_PER_CALL], token_len;
+    char *lists[WAKES_PER_CALL], ms[WAKES_PER_CALL][24];
+    long long v;
+    int n = 0;
+    for (; n < WAKES_PER_CALL && nm_reply_grant(r, at, &token, &token_len, &v) == 0; at += 2) {
+        lists[n] = token_len == NM_TOKEN_LEN
+                       ? nm_keys_grant_for(l->key, l->key_len, token, &lens[n])
+                       : NULL;
+        if (lists[n])
+            snprintf(ms[n++], sizeof ms[0], "%lld", v);
+    }
+    for (int i = 0; i < n; i++) {
+        argv[i] = lists[i];
+        argv[n + i] = ms[i];
+        lens[n + i] = strlen(ms[i]);
+    }
+    redisReply *g;
+    int sent;
+    if (n > 0 && run_argv(l, NULL, NM_SCRIPT_GRANT, n, 2 * n, argv, lens, deadline, &g, &sent) == 0)
+        freeReplyObject(g);
+    for (int i = 0; i < n; i++)
+        free(lists[i]);
+    return at;
+}
+
+/* Pushes the wake-ups of R from element AT on (lease.h), in as few
+ * requests as grant.lua takes them.  A grant that is not pushed costs its
+ * waiter its turn, never anybody's safety: its deputies find the claim
+ * ran out (lib.lua, Waiting). */
 static void push_wakes(nm_lease_t *l, const redisReply *r, size_t at, int64_t deadline)
 {
     const char *token;
-    size_t token_len, glen;
+    size_t token_len;
     long long ms;
-    for (; nm_reply_grant(r, at, &token, &token_len, &ms) == 0; at += 2) {
-        char *grant = token_len == NM_TOKEN_LEN
-                          ? nm_keys_grant_for(l->key, l->key_len, token, &glen)
-                          : NULL;
-        if (!grant)
-            continue;
-        char txt[24];
-        snprintf(txt, sizeof txt, "%lld", ms);
-        const char *argv[2] = { grant, txt };
-        size_t lens[2] = { glen, strlen(txt) };
-        redisReply *g;
-        int sent;
-        if (run_argv(l, NULL, NM_SCRIPT_GRANT, 1, 2, argv, lens, deadline, &g, &sent) == 0)
-            freeReplyObject(g);
-        free(grant);
-    }
+    while (nm_reply_grant(r, at, &token, &token_len, &ms) == 0)
+        at = push_some(l, r, at, deadline);
 }
 
 /* Quorum mode: runs the same script on every server at once. */
