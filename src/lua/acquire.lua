@@ -99,4 +99,14 @@ end
 if ttl > 0 then
   enqueue(cur, token, lease, ttl, holder, trylock and 't' or 'w')
 end
-return with_wakes({trylock and ttl > 0 and 2 or 0, redis.call('PTTL', K), 0})
+-- The waiter first in line behind a holder that may keep the lock cached
+-- looks again within ASK_AGAIN_MS, its look asking once more: an ask
+-- published before the holder's subscription took is lost, and the
+-- holder gives the lock back only when asked (or at its renewal).  The
+-- waiters behind it look as they would.
+local pttl = redis.call('PTTL', K)
+if ttl > 0 and not trylock and holder_caches(cur) and
+   redis.call('LRANGE', Q, 0, 0)[1] == token then
+  pttl = pttl < 0 and ASK_AGAIN_MS or math.min(pttl, ASK_AGAIN_MS)
+end
+return with_wakes({trylock and ttl > 0 and 2 or 0, pttl, 0})

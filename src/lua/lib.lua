@@ -209,6 +209,10 @@
 
 local GRANT_CLAIM_MS = 150
 local DEPUTIES = 2
+-- How soon the waiter first in line asks a caching holder again
+-- (acquire.lua): as often as every waiter did before looks were seconds
+-- apart.
+local ASK_AGAIN_MS = 250
 local K, P, Q, W, H, G = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local R = K .. ':r'
 local ROBUST_KEEP_MS = 7 * 24 * 3600 * 1000

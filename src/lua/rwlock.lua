@@ -344,8 +344,11 @@ end
 -- attempt of the writer first in the queue (so at every look: a message
 -- missed costs a look); the writers behind it would only repeat it.
 -- pcall: an ACL user without channel rights must still be able to lock.
-if kind == 'w' and not held and shares > 0 and
-   (ttl == 0 or redis.call('LRANGE', Q, 0, 0)[1] == token) then
+-- That writer looks again within ASK_AGAIN_MS, asking once more, as a
+-- mutex's first waiter behind a caching holder does (acquire.lua).
+local asked = kind == 'w' and not held and shares > 0 and
+              (ttl == 0 or redis.call('LRANGE', Q, 0, 0)[1] == token)
+if asked then
   redis.pcall(in_cluster() and 'SPUBLISH' or 'PUBLISH', R, token .. ' w')
 end
 local pttl = -1
@@ -353,5 +356,8 @@ if held then
   pttl = redis.call('PTTL', K)
 elseif kind ~= 'r' then
   pttl = shares_first_end(S, now)
+end
+if asked and ttl > 0 then
+  pttl = pttl < 0 and ASK_AGAIN_MS or math.min(pttl, ASK_AGAIN_MS)
 end
 return answer(0, pttl)
