@@ -40,9 +40,10 @@
  * that uses that mutex, when it holds it.
  *
  * The end: a thread that sees log->stop closes its ring under the mutex
- * (closed 1) and broadcasts, so that members in an untimed wait return
- * and leave; a thread that finds the log full makes no more logged calls,
- * and closes its ring unlogged once the stop comes.
+ * (closed 1), unless a member did already, and broadcasts, so that
+ * members in an untimed wait return and leave (close_at_end); a thread
+ * that finds the log full makes no more logged calls, and closes its ring
+ * unlogged once the stop comes.
  */
 #include "ac_config.h"
 
@@ -437,6 +438,28 @@ static void close_unlogged(CThread *t)
     }
 }
 
+/* On the way out, the ring is closed if no member closed it yet: a member
+ * that saw the stop between two rounds (its turn taken, say) must close
+ * it too.  Left to the members that see the stop while they wait for a
+ * turn, a ring stayed open for ever when the stop came just after member
+ * 0 passed the turn on and before it waited again: member 1 took the
+ * turn, passed it back (its signal found nobody waiting) and waited
+ * untimed, and member 0 left without a round. */
+static void close_at_end(CThread *t)
+{
+    int got = -1;
+
+    for (int i = 0; i < 3 && got < 0 && !chaos_load(&ring_of(t)->closed); i++)
+        got = lock_segment(t);
+    if (got == 0) {
+        close_unlogged(t);
+    } else if (got > 0) {
+        if (!chaos_load(&ring_of(t)->closed))
+            close_ring(t);
+        end_segment(t);
+    }
+}
+
 static void *thread_main(void *p)
 {
     CThread *t = p;
@@ -445,6 +468,8 @@ static void *thread_main(void *p)
         ;
     if (!stopping(t))
         close_unlogged(t);
+    else
+        close_at_end(t);
     set_phase(t, CHAOS_EXITED);
     return NULL;
 }
