@@ -556,15 +556,6 @@ static bool keys_appear(const char *pattern)
  * holds every new connection back until the waiter is killed. */
 static void test_killed_publishing(void)
 {
-#if defined(__SANITIZE_THREAD__)
-    /* The proxy holds every new connection back for the whole case, so a
-     * waiter whose connection drops for any other reason never publishes:
-     * under TSan, beside the rest of its suite, the library's own reply
-     * deadlines (unscaled) dropped it.  A residue test, not a race's:
-     * plain, ASan and valgrind run it. */
-    g_test_skip("holds back the waiter's redials: not under TSan");
-    return;
-#endif
     Residue *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     g_assert_true(s != MAP_FAILED);
     memset(s, 0, sizeof *s);
