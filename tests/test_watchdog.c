@@ -673,6 +673,36 @@ static void test_many_locks_survive(void)
 
 /* ---- shutdown ------------------------------------------------------------------- */
 
+/* A loss reported before the unlock is what the unlock says, even when
+ * the server is gone by then: the give-back fails (it used to say EIO,
+ * hiding the loss), the caller learns its hold was not protected. */
+static void test_lost_then_server_gone(void)
+{
+    NmRedis *own = nm_redis_start(NULL);
+    char *url = nm_redis_url(own);
+    netmutex_config_t cfg = { .url = url, .connect_timeout_ms = nm_ms(500),
+                              .io_timeout_ms = nm_ms(500) };
+    NmLost lost;
+    netmutex_t m;
+
+    nm_lost_init(&lost);
+    nm_assert_rc(netmutex_configure(&cfg), 0);
+    char *name = init_mutex(&m, "gone", 1, nm_ms(1000), &lost);
+    char *key = nm_lock_key(name);
+    nm_assert_rc(netmutex_lock(&m), 0);
+    freeReplyObject(nm_redis_cmd(own, "DEL %s", key)); /* the renewal finds it gone */
+    g_assert_cmpint(nm_lost_wait(&lost, nm_ms(10000)), ==, 1);
+    nm_redis_stop(own);
+    nm_assert_rc(netmutex_unlock(&m), ENOLCK);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    nm_assert_rc(netmutex_shutdown(), 0);
+    nm_lost_clear(&lost);
+    nm_redis_free(own);
+    g_free(key);
+    g_free(name);
+    g_free(url);
+}
+
 /* With nothing held, netmutex_shutdown returns 0 and stops the background
  * thread; a later lock configures itself again (here from NETMUTEX_URL)
  * and works.  With a lock held, by this thread or another, it says EBUSY
@@ -763,6 +793,7 @@ int main(int argc, char **argv)
                     nm_fork_with_threads_is_safe() ? test_fork_while_holding
                                                    : skip_fork_with_threads);
     g_test_add_func("/watchdog/many/10000-locks-survive-3-leases", test_many_locks_survive);
+    g_test_add_func("/watchdog/lost/unlock-enolck-with-server-gone", test_lost_then_server_gone);
     g_test_add_func("/watchdog/shutdown/idle-ok-held-ebusy", test_shutdown);
 
     rc = nm_test_finish(g_test_run());

@@ -99,5 +99,8 @@ int nm_handle_release(nm_lease_t *l, const nm_give_back_t *how)
     int lost = nm_renew_lost(l);
     nm_renew_untrack(l);
     int err = give_back(l, how);
-    return lost && err == 0 ? ENOLCK : err;
+    /* A loss already reported wins over a give-back that failed (EIO):
+     * the caller must learn that its hold was not protected, and the key,
+     * renewed no more, expires by itself either way. */
+    return lost ? ENOLCK : err;
 }
