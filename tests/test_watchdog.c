@@ -671,7 +671,7 @@ static void test_many_locks_survive(void)
     g_free(ms);
 }
 
-/* ---- shutdown ------------------------------------------------------------------- */
+/* ---- a loss, then the server gone ---------------------------------------------- */
 
 /* A loss reported before the unlock is what the unlock says, even when
  * the server is gone by then: the give-back fails (it used to say EIO,
@@ -702,6 +702,8 @@ static void test_lost_then_server_gone(void)
     g_free(name);
     g_free(url);
 }
+
+/* ---- shutdown ------------------------------------------------------------------- */
 
 /* With nothing held, netmutex_shutdown returns 0 and stops the background
  * thread; a later lock configures itself again (here from NETMUTEX_URL)
