@@ -364,8 +364,12 @@ pid_t nm_fork_run(NmCallFunc fn, void *arg);
  * data) is unreachable by nature, so a leak report there says nothing
  * about the code under test. */
 pid_t nm_fork_run_unchecked(NmCallFunc fn, void *arg);
-/* Waits at most TIMEOUT_MS for PID; kills it on timeout.  Asserts that it
- * exited with status 0. */
+/* The stacks of every thread of PID (WHO names it: "child", "worker"), on
+ * stderr, when gdb is at hand: a hang seen once in a CI run is then told
+ * where it is. */
+void nm_print_stacks(pid_t pid, const char *who);
+/* Waits at most TIMEOUT_MS for PID; on timeout prints its stacks and kills
+ * it.  Asserts that it exited with status 0. */
 void nm_child_wait_ok(pid_t pid, unsigned int timeout_ms);
 
 /* Another process that operates one netmutex on command, so a test can

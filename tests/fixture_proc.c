@@ -91,6 +91,20 @@ pid_t nm_fork_run_unchecked(NmCallFunc fn, void *arg)
     return pid;
 }
 
+void nm_print_stacks(pid_t pid, const char *who)
+{
+    char *gdb = g_find_program_in_path("gdb"), *pid_s = g_strdup_printf("%d", (int)pid);
+    char *out = NULL;
+    char *argv[] = { gdb, "-p", pid_s, "-batch", "-ex", "thread apply all bt", NULL };
+
+    if (gdb && g_spawn_sync(NULL, argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out,
+                            NULL, NULL, NULL))
+        g_printerr("fixture: the threads of %s %d:\n%s", who, (int)pid, out);
+    g_free(out);
+    g_free(pid_s);
+    g_free(gdb);
+}
+
 void nm_child_wait_ok(pid_t pid, unsigned int timeout_ms)
 {
     gint64 deadline = nmt_now_ms() + timeout_ms;
@@ -99,6 +113,7 @@ void nm_child_wait_ok(pid_t pid, unsigned int timeout_ms)
 
     while ((got = waitpid(pid, &status, WNOHANG)) == 0) {
         if (nmt_now_ms() > deadline) {
+            nm_print_stacks(pid, "child");
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
             g_test_message("child %d did not exit within %u ms", (int)pid, timeout_ms);

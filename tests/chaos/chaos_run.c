@@ -287,22 +287,6 @@ static bool reaped(ChaosRun *run, int slot)
     return true;
 }
 
-/* The stacks of a hung worker's threads, on stderr, when gdb is at hand:
- * a hang seen once in a CI run is then told where it is. */
-static void print_stacks(pid_t pid)
-{
-    char *gdb = g_find_program_in_path("gdb"), *pid_s = g_strdup_printf("%d", (int)pid);
-    char *out = NULL;
-    char *argv[] = { gdb, "-p", pid_s, "-batch", "-ex", "thread apply all bt", NULL };
-
-    if (gdb && g_spawn_sync(NULL, argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out,
-                            NULL, NULL, NULL))
-        g_printerr("chaos: the threads of worker %d:\n%s", (int)pid, out);
-    g_free(out);
-    g_free(pid_s);
-    g_free(gdb);
-}
-
 /* A worker that did not finish in time hangs: its open calls are marked
  * (the checker names them), and the test fails even if none is open (a
  * worker stuck in netmutex_shutdown, say). */
@@ -315,7 +299,7 @@ static void kill_straggler(ChaosRun *run, int slot)
     g_test_message("chaos %s: worker %d hung", run->fam->name, p->pid);
     g_test_fail();
     chaos_run_mark_open(run->log, p, chaos_now_ns(), true);
-    print_stacks(p->pid);
+    nm_print_stacks(p->pid, "worker");
     kill(p->pid, SIGKILL);
     waitpid(p->pid, &status, 0);
     run->slot[slot] = -1;
