@@ -1297,11 +1297,20 @@ static void test_wrong_type_eproto(void)
 
 /* A process that exits while a thread of it waits in the queue takes it
  * out on its way (exit()'s handlers): nothing is left queued when it is
- * gone. */
+ * gone.  The child is forked before the parent takes the write lock, from
+ * a process with no thread of the library's (see quiesce): forked while
+ * the holder's lease was renewed, its first thread once hung in ASan's
+ * allocator.  go is 1 once the parent holds, 2 when the child may exit. */
 static void *proc_wait_thread(void *p)
 {
     netmutex_rwlock_rdlock(p);
     return NULL;
+}
+
+static void wait_go(const Shared *sh, int phase)
+{
+    while (__atomic_load_n(&sh->go, __ATOMIC_SEQ_CST) < phase)
+        nmt_sleep_ms(1);
 }
 
 static int proc_exit_while_queued(void *p)
@@ -1310,10 +1319,12 @@ static int proc_exit_while_queued(void *p)
     netmutex_rwlock_t rw;
     pthread_t t;
     proc_configure();
-    if (proc_open(pr, &rw) || pthread_create(&t, NULL, proc_wait_thread, &rw))
+    if (proc_open(pr, &rw))
         return 10;
-    while (!__atomic_load_n(&pr->sh->go, __ATOMIC_SEQ_CST))
-        nmt_sleep_ms(1);
+    wait_go(pr->sh, 1);
+    if (pthread_create(&t, NULL, proc_wait_thread, &rw))
+        return 11;
+    wait_go(pr->sh, 2);
     exit(0);
 }
 
@@ -1321,12 +1332,16 @@ static void test_exit_leaves_queue(void)
 {
     netmutex_rwlock_t rw;
     Shared *sh = shared_new();
-    char *name = rw_init(&rw, "rw", NETMUTEX_RWLOCK_DEFAULT, 0);
+    char *name = nm_test_name("rw");
     Proc pr = { .sh = sh, .name = name };
-    nm_assert_rc(netmutex_rwlock_wrlock(&rw), 0);
+    quiesce();
     pid_t pid = nm_fork_run_unchecked(proc_exit_while_queued, &pr);
-    g_assert_true(wait_queued(name, 1));
+    nm_configure(redis);
+    nm_assert_rc(netmutex_rwlock_init(&rw, name, NULL), 0);
+    nm_assert_rc(netmutex_rwlock_wrlock(&rw), 0);
     __atomic_store_n(&sh->go, 1, __ATOMIC_SEQ_CST);
+    g_assert_true(wait_queued(name, 1));
+    __atomic_store_n(&sh->go, 2, __ATOMIC_SEQ_CST);
     nm_child_wait_ok(pid, PROMPT_MS);
     g_assert_cmpint(queued_of(name), ==, 0);
     nm_assert_rc(netmutex_rwlock_unlock(&rw), 0);
