@@ -624,7 +624,8 @@ typedef struct Proc {
     const char *name;   /* the condition's; the mutex is NAME + "/m" */
     unsigned int lease_ms;
     unsigned int timeout_ms; /* a waiter's: 0 untimed */
-    int go;             /* a signaller's: it signals once it reads this */
+    int go;             /* a pipe's read end: the child goes on once it
+                           reads a byte there (a waiter's: 0, at once) */
     int items;          /* producer: how many */
 } Proc;
 
@@ -645,8 +646,11 @@ static int proc_wait_once(void *p)
     struct timespec ts;
     char *mname = g_strconcat(pr->name, "/m", NULL);
     proc_configure(pr->lease_ms);
+    char byte;
     if (netmutex_cond_init(&c, pr->name, NULL) || netmutex_init(&m, mname, NULL))
         return 10;
+    if (pr->go && read(pr->go, &byte, 1) != 1)
+        return 11;
     int err = netmutex_lock(&m);
     if (!err && pr->timeout_ms) {
         nm_deadline(&ts, CLOCK_REALTIME, pr->timeout_ms);
@@ -966,6 +970,21 @@ static void test_short_lease_signaller(gconstpointer data)
 
 /* A child that signals while it holds the mutex, then dies before it
  * unlocks (SIGKILL: nothing of its own runs any more). */
+/* Forks a child of FN(ARG) from this process once no thread of the
+ * library runs here (netmutex_shutdown), then configures this process
+ * again: neither sanitizer's allocator survives a fork made while another
+ * thread allocates (nm_fork_with_threads_is_safe), and a child forked
+ * while a waiter and the background thread ran once hung there.  The
+ * child waits for a byte on its PR->go before it does what the case is
+ * about. */
+static pid_t fork_before_threads(NmCallFunc fn, void *arg)
+{
+    nm_assert_rc(netmutex_shutdown(), 0);
+    pid_t pid = nm_fork_run_unchecked(fn, arg);
+    nm_configure(redis);
+    return pid;
+}
+
 static int proc_signal_then_die(void *p)
 {
     const Proc *pr = p;
@@ -973,9 +992,14 @@ static int proc_signal_then_die(void *p)
     netmutex_t m;
     char *mname = g_strconcat(pr->name, "/m", NULL);
     proc_configure(pr->lease_ms);
+    char byte;
     if (netmutex_cond_init(&c, pr->name, NULL) || netmutex_init(&m, mname, NULL) ||
-        warm_connection(pr->name) != 0 || netmutex_lock(&m) != 0)
+        warm_connection(pr->name) != 0)
         return 10;
+    if (read(pr->go, &byte, 1) != 1)
+        return 11;
+    if (netmutex_lock(&m) != 0)
+        return 12;
     if (netmutex_cond_signal(&c) != 0)
         return 20;
     kill(getpid(), SIGKILL);
@@ -991,22 +1015,26 @@ static void test_signal_then_killed(void)
 {
     netmutex_cond_t c;
     netmutex_t m;
-    int status;
+    int status, go[2];
     char *name = nm_test_name("c");
     char *mname = g_strconcat(name, "/m", NULL);
-    Proc pr = { .name = name, .lease_ms = 300 };
+    g_assert_cmpint(pipe(go), ==, 0);
+    Proc pr = { .name = name, .lease_ms = 300, .go = go[0] };
+    pid_t pid = fork_before_threads(proc_signal_then_die, &pr);
     nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
     nm_assert_rc(netmutex_init(&m, mname, NULL), 0);
     Waiter w = { .c = &c, .m = &m, .timeout_ms = nm_ms(15000) };
     NmCall *call = nm_call_start(waiter_run, &w);
     g_assert_true(wait_waiters(name, 1));
-    pid_t pid = nm_fork_run_unchecked(proc_signal_then_die, &pr);
+    g_assert_cmpint(write(go[1], "g", 1), ==, 1);
     g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
     g_assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
     nm_assert_rc(nm_call_wait(call, PROMPT_MS), 0);
     g_assert_true(wait_nothing_left());
     nm_assert_rc(netmutex_cond_destroy(&c), 0);
     nm_assert_rc(netmutex_destroy(&m), 0);
+    close(go[0]);
+    close(go[1]);
     g_free(mname);
     g_free(name);
 }
@@ -1020,16 +1048,19 @@ static void test_signal_then_cached_unlock(void)
 {
     netmutex_cond_t c;
     netmutex_t m;
+    int go[2];
     char *name = nm_test_name("c");
     char *mname = g_strconcat(name, "/m", NULL);
-    Proc pr = { .name = name };
+    g_assert_cmpint(pipe(go), ==, 0);
+    Proc pr = { .name = name, .go = go[0] };
+    pid_t pid = fork_before_threads(proc_wait_once, &pr);
     nm_assert_rc(netmutex_cond_init(&c, name, NULL), 0);
     nm_assert_rc(netmutex_init(&m, mname, NULL), 0);
     nm_assert_rc(warm_connection(name), 0);
     /* The lease cached here first, before the waiter locks. */
     nm_assert_rc(netmutex_lock(&m), 0);
     nm_assert_rc(netmutex_unlock(&m), 0);
-    pid_t pid = nm_fork_run_unchecked(proc_wait_once, &pr);
+    g_assert_cmpint(write(go[1], "g", 1), ==, 1);
     g_assert_true(wait_waiters(name, 1));
     nm_assert_rc(netmutex_lock(&m), 0);
     nm_assert_rc(netmutex_cond_signal(&c), 0);
@@ -1038,6 +1069,8 @@ static void test_signal_then_cached_unlock(void)
     g_assert_true(wait_nothing_left());
     nm_assert_rc(netmutex_cond_destroy(&c), 0);
     nm_assert_rc(netmutex_destroy(&m), 0);
+    close(go[0]);
+    close(go[1]);
     g_free(mname);
     g_free(name);
 }
