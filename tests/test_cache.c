@@ -587,31 +587,12 @@ static void abandon(NmRemote *a, const char *name)
     netmutex_break(name);
 }
 
-/* The revoke cases below count on A's request reaching the queue within
- * STILL_WAITING_MS and on a remote's answer within its bound: under TSan
- * as the ACL user (acl.sh, beside the rest of its share of the suite) a
- * remote missed them in two CI runs of three and was left behind by the
- * failed case.  TSan runs them in its own test_cache; plain and ASan run
- * them everywhere. */
-static bool revoke_timing_skipped(void)
-{
-#if defined(__SANITIZE_THREAD__)
-    if (g_getenv("NETMUTEX_TEST_ACL")) {
-        g_test_skip("revoke timing: not as the ACL user under TSan");
-        return true;
-    }
-#endif
-    return false;
-}
-
 /* Another process holds the lock and would keep it cached for a minute:
  * our waiter gets it when that process unlocks, not when its cache idles
  * out, and that process then sees it held (EBUSY).  Afterwards it is cached
  * here, and the other process's lock takes it back. */
 static void test_revoke_at_unlock(gconstpointer data)
 {
-    if (revoke_timing_skipped())
-        return;
     netmutex_t m;
     char *name;
     NmRemote *a;
@@ -650,8 +631,6 @@ static void test_revoke_at_unlock(gconstpointer data)
  * the waiter's request is still on its way to us. */
 static void test_unlock_relock_does_not_overtake(gconstpointer data)
 {
-    if (revoke_timing_skipped())
-        return;
     netmutex_t m;
     char *name;
     NmRemote *a;
@@ -759,8 +738,6 @@ static bool one_turn_each(netmutex_t *m, NmRemote *a, const char *name)
 
 static void test_turns(void)
 {
-    if (revoke_timing_skipped())
-        return;
     netmutex_t m;
     char *name;
     NmRemote *a;
@@ -786,8 +763,6 @@ static void test_turns(void)
 
 static void test_fast_turns(void)
 {
-    if (revoke_timing_skipped())
-        return;
     char *name = nm_test_name("m");
     NmRemote *p[2] = {
         remote(name, NETMUTEX_NORMAL, LONG_LEASE_MS, long_idle_env),
