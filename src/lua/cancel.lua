@@ -13,7 +13,14 @@ if cur and string.sub(cur, 1, 32) == token then
 end
 redis.call('LLEN', Q)
 redis.call('HLEN', W)
-redis.call('LREM', Q, 0, token)
-redis.call('HDEL', W, token)
+-- Only a waiter whose entry is still there is looked for, and only its
+-- first place: queue_put pushes a token with a new entry alone, and a copy
+-- left behind (its entry gone) is popped at the head like any waiter that
+-- left (lib.lua, queue_first).  So LREM stops where it finds the waiter: a
+-- waiter giving up after a long wait is near the head, and costs that
+-- walk, not the whole queue's.
+if redis.call('HDEL', W, token) == 1 then
+  redis.call('LREM', Q, 1, token)
+end
 redis.call('DEL', G)
 return {0, 0, 0}
