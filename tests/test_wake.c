@@ -415,6 +415,93 @@ static void timed_wait_times_out(netmutex_t *m, const char *name, clockid_t cloc
     g_assert_cmpint(waiting_len(name), ==, 0);
 }
 
+/* NAME's queue, its tokens in order, as one string (LRANGE). */
+static char *queue_of(const char *name)
+{
+    char *key = nm_key_of("netmutex:", name, ":q");
+    redisReply *r = nm_redis_cmd(redis, "LRANGE %s 0 -1", key);
+    GString *out = g_string_new("");
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++)
+        g_string_append_printf(out, "%s%s", i ? " " : "", r->element[i]->str);
+    freeReplyObject(r);
+    g_free(key);
+    return g_string_free(out, FALSE);
+}
+
+/* Times a lock of the mutex out after its ms (a thread of its own). */
+typedef struct Timed {
+    netmutex_t *m;
+    unsigned int ms;
+} Timed;
+
+static int timed_lock(void *p)
+{
+    Timed *t = p;
+    struct timespec deadline;
+    nm_deadline(&deadline, CLOCK_MONOTONIC, t->ms);
+    int rc = netmutex_clocklock(t->m, CLOCK_MONOTONIC, &deadline);
+    if (rc == 0)
+        netmutex_unlock(t->m);
+    return rc;
+}
+
+/* Polls until NAME's queue holds N tokens; returns them (LRANGE). */
+static char *queue_when(const char *name, long long n)
+{
+    g_assert_true(nm_wait_queue_len(redis, name, n, nm_ms(10000)));
+    return queue_of(name);
+}
+
+/* A waiter queued between two others gives up (its deadline): it alone
+ * leaves the queue, the others keep their order, and it is never
+ * granted; the release serves the first, the first's the last. */
+static void test_middle_waiter_gives_up(void)
+{
+    char *name = nm_test_name("m");
+    netmutex_t m;
+    NmRemote *holder = nm_remote_start(redis, name, NETMUTEX_NORMAL, 0);
+    NmRemote *first = nm_remote_start(redis, name, NETMUTEX_NORMAL, 0);
+    NmRemote *last = nm_remote_start(redis, name, NETMUTEX_NORMAL, 0);
+
+    nm_configure(redis);
+    nm_assert_rc(netmutex_init(&m, name, NULL), 0);
+    nm_assert_rc(nm_remote(holder, 'l'), 0);
+    nm_remote_send(first, 'l');
+    char *q1 = queue_when(name, 1);
+    Timed t = { .m = &m, .ms = nm_ms(2000) };
+    NmCall *us = nm_call_start(timed_lock, &t);
+    char *q2 = queue_when(name, 2);
+    nm_remote_send(last, 'l');
+    char *q3 = queue_when(name, 3);
+    g_assert_true(g_str_has_prefix(q3, q2) && g_str_has_prefix(q2, q1));
+    nm_assert_rc(nm_call_wait(us, PROMPT_MS), ETIMEDOUT);
+    char *mine = g_strndup(q2 + strlen(q1), strlen(q2) - strlen(q1)); /* " <ours>" */
+    char *want = g_strconcat(q1, q3 + strlen(q2), NULL);
+    char *after = queue_of(name);
+    g_assert_cmpstr(after, ==, want);
+    nm_assert_rc(nm_remote(holder, 'u'), 0);
+    nm_assert_rc(nm_remote_result(first), 0);
+    char *rest = queue_of(name);
+    g_assert_cmpstr(rest, ==, q3 + strlen(q2) + 1);
+    g_assert_null(strstr(rest, mine + 1));
+    nm_assert_rc(nm_remote(first, 'u'), 0);
+    nm_assert_rc(nm_remote_result(last), 0);
+    nm_assert_rc(nm_remote(last, 'u'), 0);
+    g_assert_cmpint(nm_queue_len(redis, name), ==, 0);
+    nm_remote_stop(last);
+    nm_remote_stop(first);
+    nm_remote_stop(holder);
+    nm_assert_rc(netmutex_destroy(&m), 0);
+    g_free(rest);
+    g_free(after);
+    g_free(want);
+    g_free(mine);
+    g_free(q3);
+    g_free(q2);
+    g_free(q1);
+    g_free(name);
+}
+
 /* timedlock and clocklock with no release: ETIMEDOUT by the deadline, and
  * afterwards nothing of the waiter is left in the Redis queue -- so the
  * holder's release frees the lock instead of granting it to the waiter
@@ -706,6 +793,7 @@ int main(int argc, char **argv)
     g_test_add_func("/wake/blocked/client-kill-waiter-blocks-again-and-wakes",
                     test_blocked_waiter_killed);
     g_test_add_func("/wake/cohort-off/every-acquisition-own-fence", test_cohort_off_own_fences);
+    g_test_add_func("/wake/give-up/middle-waiter-leaves-alone", test_middle_waiter_gives_up);
     g_test_add_func("/wake/cache/handed-over-with-waiters-behind-given-back",
                     test_handed_over_lease_not_cached);
     g_test_add_func("/wake/cache/status-idle-then-held", test_cached_status_idle_then_held);
