@@ -74,10 +74,25 @@ static long long shares_of(const char *name)
     return n;
 }
 
+/* NAME's queued waiters: Q, and the readers that prefer readers, which W
+ * lists ("=pn", "=p<i>": lib.lua) while their entries last. */
 static long long queued_of(const char *name)
 {
-    char *q = rw_key(name, ":q");
+    char *q = rw_key(name, ":q"), *w = rw_key(name, ":w");
     long long n = llen(q);
+    char *listed = nm_redis_string(redis, "HGET %s =pn", w);
+    for (long long i = 1; listed && i <= g_ascii_strtoll(listed, NULL, 10); i++) {
+        char *field = g_strdup_printf("=p%lld", i);
+        char *t = nm_redis_string(redis, "HGET %s %s", w, field);
+        redisReply *r = t ? nm_redis_cmd(redis, "HEXISTS %s %s", w, t) : NULL;
+        n += r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+        if (r)
+            freeReplyObject(r);
+        g_free(t);
+        g_free(field);
+    }
+    g_free(listed);
+    g_free(w);
     g_free(q);
     return n;
 }
@@ -542,6 +557,75 @@ static void test_reader_preference_after_writer(void)
     nm_assert_rc(nm_call_wait(c1, PROMPT_MS), 0);
     g_assert_true(wait_got(&r));
     nmt_sleep_ms(nm_ms(50));
+    g_assert_false(g_atomic_int_get(&w2.got));
+    g_atomic_int_set(&r.release, 1);
+    nm_assert_rc(nm_call_wait(c3, PROMPT_MS), 0);
+    g_assert_true(wait_got(&w2));
+    g_atomic_int_set(&w2.release, 1);
+    nm_assert_rc(nm_call_wait(c2, PROMPT_MS), 0);
+    g_assert_cmpint(order[1], ==, 3);
+    g_assert_cmpint(order[2], ==, 2);
+    nm_assert_rc(netmutex_rwlockattr_destroy(&a), 0);
+    nm_assert_rc(netmutex_rwlock_destroy(&waiter), 0);
+    nm_assert_rc(netmutex_rwlock_destroy(&holder), 0);
+    g_assert_true(wait_nothing_left());
+    g_free(name);
+}
+
+/* A read lock of RW that gives up after MS (a thread of its own). */
+typedef struct TimedRead {
+    netmutex_rwlock_t *rw;
+    unsigned int ms;
+} TimedRead;
+
+static int timed_read(void *p)
+{
+    TimedRead *t = p;
+    struct timespec ts;
+    nm_deadline(&ts, CLOCK_MONOTONIC, t->ms);
+    int err = netmutex_rwlock_clockrdlock(t->rw, CLOCK_MONOTONIC, &ts);
+    return err ? err : netmutex_rwlock_unlock(t->rw) == 0 ? 0 : -1;
+}
+
+/* Readers that prefer readers wait apart from the queue of writers: one
+ * that gives up while a writer holds the lock leaves, is counted by
+ * status while it waits and not after, and never gets a share; the next
+ * one gets in at the release, before the writer queued first. */
+static void test_reader_preference_gives_up(void)
+{
+    netmutex_rwlock_t holder, waiter;
+    netmutex_shared_status_t st;
+    int order[3] = { 0 }, n = 0;
+    char *name = rw_init(&holder, "rw", NETMUTEX_RWLOCK_DEFAULT, 0);
+    netmutex_rwlockattr_t a;
+    nm_assert_rc(netmutex_rwlockattr_init(&a), 0);
+    nm_assert_rc(netmutex_rwlockattr_setkind(&a, NETMUTEX_RWLOCK_PREFER_READER), 0);
+    nm_assert_rc(netmutex_rwlock_init(&waiter, name, &a), 0);
+    Locker w1 = { .rw = &holder, .op = 'w', .id = 1, .order = order, .norder = &n };
+    Locker w2 = { .rw = &holder, .op = 'w', .id = 2, .order = order, .norder = &n };
+    Locker r = { .rw = &waiter, .op = 'r', .id = 3, .order = order, .norder = &n };
+    TimedRead quitter = { .rw = &waiter, .ms = nm_ms(1500) };
+
+    NmCall *c1 = nm_call_start(locker_run, &w1);
+    g_assert_true(wait_got(&w1));
+    NmCall *c2 = nm_call_start(locker_run, &w2);
+    g_assert_true(wait_queued(name, 1));
+    NmCall *q = nm_call_start(timed_read, &quitter);
+    g_assert_true(wait_queued(name, 2));
+    nm_assert_rc(netmutex_rwlock_status(name, &st), 0);
+    g_assert_cmpuint(st.writers_waiting, ==, 1);
+    g_assert_cmpuint(st.waiters, ==, 1);
+    nm_assert_rc(nm_call_wait(q, PROMPT_MS), ETIMEDOUT);
+    g_assert_cmpint(queued_of(name), ==, 1);
+    nm_assert_rc(netmutex_rwlock_status(name, &st), 0);
+    g_assert_cmpuint(st.waiters, ==, 0);
+    NmCall *c3 = nm_call_start(locker_run, &r);
+    g_assert_true(wait_queued(name, 2));
+    g_atomic_int_set(&w1.release, 1);
+    nm_assert_rc(nm_call_wait(c1, PROMPT_MS), 0);
+    g_assert_true(wait_got(&r));
+    /* The reader's share alone: the one that gave up got none. */
+    g_assert_cmpint(shares_of(name), ==, 1);
     g_assert_false(g_atomic_int_get(&w2.got));
     g_atomic_int_set(&r.release, 1);
     nm_assert_rc(nm_call_wait(c3, PROMPT_MS), 0);
@@ -1397,6 +1481,7 @@ int main(int argc, char **argv)
     g_test_add_data_func("/rwlock/prefer/reader", GINT_TO_POINTER(NETMUTEX_RWLOCK_PREFER_READER),
                          test_preference);
     g_test_add_func("/rwlock/prefer/reader-after-writer", test_reader_preference_after_writer);
+    g_test_add_func("/rwlock/prefer/reader-gives-up", test_reader_preference_gives_up);
     g_test_add_func("/rwlock/order/writers-fifo", test_writers_fifo);
     g_test_add_func("/rwlock/processes/readers-together", test_readers_together_processes);
     g_test_add_func("/rwlock/processes/exclusion", test_exclusion_processes);

@@ -120,8 +120,13 @@
 --   W  <prefix>{r<tag>}<name>:w       hash: token -> a waiter's entry
 --                                     (Waiting, below), k 'w' writer, 'r'
 --                                     reader, 'p' reader that prefers
---                                     readers; and "=p", no waiter's, while
---                                     such a reader may be queued
+--                                     readers; and, no waiter's, the list
+--                                     of the readers that prefer readers,
+--                                     which are not in Q: "=pn" how many
+--                                     were queued since they were last
+--                                     served, "=p<i>" the i-th one's token
+--                                     (1 <= i <= =pn; one that left has no
+--                                     entry)
 --   S  <prefix>{r<tag>}<name>:s       sorted set: the read shares, token ->
 --                                     when it runs out (server ms), a grant
 --                                     not confirmed yet included; its PX is
@@ -378,12 +383,13 @@ local function parse_entry(t, e)
           n = tonumber(n), who = who}
 end
 
--- Writes TOKEN's entry for TTL ms from NOW (queueing it if it is new),
--- and keeps Q and W for at least as long; returns whether it is new.
-local function queue_put(token, now, lease, ttl, kn, holder)
+-- Writes TOKEN's entry for TTL ms from NOW (queueing it in Q if it is
+-- new, unless OFF_Q: rwlock.lua lists the readers that prefer readers in
+-- W), and keeps Q and W for at least as long; returns whether it is new.
+local function queue_put(token, now, lease, ttl, kn, holder, off_q)
   local e = string.format('%.0f', now + ttl) .. ':' .. lease .. ':' .. kn .. ':' .. holder
   local fresh = redis.call('HSET', W, token, e) == 1
-  if fresh then
+  if fresh and not off_q then
     redis.call('RPUSH', Q, token)
   end
   for _, key in ipairs({Q, W}) do

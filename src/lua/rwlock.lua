@@ -86,7 +86,8 @@ redis.call('HLEN', W)
 redis.call('ZCARD', S)
 read_floor()
 -- Grants to push, a writer's request to publish: lib.lua, in_cluster.
-if (op == 'a' and (ttl > 0 or kind == 'w')) or redis.call('LLEN', Q) > 0 then
+if (op == 'a' and (ttl > 0 or kind == 'w')) or redis.call('LLEN', Q) > 0 or
+   redis.call('HEXISTS', W, '=pn') == 1 then
   in_cluster()
 end
 local now = now_ms()
@@ -148,36 +149,33 @@ local function grant_write(w)
 end
 
 -- A share to every queued reader that prefers readers (they wait only for
--- a writer that holds K).  They may be anywhere in the queue: the walk
--- runs only while W says one may be queued ("=p"), and is the one step
--- whose cost grows with the queue (docs/design.md, 9b).  Returns how many.
+-- a writer that holds K, so each time K is free they are all served).
+-- They are not in Q but listed in W ("=pn", "=p<i>": lib.lua, "Keys of
+-- one read-write lock"), each once: the walk costs one step per reader
+-- queued since the last one, and none for the writers and other readers
+-- in Q.  One that left meanwhile has no entry, and is skipped.  Returns
+-- how many got a share.
 local function serve_preferring()
-  if redis.call('HEXISTS', W, '=p') == 0 then
-    return 0
-  end
-  local keep, n = {}, 0
-  for _, t in ipairs(redis.call('LRANGE', Q, 0, -1)) do
-    local w = parse_entry(t, redis.call('HGET', W, t))
-    if w and w.k == 'p' and (t == token or w.expires > now) then
-      local claim = claim_of(w)
-      share_put(S, t, now, claim)
+  local listed = tonumber(redis.call('HGET', W, '=pn') or 0) or 0
+  local n = 0
+  for i = 1, listed do
+    local field = '=p' .. i
+    local t = redis.call('HGET', W, field)
+    redis.call('HDEL', W, field)
+    local w = t and parse_entry(t, redis.call('HGET', W, t))
+    if w and (t == token or w.expires > now) then
+      share_put(S, t, now, claim_of(w))
       redis.call('HDEL', W, t)
       if t ~= token then
-        wake(t, claim)
+        wake(t, claim_of(w))
       end
       n = n + 1
     elseif w then
-      keep[#keep + 1] = t
-    else
       redis.call('HDEL', W, t)
     end
   end
-  redis.call('HDEL', W, '=p')
-  local left = redis.call('PTTL', Q)
-  redis.call('DEL', Q)
-  if #keep > 0 then
-    redis.call('RPUSH', Q, unpack(keep))
-    redis.call('PEXPIRE', Q, math.max(left, 1))
+  if listed > 0 then
+    redis.call('HDEL', W, '=pn')
   end
   return n
 end
@@ -189,10 +187,10 @@ end
 -- popped and woken: its next attempt is told (EINVAL).  The first waiter
 -- granted is woken with the deputies behind it (lib.lua, Waiting).
 local function serve()
-  if redis.call('LLEN', Q) == 0 then
-    return shares_live(S, now)
-  end
   local shares = shares_live(S, now) + serve_preferring()
+  if redis.call('LLEN', Q) == 0 then
+    return shares
+  end
   local claim = nil
   while true do
     local w = queue_first(now, op == 'a' and token or nil)
@@ -248,9 +246,12 @@ local function confirm()
   return sem and 0 or next_fence()
 end
 
--- The caller's queue entry and grant list go.
+-- The caller's queue entry and grant list go.  A reader that prefers
+-- readers is not in Q (its place in W's list is skipped once its entry
+-- is gone).
 local function leave()
-  if redis.call('HDEL', W, token) == 1 then
+  local w = parse_entry(token, redis.call('HGET', W, token))
+  if w and redis.call('HDEL', W, token) == 1 and w.k ~= 'p' then
     redis.call('LREM', Q, 1, token)
   end
   redis.call('DEL', G)
@@ -259,9 +260,11 @@ end
 -- Queues the caller, or refreshes its entry, for ttl ms.
 local function enqueue()
   local k = kind == 'w' and kind or sem and kind .. permits or (prefer_readers and 'p' or 'r')
-  queue_put(token, now, lease, ttl, k, holder)
-  if k == 'p' then
-    redis.call('HSET', W, '=p', '1')
+  if queue_put(token, now, lease, ttl, k, holder, k == 'p') and k == 'p' then
+    -- HGET and HSET, not HINCRBY: the commands a lock user may run are
+    -- acl.c's.
+    local i = (tonumber(redis.call('HGET', W, '=pn') or 0) or 0) + 1
+    redis.call('HSET', W, '=pn', i, '=p' .. i, token)
   end
 end
 

@@ -39,8 +39,13 @@ for i = 2, #all, 2 do
 end
 local bound = shares > 0 and shares_bound(S) or 0
 local writers, others = 0, 0
-for _, t in ipairs(redis.call('LRANGE', Q, 0, -1)) do
-  local e = redis.call('HGET', W, t) or ''
+-- The queue, then the readers that prefer readers, listed in W alone.
+local queued = redis.call('LRANGE', Q, 0, -1)
+for i = 1, tonumber(redis.call('HGET', W, '=pn') or 0) or 0 do
+  queued[#queued + 1] = redis.call('HGET', W, '=p' .. i)
+end
+for _, t in ipairs(queued) do
+  local e = t and redis.call('HGET', W, t) or ''
   local expires, k = string.match(e, '^(%d+):%d+:([rpsw])%d*:')
   if expires and tonumber(expires) > now then
     if k == 'w' then
