@@ -641,6 +641,59 @@ static void test_reader_preference_gives_up(void)
     g_free(name);
 }
 
+/* Queues N writers that never come by hand, behind whatever Q holds:
+ * entries live for an hour, in lib.lua's format. */
+static const char fake_writers_lua[] =
+    "local t = redis.call('TIME')\n"
+    "local far = string.format('%.0f', tonumber(t[1]) * 1000 + 3600000)\n"
+    "for i = 1, tonumber(ARGV[1]) do\n"
+    "  local tok = string.format('%032x', i)\n"
+    "  redis.call('HSET', KEYS[2], tok, far .. ':30000:w:fake:1:' .. i)\n"
+    "  redis.call('RPUSH', KEYS[1], tok)\n"
+    "end\n"
+    "return redis.call('LLEN', KEYS[1])\n";
+
+/* A reader that prefers readers, behind a writer that holds the lock and
+ * a queue of more writers than a Lua call can take as arguments: the
+ * release lets it in, and the writers keep their places.  (The reader's
+ * serve once rebuilt the whole queue in one RPUSH: past about 8,000
+ * waiters the release failed after it had deleted the queue.) */
+static void test_reader_preference_long_queue(void)
+{
+    enum { WRITERS = 9000 };
+    netmutex_rwlock_t holder, waiter;
+    char *name = rw_init(&holder, "rw", NETMUTEX_RWLOCK_DEFAULT, 0);
+    char *q = rw_key(name, ":q"), *w = rw_key(name, ":w");
+    netmutex_rwlockattr_t a;
+    nm_assert_rc(netmutex_rwlockattr_init(&a), 0);
+    nm_assert_rc(netmutex_rwlockattr_setkind(&a, NETMUTEX_RWLOCK_PREFER_READER), 0);
+    nm_assert_rc(netmutex_rwlock_init(&waiter, name, &a), 0);
+    Locker r = { .rw = &waiter, .op = 'r' };
+
+    nm_assert_rc(netmutex_rwlock_wrlock(&holder), 0);
+    redisReply *made = nm_redis_cmd(redis, "EVAL %s 2 %s %s %d", fake_writers_lua, q, w, WRITERS);
+    g_assert_cmpint(made->type, ==, REDIS_REPLY_INTEGER);
+    g_assert_cmpint(made->integer, ==, WRITERS);
+    freeReplyObject(made);
+    NmCall *c = nm_call_start(locker_run, &r);
+    g_assert_true(wait_queued(name, WRITERS + 1));
+    nm_assert_rc(netmutex_rwlock_unlock(&holder), 0);
+    g_assert_true(wait_got(&r));
+    g_assert_cmpint(llen(q), ==, WRITERS);
+    /* The writers that never come go before the reader's unlock would
+     * grant the first of them the lock. */
+    nm_redis_ok(redis, "DEL %s %s", q, w);
+    g_atomic_int_set(&r.release, 1);
+    nm_assert_rc(nm_call_wait(c, PROMPT_MS), 0);
+    nm_assert_rc(netmutex_rwlockattr_destroy(&a), 0);
+    nm_assert_rc(netmutex_rwlock_destroy(&waiter), 0);
+    nm_assert_rc(netmutex_rwlock_destroy(&holder), 0);
+    g_assert_true(wait_nothing_left());
+    g_free(w);
+    g_free(q);
+    g_free(name);
+}
+
 /* Writers get the lock in the order they asked for it; the readers queued
  * behind the first of them come in together after it. */
 static void test_writers_fifo(void)
@@ -1482,6 +1535,7 @@ int main(int argc, char **argv)
                          test_preference);
     g_test_add_func("/rwlock/prefer/reader-after-writer", test_reader_preference_after_writer);
     g_test_add_func("/rwlock/prefer/reader-gives-up", test_reader_preference_gives_up);
+    g_test_add_func("/rwlock/prefer/reader-behind-long-queue", test_reader_preference_long_queue);
     g_test_add_func("/rwlock/order/writers-fifo", test_writers_fifo);
     g_test_add_func("/rwlock/processes/readers-together", test_readers_together_processes);
     g_test_add_func("/rwlock/processes/exclusion", test_exclusion_processes);
