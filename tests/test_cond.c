@@ -968,15 +968,12 @@ static void test_short_lease_signaller(gconstpointer data)
     g_free(name);
 }
 
-/* A child that signals while it holds the mutex, then dies before it
- * unlocks (SIGKILL: nothing of its own runs any more). */
 /* Forks a child of FN(ARG) from this process once no thread of the
  * library runs here (netmutex_shutdown), then configures this process
  * again: neither sanitizer's allocator survives a fork made while another
- * thread allocates (nm_fork_with_threads_is_safe), and a child forked
- * while a waiter and the background thread ran once hung there.  The
- * child waits for a byte on its PR->go before it does what the case is
- * about. */
+ * thread allocates (nm_fork_with_threads_is_safe): a child of
+ * test_rwlock's forked so once hung in ASan's allocator.  The child waits
+ * for a byte on its Proc's go before it does what the case is about. */
 static pid_t fork_before_threads(NmCallFunc fn, void *arg)
 {
     nm_assert_rc(netmutex_shutdown(), 0);
@@ -985,6 +982,8 @@ static pid_t fork_before_threads(NmCallFunc fn, void *arg)
     return pid;
 }
 
+/* A child that signals while it holds the mutex, then dies before it
+ * unlocks (SIGKILL: nothing of its own runs any more). */
 static int proc_signal_then_die(void *p)
 {
     const Proc *pr = p;
