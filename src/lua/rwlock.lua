@@ -164,10 +164,11 @@ local function serve_preferring()
     redis.call('HDEL', W, field)
     local w = t and parse_entry(t, redis.call('HGET', W, t))
     if w and (t == token or w.expires > now) then
-      share_put(S, t, now, claim_of(w))
+      local claim = claim_of(w)
+      share_put(S, t, now, claim)
       redis.call('HDEL', W, t)
       if t ~= token then
-        wake(t, claim_of(w))
+        wake(t, claim)
       end
       n = n + 1
     elseif w then
@@ -251,7 +252,7 @@ end
 -- is gone).
 local function leave()
   local w = parse_entry(token, redis.call('HGET', W, token))
-  if w and redis.call('HDEL', W, token) == 1 and w.k ~= 'p' then
+  if redis.call('HDEL', W, token) == 1 and not (w and w.k == 'p') then
     redis.call('LREM', Q, 1, token)
   end
   redis.call('DEL', G)
