@@ -468,6 +468,29 @@ static void test_readers_together_threads(void)
 
 /* ---- preference and order -------------------------------------------------- */
 
+/* WAITER: another handle of NAME, of KIND (NETMUTEX_RWLOCK_PREFER_*). */
+static void kind_init(netmutex_rwlock_t *waiter, const char *name, int kind)
+{
+    netmutex_rwlockattr_t a;
+    nm_assert_rc(netmutex_rwlockattr_init(&a), 0);
+    nm_assert_rc(netmutex_rwlockattr_setkind(&a, kind), 0);
+    nm_assert_rc(netmutex_rwlock_init(waiter, name, &a), 0);
+    nm_assert_rc(netmutex_rwlockattr_destroy(&a), 0);
+}
+
+/* The reader R (call CR) inside, writer W (call CW) queued: R leaves, W
+ * gets in and leaves, and ORDER says the reader (3) came before it (2). */
+static void reader_then_writer(Locker *r, NmCall *cr, Locker *w, NmCall *cw, const int *order)
+{
+    g_atomic_int_set(&r->release, 1);
+    nm_assert_rc(nm_call_wait(cr, PROMPT_MS), 0);
+    g_assert_true(wait_got(w));
+    g_atomic_int_set(&w->release, 1);
+    nm_assert_rc(nm_call_wait(cw, PROMPT_MS), 0);
+    g_assert_cmpint(order[1], ==, 3);
+    g_assert_cmpint(order[2], ==, 2);
+}
+
 /* A reader holds; a writer waits.  Preferring writers, a new reader waits
  * behind that writer; preferring readers, it comes in. */
 static void test_preference(gconstpointer data)
@@ -477,10 +500,7 @@ static void test_preference(gconstpointer data)
     struct timespec ts;
     int order[3] = { 0 }, n = 0;
     char *name = rw_init(&holder, "rw", NETMUTEX_RWLOCK_DEFAULT, 0);
-    netmutex_rwlockattr_t a;
-    nm_assert_rc(netmutex_rwlockattr_init(&a), 0);
-    nm_assert_rc(netmutex_rwlockattr_setkind(&a, kind), 0);
-    nm_assert_rc(netmutex_rwlock_init(&waiter, name, &a), 0);
+    kind_init(&waiter, name, kind);
     Locker r1 = { .rw = &holder, .op = 'r', .id = 1, .order = order, .norder = &n };
     Locker w = { .rw = &holder, .op = 'w', .id = 2, .order = order, .norder = &n };
     Locker r2 = { .rw = &waiter, .op = 'r', .id = 3, .order = order, .norder = &n };
@@ -525,7 +545,6 @@ static void test_preference(gconstpointer data)
         nm_assert_rc(nm_call_wait(cw, PROMPT_MS), 0);
         g_assert_cmpint(order[2], ==, 2);
     }
-    nm_assert_rc(netmutex_rwlockattr_destroy(&a), 0);
     nm_assert_rc(netmutex_rwlock_destroy(&waiter), 0);
     nm_assert_rc(netmutex_rwlock_destroy(&holder), 0);
     g_assert_true(wait_nothing_left());
@@ -539,10 +558,7 @@ static void test_reader_preference_after_writer(void)
     netmutex_rwlock_t holder, waiter;
     int order[3] = { 0 }, n = 0;
     char *name = rw_init(&holder, "rw", NETMUTEX_RWLOCK_DEFAULT, 0);
-    netmutex_rwlockattr_t a;
-    nm_assert_rc(netmutex_rwlockattr_init(&a), 0);
-    nm_assert_rc(netmutex_rwlockattr_setkind(&a, NETMUTEX_RWLOCK_PREFER_READER), 0);
-    nm_assert_rc(netmutex_rwlock_init(&waiter, name, &a), 0);
+    kind_init(&waiter, name, NETMUTEX_RWLOCK_PREFER_READER);
     Locker w1 = { .rw = &holder, .op = 'w', .id = 1, .order = order, .norder = &n };
     Locker w2 = { .rw = &holder, .op = 'w', .id = 2, .order = order, .norder = &n };
     Locker r = { .rw = &waiter, .op = 'r', .id = 3, .order = order, .norder = &n };
@@ -558,14 +574,7 @@ static void test_reader_preference_after_writer(void)
     g_assert_true(wait_got(&r));
     nmt_sleep_ms(nm_ms(50));
     g_assert_false(g_atomic_int_get(&w2.got));
-    g_atomic_int_set(&r.release, 1);
-    nm_assert_rc(nm_call_wait(c3, PROMPT_MS), 0);
-    g_assert_true(wait_got(&w2));
-    g_atomic_int_set(&w2.release, 1);
-    nm_assert_rc(nm_call_wait(c2, PROMPT_MS), 0);
-    g_assert_cmpint(order[1], ==, 3);
-    g_assert_cmpint(order[2], ==, 2);
-    nm_assert_rc(netmutex_rwlockattr_destroy(&a), 0);
+    reader_then_writer(&r, c3, &w2, c2, order);
     nm_assert_rc(netmutex_rwlock_destroy(&waiter), 0);
     nm_assert_rc(netmutex_rwlock_destroy(&holder), 0);
     g_assert_true(wait_nothing_left());
@@ -597,10 +606,7 @@ static void test_reader_preference_gives_up(void)
     netmutex_shared_status_t st;
     int order[3] = { 0 }, n = 0;
     char *name = rw_init(&holder, "rw", NETMUTEX_RWLOCK_DEFAULT, 0);
-    netmutex_rwlockattr_t a;
-    nm_assert_rc(netmutex_rwlockattr_init(&a), 0);
-    nm_assert_rc(netmutex_rwlockattr_setkind(&a, NETMUTEX_RWLOCK_PREFER_READER), 0);
-    nm_assert_rc(netmutex_rwlock_init(&waiter, name, &a), 0);
+    kind_init(&waiter, name, NETMUTEX_RWLOCK_PREFER_READER);
     Locker w1 = { .rw = &holder, .op = 'w', .id = 1, .order = order, .norder = &n };
     Locker w2 = { .rw = &holder, .op = 'w', .id = 2, .order = order, .norder = &n };
     Locker r = { .rw = &waiter, .op = 'r', .id = 3, .order = order, .norder = &n };
@@ -627,14 +633,7 @@ static void test_reader_preference_gives_up(void)
     /* The reader's share alone: the one that gave up got none. */
     g_assert_cmpint(shares_of(name), ==, 1);
     g_assert_false(g_atomic_int_get(&w2.got));
-    g_atomic_int_set(&r.release, 1);
-    nm_assert_rc(nm_call_wait(c3, PROMPT_MS), 0);
-    g_assert_true(wait_got(&w2));
-    g_atomic_int_set(&w2.release, 1);
-    nm_assert_rc(nm_call_wait(c2, PROMPT_MS), 0);
-    g_assert_cmpint(order[1], ==, 3);
-    g_assert_cmpint(order[2], ==, 2);
-    nm_assert_rc(netmutex_rwlockattr_destroy(&a), 0);
+    reader_then_writer(&r, c3, &w2, c2, order);
     nm_assert_rc(netmutex_rwlock_destroy(&waiter), 0);
     nm_assert_rc(netmutex_rwlock_destroy(&holder), 0);
     g_assert_true(wait_nothing_left());
@@ -664,10 +663,7 @@ static void test_reader_preference_long_queue(void)
     netmutex_rwlock_t holder, waiter;
     char *name = rw_init(&holder, "rw", NETMUTEX_RWLOCK_DEFAULT, 0);
     char *q = rw_key(name, ":q"), *w = rw_key(name, ":w");
-    netmutex_rwlockattr_t a;
-    nm_assert_rc(netmutex_rwlockattr_init(&a), 0);
-    nm_assert_rc(netmutex_rwlockattr_setkind(&a, NETMUTEX_RWLOCK_PREFER_READER), 0);
-    nm_assert_rc(netmutex_rwlock_init(&waiter, name, &a), 0);
+    kind_init(&waiter, name, NETMUTEX_RWLOCK_PREFER_READER);
     Locker r = { .rw = &waiter, .op = 'r' };
 
     nm_assert_rc(netmutex_rwlock_wrlock(&holder), 0);
@@ -685,7 +681,6 @@ static void test_reader_preference_long_queue(void)
     nm_redis_ok(redis, "DEL %s %s", q, w);
     g_atomic_int_set(&r.release, 1);
     nm_assert_rc(nm_call_wait(c, PROMPT_MS), 0);
-    nm_assert_rc(netmutex_rwlockattr_destroy(&a), 0);
     nm_assert_rc(netmutex_rwlock_destroy(&waiter), 0);
     nm_assert_rc(netmutex_rwlock_destroy(&holder), 0);
     g_assert_true(wait_nothing_left());
